@@ -1,1 +1,17 @@
-fn main() {}
+//! The `collector` binary: a thin shell over the collector library.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    collector::cli::init_tracing();
+    let cli = collector::cli::Cli::parse();
+    match collector::cli::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(collector::cli::EXIT_FAILURE)
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! The `collector` command line: one module per subcommand, each with its own `Args` and `run`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod dataset;
+
+/// Exit code for a failed command (bad input, IO error, invalid dataset).
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code for a command line clap could not parse (clap's own convention).
+pub const EXIT_USAGE: u8 = 2;
+
+/// faultline's collector: make RCA datasets from SRE problems, serve them back through real APIs.
+#[derive(Debug, Parser)]
+#[command(
+    name = "collector",
+    version,
+    after_help = "Example:\n  collector dataset inspect out/dataset\n\nLogs: set RUST_LOG (e.g. RUST_LOG=debug)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect, validate and export datasets.
+    Dataset(dataset::Args),
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Dataset(args) => dataset::run(args),
+    }
+}
+
+/// Logs go to stderr, filtered by `RUST_LOG` (default: warnings), so stdout stays for results.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

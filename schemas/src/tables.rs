@@ -1,0 +1,423 @@
+//! The six signal tables (plus metric metadata) of dataset format v1: their Arrow schemas, file names,
+//! sort keys, and the plain row types that producers fill.
+//!
+//! Conventions: every timestamp is `Timestamp(Nanosecond, "UTC")`; durations are `Int64` nanoseconds;
+//! labels and attributes are `Map<Utf8, Utf8>` (Arrow's canonical `entries`/`key`/`value` names, so
+//! pyarrow and polars read them natively), with hot keys promoted to their own columns. The unit of
+//! each numeric time column is recorded in the field metadata under `unit`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Labels or attributes: sorted so equal sets compare and encode equally.
+pub type Labels = BTreeMap<String, String>;
+
+/// Parquet key-value metadata keys faultline writes into every table file.
+pub const META_TABLE: &str = "faultline.table";
+pub const META_SCHEMA_VERSION: &str = "faultline.schema_version";
+pub const META_SORT_KEY: &str = "faultline.sort_key";
+/// Field metadata key for a column's unit.
+pub const FIELD_UNIT: &str = "unit";
+
+/// A table of the dataset.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Table {
+    Objects,
+    Events,
+    Logs,
+    Metrics,
+    MetricMetadata,
+    Spans,
+    Alerts,
+}
+
+impl Table {
+    pub const ALL: [Table; 7] = [
+        Table::Objects,
+        Table::Events,
+        Table::Logs,
+        Table::Metrics,
+        Table::MetricMetadata,
+        Table::Spans,
+        Table::Alerts,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Objects => "objects",
+            Table::Events => "events",
+            Table::Logs => "logs",
+            Table::Metrics => "metrics",
+            Table::MetricMetadata => "metric_metadata",
+            Table::Spans => "spans",
+            Table::Alerts => "alerts",
+        }
+    }
+
+    pub fn file_name(self) -> String {
+        format!("{}.parquet", self.name())
+    }
+
+    /// Columns the rows are sorted by, in order: series first, then time, for compression and
+    /// min/max pruning.
+    pub fn sort_key(self) -> &'static [&'static str] {
+        match self {
+            Table::Objects => &["kind", "namespace", "name", "observed"],
+            Table::Events => &["namespace", "time", "name"],
+            Table::Logs => &["namespace", "pod", "container", "restart", "time"],
+            Table::Metrics => &["metric", "labels", "time"],
+            Table::MetricMetadata => &["metric"],
+            Table::Spans => &["service", "name", "start", "span_id"],
+            Table::Alerts => &["alertname", "labels", "time"],
+        }
+    }
+
+    /// The table's Arrow schema, with units and format version in its metadata.
+    pub fn schema(self) -> SchemaRef {
+        let fields: Vec<Field> = match self {
+            Table::Objects => vec![
+                ts("observed", false),
+                utf8("api_version", false),
+                utf8("kind", false),
+                utf8("namespace", true),
+                utf8("name", false),
+                utf8("uid", false),
+                utf8("resource_version", false),
+                utf8("change", false),
+                utf8("object", false),
+            ],
+            Table::Events => vec![
+                ts("time", false),
+                ts("first_time", true),
+                utf8("namespace", false),
+                utf8("name", false),
+                utf8("uid", false),
+                utf8("type", false),
+                utf8("reason", false),
+                utf8("message", false),
+                Field::new("count", DataType::Int32, false),
+                utf8("involved_api_version", true),
+                utf8("involved_kind", false),
+                utf8("involved_namespace", true),
+                utf8("involved_name", false),
+                utf8("involved_uid", true),
+                utf8("involved_field_path", true),
+                utf8("source_component", true),
+                utf8("source_host", true),
+                utf8("reporting_controller", true),
+                utf8("reporting_instance", true),
+                utf8("action", true),
+            ],
+            Table::Logs => vec![
+                ts("time", false),
+                utf8("namespace", false),
+                utf8("pod", false),
+                utf8("container", false),
+                Field::new("restart", DataType::Int32, false),
+                utf8("stream", false),
+                utf8("line", false),
+            ],
+            Table::Metrics => vec![
+                utf8("metric", false),
+                utf8("namespace", true),
+                map("labels"),
+                ts("time", false),
+                Field::new("value", DataType::Float64, false),
+            ],
+            Table::MetricMetadata => vec![
+                utf8("metric", false),
+                utf8("type", false),
+                utf8("help", false),
+                utf8("unit", false),
+            ],
+            Table::Spans => vec![
+                utf8("trace_id", false),
+                utf8("span_id", false),
+                utf8("parent_span_id", true),
+                utf8("service", false),
+                utf8("name", false),
+                utf8("kind", false),
+                ts("start", false),
+                Field::new("duration", DataType::Int64, false)
+                    .with_metadata([(FIELD_UNIT.to_string(), "ns".to_string())].into()),
+                utf8("status_code", false),
+                utf8("status_message", true),
+                map("resource_attributes"),
+                map("attributes"),
+            ],
+            Table::Alerts => vec![
+                ts("time", false),
+                utf8("alertname", false),
+                utf8("state", false),
+                map("labels"),
+                map("annotations"),
+                ts("active_at", true),
+                Field::new("value", DataType::Float64, true),
+            ],
+        };
+        let metadata = [
+            (META_TABLE.to_string(), self.name().to_string()),
+            (
+                META_SCHEMA_VERSION.to_string(),
+                crate::DATASET_FORMAT_VERSION.to_string(),
+            ),
+            (META_SORT_KEY.to_string(), self.sort_key().join(",")),
+        ]
+        .into();
+        Arc::new(Schema::new_with_metadata(fields, metadata))
+    }
+}
+
+impl fmt::Display for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Table {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Table::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Table::ALL.iter().map(|t| t.name()).collect();
+                format!("unknown table `{s}`: expected one of {}", names.join(", "))
+            })
+    }
+}
+
+fn utf8(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Utf8, nullable)
+}
+
+/// The timestamp type of every time column.
+pub fn timestamp_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+}
+
+fn ts(name: &str, nullable: bool) -> Field {
+    Field::new(name, timestamp_type(), nullable)
+        .with_metadata([(FIELD_UNIT.to_string(), "ns".to_string())].into())
+}
+
+/// The entries struct of a `Map<Utf8, Utf8>` column, named as Arrow's spec and pyarrow name them.
+pub fn map_entries_field() -> Field {
+    Field::new(
+        "entries",
+        DataType::Struct(Fields::from(vec![
+            Field::new("key", DataType::Utf8, false),
+            Field::new("value", DataType::Utf8, true),
+        ])),
+        false,
+    )
+}
+
+fn map(name: &str) -> Field {
+    Field::new(
+        name,
+        DataType::Map(Arc::new(map_entries_field()), false),
+        false,
+    )
+}
+
+/// How an object version came to be observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl ChangeType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeType::Added => "added",
+            ChangeType::Modified => "modified",
+            ChangeType::Deleted => "deleted",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "added" => Some(ChangeType::Added),
+            "modified" => Some(ChangeType::Modified),
+            "deleted" => Some(ChangeType::Deleted),
+            _ => None,
+        }
+    }
+}
+
+/// One observed version of a Kubernetes object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectRow {
+    pub observed_ns: i64,
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
+    pub change: ChangeType,
+    /// The whole object as JSON (managedFields dropped, Secret values redacted).
+    pub object: String,
+}
+
+/// A Kubernetes Event in core/v1 terms (events.k8s.io/v1 ones are mapped onto these fields).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EventRow {
+    /// When the event last happened (lastTimestamp, or eventTime/series.lastObservedTime).
+    pub time_ns: i64,
+    pub first_time_ns: Option<i64>,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    /// `Normal` or `Warning`.
+    pub event_type: String,
+    pub reason: String,
+    pub message: String,
+    pub count: i32,
+    pub involved_api_version: Option<String>,
+    pub involved_kind: String,
+    pub involved_namespace: Option<String>,
+    pub involved_name: String,
+    pub involved_uid: Option<String>,
+    pub involved_field_path: Option<String>,
+    pub source_component: Option<String>,
+    pub source_host: Option<String>,
+    pub reporting_controller: Option<String>,
+    pub reporting_instance: Option<String>,
+    pub action: Option<String>,
+}
+
+/// One container log line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogRow {
+    pub time_ns: i64,
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    /// Which instance of the container wrote the line: 0 for the first, counting restarts.
+    pub restart: i32,
+    /// `stdout` or `stderr`.
+    pub stream: String,
+    pub line: String,
+}
+
+/// One metric sample. `labels` excludes `__name__` (that is `metric`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricSample {
+    pub metric: String,
+    pub labels: Labels,
+    pub time_ns: i64,
+    pub value: f64,
+}
+
+/// Prometheus metadata of one metric family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricMeta {
+    pub metric: String,
+    /// `counter`, `gauge`, `histogram`, `summary` or `unknown`.
+    pub metric_type: String,
+    pub help: String,
+    pub unit: String,
+}
+
+/// One span. Ids are lower-case hex (32 digits for traces, 16 for spans), as Jaeger and OTLP JSON show
+/// them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanRow {
+    pub trace_id: String,
+    pub span_id: String,
+    pub parent_span_id: Option<String>,
+    pub service: String,
+    pub name: String,
+    /// `server`, `client`, `internal`, `producer` or `consumer`.
+    pub kind: String,
+    pub start_ns: i64,
+    pub duration_ns: i64,
+    /// `unset`, `ok` or `error`.
+    pub status_code: String,
+    pub status_message: Option<String>,
+    pub resource_attributes: Labels,
+    pub attributes: Labels,
+}
+
+/// The state of one alert at one observation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertRow {
+    pub time_ns: i64,
+    pub alertname: String,
+    /// `pending` or `firing` (an alert that is absent is inactive).
+    pub state: String,
+    pub labels: Labels,
+    pub annotations: Labels,
+    pub active_at_ns: Option<i64>,
+    pub value: Option<f64>,
+}
+
+/// A row of any table, for producers that emit a mix of signals into one sink.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Row {
+    Object(ObjectRow),
+    Event(EventRow),
+    Log(LogRow),
+    Metric(MetricSample),
+    MetricMeta(MetricMeta),
+    Span(SpanRow),
+    Alert(AlertRow),
+}
+
+impl Row {
+    pub fn table(&self) -> Table {
+        match self {
+            Row::Object(_) => Table::Objects,
+            Row::Event(_) => Table::Events,
+            Row::Log(_) => Table::Logs,
+            Row::Metric(_) => Table::Metrics,
+            Row::MetricMeta(_) => Table::MetricMetadata,
+            Row::Span(_) => Table::Spans,
+            Row::Alert(_) => Table::Alerts,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_table_names_its_sort_columns() {
+        for t in Table::ALL {
+            let schema = t.schema();
+            for col in t.sort_key() {
+                assert!(
+                    schema.field_with_name(col).is_ok(),
+                    "{t}: sort column {col} missing"
+                );
+            }
+            assert_eq!(t.name().parse::<Table>().unwrap(), t);
+        }
+        assert!("nope".parse::<Table>().unwrap_err().contains("objects"));
+    }
+
+    #[test]
+    fn time_columns_carry_units() {
+        for t in Table::ALL {
+            for f in t.schema().fields() {
+                if matches!(f.data_type(), DataType::Timestamp(..)) {
+                    assert_eq!(f.metadata().get(FIELD_UNIT).map(String::as_str), Some("ns"));
+                }
+            }
+        }
+    }
+}
