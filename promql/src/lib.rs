@@ -1,0 +1,1 @@
+//! PromQL engine over an in-memory series store, and the Prometheus HTTP API.
