@@ -1,1 +1,14 @@
 //! PromQL engine over an in-memory series store, and the Prometheus HTTP API.
+//!
+//! Build a store with [`StorageBuilder`], evaluate with [`Engine`], or serve it with
+//! [`api::router`].
+
+pub mod eval;
+pub mod labels;
+pub mod storage;
+pub mod value;
+
+pub use eval::{Engine, EvalError, parse};
+pub use labels::Labels;
+pub use storage::{LabelMatcher, MemStorage, Storage, StorageBuilder};
+pub use value::{Sample, Series, Value};

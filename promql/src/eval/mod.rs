@@ -1,0 +1,398 @@
+//! PromQL evaluation over promql-parser ASTs.
+//!
+//! A range query is evaluated as one instant evaluation per step, sharing the series selection
+//! of every selector (resolved once per query). Semantics follow Prometheus 3: left-open range
+//! windows `(t - range, t]`, a left-open lookback window for instant selectors, staleness markers,
+//! Prometheus' extrapolation for `rate`/`increase`/`delta`, and Kahan summation where Prometheus
+//! uses it.
+
+mod aggregate;
+mod binary;
+mod functions;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::collections::HashSet;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use promql_parser::parser::{AtModifier, Expr, Offset, VectorSelector};
+
+use crate::labels::Labels;
+use crate::storage::{LabelMatcher, SeriesId, Storage, is_stale};
+use crate::value::{Sample, Series, Value};
+
+/// Why a query failed. `Parse` maps to the API's `bad_data`, the others to `execution`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    #[error("{0}")]
+    Parse(String),
+    #[error("{0}")]
+    Execution(String),
+    /// A PromQL feature this engine does not implement; the message names it.
+    #[error("unsupported by faultline's PromQL engine: {0}")]
+    Unsupported(String),
+}
+
+pub type Result<T> = std::result::Result<T, EvalError>;
+
+fn exec<T>(msg: impl Into<String>) -> Result<T> {
+    Err(EvalError::Execution(msg.into()))
+}
+
+fn unsupported<T>(what: impl Into<String>) -> Result<T> {
+    Err(EvalError::Unsupported(what.into()))
+}
+
+/// Default lookback for instant selectors (Prometheus' `--query.lookback-delta`).
+pub const DEFAULT_LOOKBACK_MS: i64 = 5 * 60 * 1000;
+/// Step of a subquery written without one (Prometheus' default evaluation interval).
+pub const DEFAULT_SUBQUERY_STEP_MS: i64 = 60 * 1000;
+
+/// Parses a PromQL expression.
+pub fn parse(query: &str) -> Result<Expr> {
+    promql_parser::parser::parse(query).map_err(EvalError::Parse)
+}
+
+/// Evaluation options.
+#[derive(Clone, Copy, Debug)]
+pub struct Engine {
+    pub lookback_ms: i64,
+    pub subquery_step_ms: i64,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine { lookback_ms: DEFAULT_LOOKBACK_MS, subquery_step_ms: DEFAULT_SUBQUERY_STEP_MS }
+    }
+}
+
+impl Engine {
+    /// Evaluates `expr` at one instant (ms since the epoch).
+    pub fn instant(&self, st: &dyn Storage, expr: &Expr, t: i64) -> Result<Value> {
+        let ctx = Ctx::new(self, st, t, t);
+        let v = ctx.eval(expr, t)?;
+        if let Value::Vector(ref vec) = v {
+            check_unique(vec)?;
+        }
+        Ok(v)
+    }
+
+    /// Evaluates `expr` at `start, start+step, … ≤ end` and returns a matrix sorted by labels.
+    pub fn range(
+        &self,
+        st: &dyn Storage,
+        expr: &Expr,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Result<Vec<Series>> {
+        match expr.value_type() {
+            promql_parser::parser::value::ValueType::Vector
+            | promql_parser::parser::value::ValueType::Scalar => {}
+            other => {
+                return Err(EvalError::Parse(format!(
+                    "invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
+                    type_label(other)
+                )));
+            }
+        }
+        if step <= 0 {
+            return Err(EvalError::Parse(
+                "zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
+            ));
+        }
+        let ctx = Ctx::new(self, st, start, end);
+        let mut out: Vec<Series> = Vec::new();
+        let mut index: HashMap<Labels, usize> = HashMap::new();
+        let mut t = start;
+        while t <= end {
+            match ctx.eval(expr, t)? {
+                Value::Scalar(v) => push_point(&mut out, &mut index, Labels::empty(), t, v)?,
+                Value::Vector(vec) => {
+                    for s in vec {
+                        push_point(&mut out, &mut index, s.labels, t, s.v)?;
+                    }
+                }
+                other => return exec(format!("unexpected {} in range query", other.type_name())),
+            }
+            t += step;
+        }
+        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(out)
+    }
+}
+
+fn type_label(t: promql_parser::parser::value::ValueType) -> &'static str {
+    use promql_parser::parser::value::ValueType;
+    match t {
+        ValueType::Matrix => "range vector",
+        ValueType::Vector => "instant vector",
+        ValueType::Scalar => "scalar",
+        ValueType::String => "string",
+    }
+}
+
+fn push_point(
+    out: &mut Vec<Series>,
+    index: &mut HashMap<Labels, usize>,
+    labels: Labels,
+    t: i64,
+    v: f64,
+) -> Result<()> {
+    let i = match index.get(&labels) {
+        Some(&i) => i,
+        None => {
+            out.push(Series { labels: labels.clone(), points: Vec::new() });
+            index.insert(labels, out.len() - 1);
+            out.len() - 1
+        }
+    };
+    let pts = &mut out[i].points;
+    if pts.last().is_some_and(|p| p.0 == t) {
+        return exec("vector cannot contain metrics with the same labelset");
+    }
+    pts.push((t, v));
+    Ok(())
+}
+
+pub(crate) fn check_unique(v: &[Sample]) -> Result<()> {
+    if v.len() < 2 {
+        return Ok(());
+    }
+    let mut seen = HashSet::with_capacity(v.len());
+    for s in v {
+        if !seen.insert(&s.labels) {
+            return exec("vector cannot contain metrics with the same labelset");
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn duration_ms(d: &Duration) -> i64 {
+    d.as_millis() as i64
+}
+
+fn offset_ms(o: &Option<Offset>) -> i64 {
+    match o {
+        None => 0,
+        Some(Offset::Pos(d)) => duration_ms(d),
+        Some(Offset::Neg(d)) => -duration_ms(d),
+    }
+}
+
+fn system_time_ms(t: &SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_millis() as i64,
+        Err(e) => -(e.duration().as_millis() as i64),
+    }
+}
+
+/// Per-query state: the store, the query's start/end (for `@ start()`/`@ end()`), and the
+/// series each selector resolved to.
+pub(crate) struct Ctx<'a> {
+    engine: &'a Engine,
+    st: &'a dyn Storage,
+    start: i64,
+    end: i64,
+    selections: RefCell<HashMap<usize, Rc<Vec<SeriesId>>>>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(engine: &'a Engine, st: &'a dyn Storage, start: i64, end: i64) -> Self {
+        Ctx { engine, st, start, end, selections: RefCell::new(HashMap::new()) }
+    }
+
+    fn select(&self, vs: &VectorSelector) -> Rc<Vec<SeriesId>> {
+        let key = vs as *const VectorSelector as usize;
+        if let Some(ids) = self.selections.borrow().get(&key) {
+            return ids.clone();
+        }
+        let mut matchers: Vec<LabelMatcher> =
+            vs.matchers.matchers.iter().map(LabelMatcher::from_parsed).collect();
+        if let Some(name) = &vs.name
+            && !matchers.iter().any(|m| m.name == crate::labels::METRIC_NAME)
+        {
+            matchers.push(LabelMatcher::equal(crate::labels::METRIC_NAME, name));
+        }
+        let ids = if vs.matchers.or_matchers.is_empty() {
+            self.st.select(&matchers)
+        } else {
+            // `{a="1" or b="2"}`: the union of each alternative (each also bound by the name).
+            let mut all: Vec<SeriesId> = Vec::new();
+            for alt in &vs.matchers.or_matchers {
+                let mut ms: Vec<LabelMatcher> = alt.iter().map(LabelMatcher::from_parsed).collect();
+                ms.extend(matchers.iter().cloned());
+                all.extend(self.st.select(&ms));
+            }
+            all.sort_unstable();
+            all.dedup();
+            all
+        };
+        let ids = Rc::new(ids);
+        self.selections.borrow_mut().insert(key, ids.clone());
+        ids
+    }
+
+    /// The reference time of a selector evaluated at `t`: `@` replaces `t`, then offset applies.
+    fn ref_time(&self, at: &Option<AtModifier>, offset: &Option<Offset>, t: i64) -> i64 {
+        let base = match at {
+            None => t,
+            Some(AtModifier::Start) => self.start,
+            Some(AtModifier::End) => self.end,
+            Some(AtModifier::At(st)) => system_time_ms(st),
+        };
+        base - offset_ms(offset)
+    }
+
+    pub(crate) fn eval(&self, e: &Expr, t: i64) -> Result<Value> {
+        match e {
+            Expr::NumberLiteral(n) => Ok(Value::Scalar(n.val)),
+            Expr::StringLiteral(s) => Ok(Value::String(s.val.clone())),
+            Expr::Paren(p) => self.eval(&p.expr, t),
+            Expr::Unary(u) => match self.eval(&u.expr, t)? {
+                Value::Scalar(v) => Ok(Value::Scalar(-v)),
+                Value::Vector(vec) => {
+                    let out: Vec<Sample> = vec
+                        .into_iter()
+                        .map(|s| Sample { labels: s.labels.without_name(), v: -s.v })
+                        .collect();
+                    check_unique(&out)?;
+                    Ok(Value::Vector(out))
+                }
+                other => exec(format!("unary minus on {}", other.type_name())),
+            },
+            Expr::VectorSelector(vs) => Ok(Value::Vector(self.instant_selector(vs, t))),
+            Expr::MatrixSelector(_) | Expr::Subquery(_) => Ok(Value::Matrix(self.eval_range(e, t)?)),
+            Expr::Call(c) => functions::call(self, c, t),
+            Expr::Aggregate(a) => aggregate::aggregate(self, a, t),
+            Expr::Binary(b) => binary::binary(self, b, t),
+            Expr::Extension(_) => unsupported("extension expressions"),
+        }
+    }
+
+    pub(crate) fn eval_vector(&self, e: &Expr, t: i64) -> Result<Vec<Sample>> {
+        match self.eval(e, t)? {
+            Value::Vector(v) => Ok(v),
+            other => exec(format!("expected instant vector, got {}", other.type_name())),
+        }
+    }
+
+    pub(crate) fn eval_scalar(&self, e: &Expr, t: i64) -> Result<f64> {
+        match self.eval(e, t)? {
+            Value::Scalar(v) => Ok(v),
+            other => exec(format!("expected scalar, got {}", other.type_name())),
+        }
+    }
+
+    fn instant_selector(&self, vs: &VectorSelector, t: i64) -> Vec<Sample> {
+        let ids = self.select(vs);
+        let rt = self.ref_time(&vs.at, &vs.offset, t);
+        let lookback = self.engine.lookback_ms;
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids.iter() {
+            let s = self.st.samples(id);
+            let i = s.after(rt);
+            if i == 0 {
+                continue;
+            }
+            let (ts, v) = (s.ts[i - 1], s.vals[i - 1]);
+            if ts <= rt - lookback || is_stale(v) {
+                continue;
+            }
+            out.push(Sample { labels: self.st.series_labels(id).clone(), v });
+        }
+        out
+    }
+
+    /// Timestamps of the samples an instant selector returns (for `timestamp()`).
+    pub(crate) fn instant_selector_timestamps(&self, vs: &VectorSelector, t: i64) -> Vec<(Labels, i64)> {
+        let ids = self.select(vs);
+        let rt = self.ref_time(&vs.at, &vs.offset, t);
+        let mut out = Vec::new();
+        for &id in ids.iter() {
+            let s = self.st.samples(id);
+            let i = s.after(rt);
+            if i == 0 || s.ts[i - 1] <= rt - self.engine.lookback_ms || is_stale(s.vals[i - 1]) {
+                continue;
+            }
+            out.push((self.st.series_labels(id).clone(), s.ts[i - 1]));
+        }
+        out
+    }
+
+    /// Evaluates a range-vector expression (matrix selector or subquery, maybe parenthesised) at
+    /// `t`. Also returns the window `(start, end]` it covers, which extrapolating functions need.
+    pub(crate) fn eval_range_window(&self, e: &Expr, t: i64) -> Result<(Vec<Series>, i64, i64)> {
+        match e {
+            Expr::Paren(p) => self.eval_range_window(&p.expr, t),
+            Expr::MatrixSelector(ms) => {
+                let vs = &ms.vs;
+                let ids = self.select(vs);
+                let rt = self.ref_time(&vs.at, &vs.offset, t);
+                let range = duration_ms(&ms.range);
+                let lo = rt - range;
+                let mut out = Vec::with_capacity(ids.len());
+                for &id in ids.iter() {
+                    let s = self.st.samples(id);
+                    let a = s.after(lo);
+                    let b = s.after(rt);
+                    if a >= b {
+                        continue;
+                    }
+                    let points: Vec<(i64, f64)> = s.ts[a..b]
+                        .iter()
+                        .zip(&s.vals[a..b])
+                        .filter(|(_, v)| !is_stale(**v))
+                        .map(|(t, v)| (*t, *v))
+                        .collect();
+                    if points.is_empty() {
+                        continue;
+                    }
+                    out.push(Series { labels: self.st.series_labels(id).clone(), points });
+                }
+                Ok((out, lo, rt))
+            }
+            Expr::Subquery(sq) => {
+                let rt = self.ref_time(&sq.at, &sq.offset, t);
+                let range = duration_ms(&sq.range);
+                let step = match &sq.step {
+                    Some(d) if !d.is_zero() => duration_ms(d),
+                    _ => self.engine.subquery_step_ms,
+                };
+                let lo = rt - range;
+                // First step-aligned time strictly after the window start.
+                let mut first = step * (lo / step);
+                if first <= lo {
+                    first += step;
+                }
+                let mut out: Vec<Series> = Vec::new();
+                let mut index: HashMap<Labels, usize> = HashMap::new();
+                let mut ts = first;
+                while ts <= rt {
+                    match self.eval(&sq.expr, ts)? {
+                        Value::Scalar(v) => push_point(&mut out, &mut index, Labels::empty(), ts, v)?,
+                        Value::Vector(vec) => {
+                            for s in vec {
+                                push_point(&mut out, &mut index, s.labels, ts, s.v)?;
+                            }
+                        }
+                        other => {
+                            return exec(format!("subquery over {} is not allowed", other.type_name()));
+                        }
+                    }
+                    ts += step;
+                }
+                Ok((out, lo, rt))
+            }
+            other => exec(format!(
+                "expected range vector, got {}",
+                type_label(other.value_type())
+            )),
+        }
+    }
+
+    pub(crate) fn eval_range(&self, e: &Expr, t: i64) -> Result<Vec<Series>> {
+        Ok(self.eval_range_window(e, t)?.0)
+    }
+}

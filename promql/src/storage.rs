@@ -1,0 +1,441 @@
+//! The series store the evaluator reads: a `Storage` trait and a compact in-memory implementation.
+//!
+//! Memory layout of [`MemStorage`]: every sample lives in two shared arenas (timestamps `i64`,
+//! values `f64`: 16 bytes a sample, no per-series allocation); label names and values are interned
+//! once (`Arc<str>`), so a label set costs one small vector of pointer pairs; the inverted index maps
+//! name → value → sorted series ids.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use regex::Regex;
+use serde::Serialize;
+
+use crate::labels::{Labels, METRIC_NAME, Str};
+
+/// The bit pattern Prometheus writes when a series disappears (a "staleness marker").
+pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
+
+/// A staleness marker value.
+pub fn stale_nan() -> f64 {
+    f64::from_bits(STALE_NAN_BITS)
+}
+
+/// Whether `v` is a staleness marker (an ordinary NaN sample is not).
+pub fn is_stale(v: f64) -> bool {
+    v.to_bits() == STALE_NAN_BITS
+}
+
+/// Index of a series inside a store.
+pub type SeriesId = u32;
+
+/// How a matcher compares a label value.
+#[derive(Clone, Debug)]
+pub enum MatchKind {
+    Equal,
+    NotEqual,
+    /// Fully anchored regex.
+    Regex(Regex),
+    NotRegex(Regex),
+}
+
+/// One `name op "value"` matcher; a missing label matches as the empty string.
+#[derive(Clone, Debug)]
+pub struct LabelMatcher {
+    pub name: String,
+    pub value: String,
+    pub kind: MatchKind,
+}
+
+impl LabelMatcher {
+    pub fn equal(name: &str, value: &str) -> Self {
+        LabelMatcher { name: name.into(), value: value.into(), kind: MatchKind::Equal }
+    }
+
+    /// A regex matcher; the pattern is anchored at both ends as PromQL requires.
+    pub fn regex(name: &str, pattern: &str) -> Result<Self, regex::Error> {
+        let re = Regex::new(&format!("^(?s:{pattern})$"))?;
+        Ok(LabelMatcher { name: name.into(), value: pattern.into(), kind: MatchKind::Regex(re) })
+    }
+
+    pub fn matches(&self, v: &str) -> bool {
+        match &self.kind {
+            MatchKind::Equal => self.value == v,
+            MatchKind::NotEqual => self.value != v,
+            MatchKind::Regex(re) => re.is_match(v),
+            MatchKind::NotRegex(re) => !re.is_match(v),
+        }
+    }
+
+    /// Converts a matcher parsed by promql-parser (whose regexes are already anchored).
+    pub fn from_parsed(m: &promql_parser::label::Matcher) -> Self {
+        use promql_parser::label::MatchOp;
+        let kind = match &m.op {
+            MatchOp::Equal => MatchKind::Equal,
+            MatchOp::NotEqual => MatchKind::NotEqual,
+            MatchOp::Re(re) => MatchKind::Regex(re.clone()),
+            MatchOp::NotRe(re) => MatchKind::NotRegex(re.clone()),
+        };
+        LabelMatcher { name: m.name.clone(), value: m.value.clone(), kind }
+    }
+}
+
+/// The samples of one series, sorted by time, timestamps unique.
+#[derive(Clone, Copy, Debug)]
+pub struct Samples<'a> {
+    /// Milliseconds since the Unix epoch.
+    pub ts: &'a [i64],
+    pub vals: &'a [f64],
+}
+
+impl Samples<'_> {
+    pub fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
+    }
+
+    /// Index of the first sample with `ts > t`.
+    pub fn after(&self, t: i64) -> usize {
+        self.ts.partition_point(|&x| x <= t)
+    }
+
+    /// Whether any sample falls in the closed interval `[mint, maxt]`.
+    pub fn overlaps(&self, mint: i64, maxt: i64) -> bool {
+        let i = self.ts.partition_point(|&x| x < mint);
+        i < self.ts.len() && self.ts[i] <= maxt
+    }
+}
+
+/// Metric metadata as `/api/v1/metadata` reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MetricMetadata {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub help: String,
+    pub unit: String,
+}
+
+/// A source of series for the evaluator and the HTTP API.
+pub trait Storage: Send + Sync {
+    /// Series matching every matcher, in label order.
+    fn select(&self, matchers: &[LabelMatcher]) -> Vec<SeriesId>;
+    fn series_labels(&self, id: SeriesId) -> &Labels;
+    fn samples(&self, id: SeriesId) -> Samples<'_>;
+    /// Every label name, sorted.
+    fn label_names(&self) -> Vec<Str>;
+    /// Every value of `name`, sorted.
+    fn label_values(&self, name: &str) -> Vec<Str>;
+    /// Metadata by metric name.
+    fn metadata(&self) -> &BTreeMap<String, Vec<MetricMetadata>>;
+}
+
+#[derive(Debug)]
+struct SeriesEntry {
+    labels: Labels,
+    start: usize,
+    len: usize,
+}
+
+/// An immutable in-memory series store; build one with [`StorageBuilder`].
+#[derive(Debug, Default)]
+pub struct MemStorage {
+    series: Vec<SeriesEntry>,
+    ts: Vec<i64>,
+    vals: Vec<f64>,
+    /// name → value → series ids (ascending; ids are assigned in label order).
+    index: BTreeMap<Str, BTreeMap<Str, Vec<SeriesId>>>,
+    metadata: BTreeMap<String, Vec<MetricMetadata>>,
+}
+
+impl MemStorage {
+    pub fn num_series(&self) -> usize {
+        self.series.len()
+    }
+
+    pub fn num_samples(&self) -> usize {
+        self.ts.len()
+    }
+
+    /// Earliest and latest sample time (ms), if any sample exists.
+    pub fn time_range(&self) -> Option<(i64, i64)> {
+        let mut lo = i64::MAX;
+        let mut hi = i64::MIN;
+        for s in &self.series {
+            if s.len > 0 {
+                lo = lo.min(self.ts[s.start]);
+                hi = hi.max(self.ts[s.start + s.len - 1]);
+            }
+        }
+        (lo <= hi).then_some((lo, hi))
+    }
+
+    /// Ids of series whose `name` label satisfies `m`, for a matcher that rejects the empty
+    /// string (so series lacking the label are excluded, and postings are exact).
+    fn postings_for(&self, m: &LabelMatcher) -> Vec<SeriesId> {
+        let Some(values) = self.index.get(m.name.as_str()) else {
+            return Vec::new();
+        };
+        if let MatchKind::Equal = m.kind {
+            return values.get(m.value.as_str()).cloned().unwrap_or_default();
+        }
+        let mut out: Vec<SeriesId> = Vec::new();
+        let mut parts = 0;
+        for (v, ids) in values {
+            if m.matches(v) {
+                out.extend_from_slice(ids);
+                parts += 1;
+            }
+        }
+        if parts > 1 {
+            out.sort_unstable();
+        }
+        out
+    }
+}
+
+fn intersect(a: &[SeriesId], b: &[SeriesId]) -> Vec<SeriesId> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::with_capacity(a.len().min(b.len()));
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                out.push(a[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out
+}
+
+impl Storage for MemStorage {
+    fn select(&self, matchers: &[LabelMatcher]) -> Vec<SeriesId> {
+        // Matchers that reject "" can only match series carrying the label: use the index for
+        // those, then check the rest series by series.
+        let (indexed, rest): (Vec<&LabelMatcher>, Vec<&LabelMatcher>) =
+            matchers.iter().partition(|m| !m.matches(""));
+        let mut candidates: Option<Vec<SeriesId>> = None;
+        for m in &indexed {
+            let p = self.postings_for(m);
+            candidates = Some(match candidates {
+                None => p,
+                Some(c) => intersect(&c, &p),
+            });
+            if candidates.as_ref().is_some_and(|c| c.is_empty()) {
+                return Vec::new();
+            }
+        }
+        let keep = |id: &SeriesId| {
+            let l = &self.series[*id as usize].labels;
+            rest.iter().all(|m| m.matches(l.get(&m.name)))
+        };
+        match candidates {
+            Some(c) => c.into_iter().filter(keep).collect(),
+            None => (0..self.series.len() as SeriesId).filter(keep).collect(),
+        }
+    }
+
+    fn series_labels(&self, id: SeriesId) -> &Labels {
+        &self.series[id as usize].labels
+    }
+
+    fn samples(&self, id: SeriesId) -> Samples<'_> {
+        let s = &self.series[id as usize];
+        Samples { ts: &self.ts[s.start..s.start + s.len], vals: &self.vals[s.start..s.start + s.len] }
+    }
+
+    fn label_names(&self) -> Vec<Str> {
+        self.index.keys().cloned().collect()
+    }
+
+    fn label_values(&self, name: &str) -> Vec<Str> {
+        self.index.get(name).map(|v| v.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    fn metadata(&self) -> &BTreeMap<String, Vec<MetricMetadata>> {
+        &self.metadata
+    }
+}
+
+/// Handle of a series inside a [`StorageBuilder`], for pushing many samples without re-hashing
+/// the label set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeriesHandle(usize);
+
+/// Collects samples in any order and builds a [`MemStorage`].
+#[derive(Default)]
+pub struct StorageBuilder {
+    strings: HashSet<Str>,
+    ids: HashMap<Labels, usize>,
+    series: Vec<(Labels, Vec<(i64, f64)>)>,
+    metadata: BTreeMap<String, Vec<MetricMetadata>>,
+}
+
+impl StorageBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn intern(&mut self, s: &str) -> Str {
+        if let Some(x) = self.strings.get(s) {
+            return x.clone();
+        }
+        let x: Str = s.into();
+        self.strings.insert(x.clone());
+        x
+    }
+
+    /// The series for metric `name` with `labels` (any order; empty values ignored).
+    pub fn series<'a>(
+        &mut self,
+        name: &str,
+        labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> SeriesHandle {
+        let mut pairs: Vec<(Str, Str)> = Vec::new();
+        if !name.is_empty() {
+            pairs.push((self.intern(METRIC_NAME), self.intern(name)));
+        }
+        for (k, v) in labels {
+            if k != METRIC_NAME && !v.is_empty() {
+                pairs.push((self.intern(k), self.intern(v)));
+            }
+        }
+        self.series_for_labels(Labels::new(pairs))
+    }
+
+    /// The series with exactly this label set (including `__name__` if any).
+    pub fn series_for_labels(&mut self, labels: Labels) -> SeriesHandle {
+        if let Some(&i) = self.ids.get(&labels) {
+            return SeriesHandle(i);
+        }
+        let interned = Labels::from_sorted(
+            labels.pairs().iter().map(|(k, v)| (self.intern(k), self.intern(v))).collect(),
+        );
+        let i = self.series.len();
+        self.ids.insert(interned.clone(), i);
+        self.series.push((interned, Vec::new()));
+        SeriesHandle(i)
+    }
+
+    /// Adds one sample (time in ms since the epoch). A later sample at the same time replaces an
+    /// earlier one.
+    pub fn push(&mut self, series: SeriesHandle, t_ms: i64, value: f64) {
+        self.series[series.0].1.push((t_ms, value));
+    }
+
+    /// Convenience: `series(name, labels)` then `push`.
+    pub fn add_sample<'a>(
+        &mut self,
+        name: &str,
+        labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+        t_ms: i64,
+        value: f64,
+    ) {
+        let h = self.series(name, labels);
+        self.push(h, t_ms, value);
+    }
+
+    /// Records type/help/unit of a metric family (as scraped metadata would).
+    pub fn set_metadata(&mut self, metric: &str, kind: &str, help: &str, unit: &str) {
+        let md = MetricMetadata { kind: kind.into(), help: help.into(), unit: unit.into() };
+        let e = self.metadata.entry(metric.to_string()).or_default();
+        if !e.contains(&md) {
+            e.push(md);
+        }
+    }
+
+    pub fn build(self) -> MemStorage {
+        let mut series = self.series;
+        series.sort_by(|a, b| a.0.cmp(&b.0));
+        let total: usize = series.iter().map(|s| s.1.len()).sum();
+        let mut st = MemStorage {
+            series: Vec::with_capacity(series.len()),
+            ts: Vec::with_capacity(total),
+            vals: Vec::with_capacity(total),
+            index: BTreeMap::new(),
+            metadata: self.metadata,
+        };
+        for (id, (labels, mut samples)) in series.into_iter().enumerate() {
+            // Stable sort keeps insertion order among equal timestamps, so the last one wins.
+            samples.sort_by_key(|s| s.0);
+            let start = st.ts.len();
+            for (i, &(t, v)) in samples.iter().enumerate() {
+                if samples.get(i + 1).is_some_and(|n| n.0 == t) {
+                    continue;
+                }
+                st.ts.push(t);
+                st.vals.push(v);
+            }
+            for (k, v) in labels.pairs() {
+                st.index
+                    .entry(k.clone())
+                    .or_default()
+                    .entry(v.clone())
+                    .or_default()
+                    .push(id as SeriesId);
+            }
+            st.series.push(SeriesEntry { labels, start, len: st.ts.len() - start });
+        }
+        st.ts.shrink_to_fit();
+        st.vals.shrink_to_fit();
+        st
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> MemStorage {
+        let mut b = StorageBuilder::new();
+        b.add_sample("up", [("job", "api"), ("instance", "a")], 2000, 1.0);
+        b.add_sample("up", [("job", "api"), ("instance", "a")], 1000, 0.0);
+        b.add_sample("up", [("job", "api"), ("instance", "a")], 2000, 5.0);
+        b.add_sample("up", [("job", "db"), ("instance", "b")], 1000, 1.0);
+        b.add_sample("req_total", [("job", "api")], 1000, 3.0);
+        b.build()
+    }
+
+    fn names(s: &MemStorage, ids: &[SeriesId]) -> Vec<String> {
+        ids.iter().map(|&i| s.series_labels(i).to_string()).collect()
+    }
+
+    #[test]
+    fn samples_are_sorted_and_last_write_wins() {
+        let s = store();
+        let ids = s.select(&[LabelMatcher::equal("instance", "a")]);
+        assert_eq!(ids.len(), 1);
+        let smp = s.samples(ids[0]);
+        assert_eq!(smp.ts, &[1000, 2000]);
+        assert_eq!(smp.vals, &[0.0, 5.0]);
+    }
+
+    #[test]
+    fn matchers_use_index_and_treat_missing_as_empty() {
+        let s = store();
+        let ids = s.select(&[LabelMatcher::regex("job", "api|db").unwrap()]);
+        assert_eq!(ids.len(), 3);
+        let ids = s.select(&[LabelMatcher::equal("instance", "")]);
+        assert_eq!(names(&s, &ids), vec![r#"{__name__="req_total", job="api"}"#]);
+        let ids = s.select(&[
+            LabelMatcher::equal(METRIC_NAME, "up"),
+            LabelMatcher { name: "job".into(), value: "api".into(), kind: MatchKind::NotEqual },
+        ]);
+        assert_eq!(names(&s, &ids), vec![r#"{__name__="up", instance="b", job="db"}"#]);
+        // Regexes are anchored: "ap" must not match "api".
+        assert!(s.select(&[LabelMatcher::regex("job", "ap").unwrap()]).is_empty());
+    }
+
+    #[test]
+    fn label_names_and_values_are_sorted() {
+        let s = store();
+        let n: Vec<String> = s.label_names().iter().map(|x| x.to_string()).collect();
+        assert_eq!(n, ["__name__", "instance", "job"]);
+        let v: Vec<String> = s.label_values("job").iter().map(|x| x.to_string()).collect();
+        assert_eq!(v, ["api", "db"]);
+    }
+}
