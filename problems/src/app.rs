@@ -523,8 +523,21 @@ impl AppSpec {
     /// first port. `None` when the callee has no Service port.
     pub fn address_of(&self, caller: &str, callee: &str) -> Option<AddressSource> {
         let caller_spec = self.service(caller)?;
+        let first_port = self
+            .service(callee)
+            .and_then(|s| s.ports.first())
+            .map(|p| p.port);
         for (var, value) in &caller_spec.env {
             if let Some(port) = address_port(value, callee) {
+                return Some(AddressSource::Env {
+                    var: var.clone(),
+                    port,
+                });
+            }
+        }
+        // A host-only variable (`FRONTEND_HOST=frontend`) pairs with the callee's first port.
+        for (var, value) in &caller_spec.env {
+            if let Some(port) = first_port.filter(|_| is_host_of(value, callee)) {
                 return Some(AddressSource::Env {
                     var: var.clone(),
                     port,
@@ -578,6 +591,13 @@ pub fn address_port(text: &str, service: &str) -> Option<u16> {
         }
     }
     None
+}
+
+/// Whether `value` is exactly the service's name or one of its cluster FQDN forms.
+fn is_host_of(value: &str, service: &str) -> bool {
+    value
+        .strip_prefix(service)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
 }
 
 fn is_host_char(b: u8) -> bool {

@@ -9,7 +9,7 @@ fn builtin_catalog_is_valid() {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     };
-    let apps: &[&str] = &["hotel-reservation"];
+    let apps: &[&str] = &["hotel-reservation", "astronomy-shop", "social-network"];
     for app in apps {
         let spec = catalog
             .app(app)
