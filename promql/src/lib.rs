@@ -5,6 +5,7 @@
 
 pub mod eval;
 pub mod labels;
+pub mod promqltest;
 pub mod storage;
 pub mod value;
 

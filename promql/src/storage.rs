@@ -25,6 +25,15 @@ pub fn is_stale(v: f64) -> bool {
     v.to_bits() == STALE_NAN_BITS
 }
 
+/// A value standing in for a native-histogram sample, which this store cannot hold: the evaluator
+/// answers "unsupported" when a query reads one (used by the promqltest runner).
+pub const HISTOGRAM_PLACEHOLDER_BITS: u64 = 0x7ff0_0000_0000_0003;
+
+/// Whether `v` is the native-histogram placeholder.
+pub fn is_histogram_placeholder(v: f64) -> bool {
+    v.to_bits() == HISTOGRAM_PLACEHOLDER_BITS
+}
+
 /// Index of a series inside a store.
 pub type SeriesId = u32;
 

@@ -98,13 +98,13 @@ fn k_param(v: f64) -> Result<usize> {
 pub(crate) fn aggregate(ctx: &Ctx, a: &AggregateExpr, t: i64) -> Result<Value> {
     let op = a.op.id();
     let param = a.param.as_deref();
-    let input = ctx.eval_vector(&a.expr, t)?;
     let modifier = &a.modifier;
     let mut out: Vec<Sample> = Vec::new();
     match op {
         T_TOPK | T_BOTTOMK | T_LIMITK => {
             let Some(p) = param else { return exec("topk/bottomk/limitk need a parameter") };
             let k = k_param(ctx.eval_scalar(p, t)?)?;
+            let input = ctx.eval_vector(&a.expr, t)?;
             if k == 0 {
                 return Ok(Value::Vector(out));
             }
@@ -117,7 +117,14 @@ pub(crate) fn aggregate(ctx: &Ctx, a: &AggregateExpr, t: i64) -> Result<Value> {
                 }
             }
         }
-        T_LIMIT_RATIO => return unsupported("aggregation limit_ratio"),
+        T_LIMIT_RATIO => {
+            if let Some(p) = param
+                && ctx.eval_scalar(p, t)?.is_nan()
+            {
+                return exec("Ratio value is NaN");
+            }
+            return unsupported("aggregation limit_ratio");
+        }
         T_COUNT_VALUES => {
             let Some(p) = param else { return exec("count_values needs a label name") };
             let label = match ctx.eval(p, t)? {
@@ -127,6 +134,7 @@ pub(crate) fn aggregate(ctx: &Ctx, a: &AggregateExpr, t: i64) -> Result<Value> {
             if !is_valid_label_name(&label) {
                 return exec(format!("invalid label name {label:?}"));
             }
+            let input = ctx.eval_vector(&a.expr, t)?;
             let mut counts: Vec<(Labels, f64)> = Vec::new();
             let mut index: HashMap<Labels, usize> = HashMap::new();
             for s in input {
@@ -148,6 +156,7 @@ pub(crate) fn aggregate(ctx: &Ctx, a: &AggregateExpr, t: i64) -> Result<Value> {
                 (T_QUANTILE, None) => return exec("quantile needs a parameter"),
                 _ => 0.0,
             };
+            let input = ctx.eval_vector(&a.expr, t)?;
             for (labels, samples) in group(input, modifier) {
                 let vals = samples.iter().map(|s| s.v);
                 let v = match op {

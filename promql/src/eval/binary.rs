@@ -169,7 +169,7 @@ fn vector_vector(
             let side = if one_to_many { "left" } else { "right" };
             return exec(format!(
                 "found duplicate series for the match group {sig} on the {side} hand-side of the operation: [{}, {}];many-to-many matching not allowed: matching labels must be unique on one side",
-                s.labels, dup.labels
+                dup.labels, s.labels
             ));
         }
         one_by_sig.insert(sig, s);

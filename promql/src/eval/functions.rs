@@ -280,21 +280,16 @@ fn absent_labels(e: &Expr) -> Labels {
         Expr::Paren(p) => return absent_labels(&p.expr),
         _ => return Labels::empty(),
     };
+    let ms = &vs.matchers.matchers;
     let mut l = Labels::empty();
-    let mut dup: Vec<&str> = Vec::new();
-    for m in &vs.matchers.matchers {
-        if m.name == METRIC_NAME {
-            continue;
-        }
-        if let promql_parser::label::MatchOp::Equal = m.op {
-            if l.has(&m.name) {
-                dup.push(&m.name);
-            }
+    for m in ms {
+        let constrained_once = ms.iter().filter(|x| x.name == m.name).count() == 1;
+        if m.name != METRIC_NAME
+            && constrained_once
+            && matches!(m.op, promql_parser::label::MatchOp::Equal)
+        {
             l.set(&m.name, &m.value);
         }
-    }
-    for d in dup {
-        l.remove(d);
     }
     l
 }
@@ -435,7 +430,7 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
             v.sort_by(|a, b| {
                 let mut ord = std::cmp::Ordering::Equal;
                 for n in &names {
-                    ord = a.labels.get(n).cmp(b.labels.get(n));
+                    ord = natural_cmp(a.labels.get(n), b.labels.get(n));
                     if ord.is_ne() {
                         break;
                     }
@@ -575,6 +570,38 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
         }
         other => unsupported(format!("function {other}()")),
     }
+}
+
+/// Natural order: runs of digits compare by number ("4m5" < "4m1000").
+fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (ab, bb) = (a.as_bytes(), b.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while i < ab.len() && j < bb.len() {
+        if ab[i].is_ascii_digit() && bb[j].is_ascii_digit() {
+            let si = i;
+            while i < ab.len() && ab[i].is_ascii_digit() {
+                i += 1;
+            }
+            let sj = j;
+            while j < bb.len() && bb[j].is_ascii_digit() {
+                j += 1;
+            }
+            let x = a[si..i].trim_start_matches('0');
+            let y = b[sj..j].trim_start_matches('0');
+            let ord = x.len().cmp(&y.len()).then_with(|| x.cmp(y));
+            if ord != Ordering::Equal {
+                return ord;
+            }
+        } else {
+            if ab[i] != bb[j] {
+                return ab[i].cmp(&bb[j]);
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    (ab.len() - i).cmp(&(bb.len() - j))
 }
 
 fn label_replace(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {

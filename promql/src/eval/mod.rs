@@ -10,6 +10,8 @@ mod aggregate;
 mod binary;
 mod functions;
 
+pub(crate) use functions::almost_equal;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::collections::HashSet;
@@ -19,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use promql_parser::parser::{AtModifier, Expr, Offset, VectorSelector};
 
 use crate::labels::Labels;
-use crate::storage::{LabelMatcher, SeriesId, Storage, is_stale};
+use crate::storage::{LabelMatcher, SeriesId, Storage, is_histogram_placeholder, is_stale};
 use crate::value::{Sample, Series, Value};
 
 /// Why a query failed. `Parse` maps to the API's `bad_data`, the others to `execution`.
@@ -51,7 +53,11 @@ pub const DEFAULT_SUBQUERY_STEP_MS: i64 = 60 * 1000;
 
 /// Parses a PromQL expression.
 pub fn parse(query: &str) -> Result<Expr> {
-    promql_parser::parser::parse(query).map_err(EvalError::Parse)
+    // promql-parser can panic on some malformed input; user input must never take us down.
+    match std::panic::catch_unwind(|| promql_parser::parser::parse(query)) {
+        Ok(r) => r.map_err(EvalError::Parse),
+        Err(_) => Err(EvalError::Parse(format!("cannot parse query {query:?}"))),
+    }
 }
 
 /// Evaluation options.
@@ -262,7 +268,7 @@ impl<'a> Ctx<'a> {
                 }
                 other => exec(format!("unary minus on {}", other.type_name())),
             },
-            Expr::VectorSelector(vs) => Ok(Value::Vector(self.instant_selector(vs, t))),
+            Expr::VectorSelector(vs) => Ok(Value::Vector(self.instant_selector(vs, t)?)),
             Expr::MatrixSelector(_) | Expr::Subquery(_) => Ok(Value::Matrix(self.eval_range(e, t)?)),
             Expr::Call(c) => functions::call(self, c, t),
             Expr::Aggregate(a) => aggregate::aggregate(self, a, t),
@@ -285,7 +291,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn instant_selector(&self, vs: &VectorSelector, t: i64) -> Vec<Sample> {
+    fn instant_selector(&self, vs: &VectorSelector, t: i64) -> Result<Vec<Sample>> {
         let ids = self.select(vs);
         let rt = self.ref_time(&vs.at, &vs.offset, t);
         let lookback = self.engine.lookback_ms;
@@ -300,9 +306,12 @@ impl<'a> Ctx<'a> {
             if ts <= rt - lookback || is_stale(v) {
                 continue;
             }
+            if is_histogram_placeholder(v) {
+                return unsupported("native histogram samples");
+            }
             out.push(Sample { labels: self.st.series_labels(id).clone(), v });
         }
-        out
+        Ok(out)
     }
 
     /// Timestamps of the samples an instant selector returns (for `timestamp()`).
@@ -339,6 +348,9 @@ impl<'a> Ctx<'a> {
                     let b = s.after(rt);
                     if a >= b {
                         continue;
+                    }
+                    if s.vals[a..b].iter().any(|v| is_histogram_placeholder(*v)) {
+                        return unsupported("native histogram samples");
                     }
                     let points: Vec<(i64, f64)> = s.ts[a..b]
                         .iter()
