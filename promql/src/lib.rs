@@ -3,6 +3,7 @@
 //! Build a store with [`StorageBuilder`], evaluate with [`Engine`], or serve it with
 //! [`api::router`].
 
+pub mod api;
 pub mod eval;
 pub mod labels;
 pub mod promqltest;
@@ -13,3 +14,4 @@ pub use eval::{Engine, EvalError, parse};
 pub use labels::Labels;
 pub use storage::{LabelMatcher, MemStorage, Storage, StorageBuilder};
 pub use value::{Sample, Series, Value};
+pub use api::{PromApi, VirtualClock, router};

@@ -1,0 +1,526 @@
+//! The Prometheus HTTP API (`/api/v1/query`, `query_range`, `series`, `labels`,
+//! `label/<name>/values`, `metadata`) over a [`Storage`], frozen at a virtual "now".
+//!
+//! [`router`] returns a plain `axum::Router`, so other routes (alerts, rules) can be merged in.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use promql_parser::parser::Expr;
+
+use crate::eval::{Engine, EvalError};
+use crate::labels::Labels;
+use crate::storage::{LabelMatcher, SeriesId, Storage};
+use crate::value::{Value, format_float, format_timestamp};
+
+/// Prometheus refuses range queries with more points per series than this.
+pub const MAX_POINTS_PER_SERIES: i64 = 11_000;
+
+/// The API's notion of the current time: a fixed instant, the default `time` of instant queries
+/// and the default `end` of metadata queries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VirtualClock {
+    pub now_ms: i64,
+}
+
+impl VirtualClock {
+    pub fn fixed(now_ms: i64) -> Self {
+        VirtualClock { now_ms }
+    }
+}
+
+/// What the API serves.
+#[derive(Clone)]
+pub struct PromApi {
+    pub storage: Arc<dyn Storage>,
+    pub clock: VirtualClock,
+    pub engine: Engine,
+}
+
+impl PromApi {
+    pub fn new(storage: Arc<dyn Storage>, clock: VirtualClock) -> Self {
+        PromApi { storage, clock, engine: Engine::default() }
+    }
+}
+
+/// The Prometheus API routes (GET and POST with form bodies).
+pub fn router(api: PromApi) -> Router {
+    Router::new()
+        .route("/api/v1/query", get(query).post(query))
+        .route("/api/v1/query_range", get(query_range).post(query_range))
+        .route("/api/v1/series", get(series).post(series))
+        .route("/api/v1/labels", get(labels).post(labels))
+        .route("/api/v1/label/{name}/values", get(label_values))
+        .route("/api/v1/metadata", get(metadata))
+        .with_state(Arc::new(api))
+}
+
+/// An API failure with Prometheus' `errorType`.
+#[derive(Debug)]
+pub struct ApiError {
+    kind: &'static str,
+    status: StatusCode,
+    msg: String,
+}
+
+impl ApiError {
+    fn bad_data(msg: impl Into<String>) -> Self {
+        ApiError { kind: "bad_data", status: StatusCode::BAD_REQUEST, msg: msg.into() }
+    }
+
+    fn execution(msg: impl Into<String>) -> Self {
+        ApiError { kind: "execution", status: StatusCode::UNPROCESSABLE_ENTITY, msg: msg.into() }
+    }
+
+    fn internal(msg: impl Into<String>) -> Self {
+        ApiError { kind: "internal", status: StatusCode::INTERNAL_SERVER_ERROR, msg: msg.into() }
+    }
+}
+
+impl From<EvalError> for ApiError {
+    fn from(e: EvalError) -> Self {
+        match e {
+            EvalError::Parse(m) => ApiError::bad_data(format!("invalid parameter \"query\": {m}")),
+            other => ApiError::execution(other.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = String::from("{\"status\":\"error\",\"errorType\":");
+        json_str(&mut body, self.kind);
+        body.push_str(",\"error\":");
+        json_str(&mut body, &self.msg);
+        body.push('}');
+        (self.status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    }
+}
+
+fn success(data: &str) -> Response {
+    let body = format!("{{\"status\":\"success\",\"data\":{data}}}");
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Request parameters from the query string and, for POST, a form body.
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    fn from_request(uri: &Uri, headers: &HeaderMap, body: &[u8]) -> Self {
+        let mut v: Vec<(String, String)> = Vec::new();
+        if let Some(q) = uri.query() {
+            v.extend(form_urlencoded::parse(q.as_bytes()).into_owned());
+        }
+        let is_form = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|c| c.to_str().ok())
+            .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
+        if is_form {
+            v.extend(form_urlencoded::parse(body).into_owned());
+        }
+        Params(v)
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
+    }
+
+    fn all(&self, name: &str) -> Vec<&str> {
+        self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
+    }
+}
+
+/// Parses a time parameter: Unix seconds (float) or RFC3339.
+pub fn parse_time(s: &str) -> Option<i64> {
+    if let Ok(v) = s.parse::<f64>() {
+        if !v.is_finite() {
+            return None;
+        }
+        return Some((v * 1000.0).round() as i64);
+    }
+    chrono::DateTime::parse_from_rfc3339(s).ok().map(|d| d.timestamp_millis())
+}
+
+/// Parses a duration parameter: float seconds or a Prometheus duration (`1m30s`).
+pub fn parse_duration(s: &str) -> Option<i64> {
+    if let Ok(v) = s.parse::<f64>() {
+        if !v.is_finite() {
+            return None;
+        }
+        return Some((v * 1000.0).round() as i64);
+    }
+    crate::promqltest::parse_duration_ms(s)
+}
+
+fn time_param(p: &Params, name: &str, default: Option<i64>) -> Result<i64, ApiError> {
+    match p.get(name) {
+        Some(s) => parse_time(s).ok_or_else(|| {
+            ApiError::bad_data(format!(
+                "invalid parameter \"{name}\": cannot parse \"{s}\" to a valid timestamp"
+            ))
+        }),
+        None => default.ok_or_else(|| {
+            ApiError::bad_data(format!(
+                "invalid parameter \"{name}\": cannot parse \"\" to a valid timestamp"
+            ))
+        }),
+    }
+}
+
+fn lookback(api: &PromApi, p: &Params) -> Result<Engine, ApiError> {
+    let mut engine = api.engine;
+    if let Some(s) = p.get("lookback_delta") {
+        engine.lookback_ms = parse_duration(s).filter(|d| *d > 0).ok_or_else(|| {
+            ApiError::bad_data(format!("invalid parameter \"lookback_delta\": cannot parse \"{s}\" to a valid duration"))
+        })?;
+    }
+    Ok(engine)
+}
+
+fn parse_query(p: &Params) -> Result<Expr, ApiError> {
+    let q = p.get("query").ok_or_else(|| ApiError::bad_data("invalid parameter \"query\": query is empty"))?;
+    Ok(crate::eval::parse(q)?)
+}
+
+/// Runs CPU-bound evaluation off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| ApiError::internal(format!("query task failed: {e}")))?
+}
+
+async fn query(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let p = Params::from_request(&uri, &headers, &body);
+    let run = move || -> Result<String, ApiError> {
+        let t = time_param(&p, "time", Some(api.clock.now_ms))?;
+        let engine = lookback(&api, &p)?;
+        let expr = parse_query(&p)?;
+        let v = engine.instant(api.storage.as_ref(), &expr, t)?;
+        Ok(render_value(&v, t))
+    };
+    match blocking(run).await {
+        Ok(data) => success(&data),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn query_range(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let p = Params::from_request(&uri, &headers, &body);
+    let run = move || -> Result<String, ApiError> {
+        let start = time_param(&p, "start", None)?;
+        let end = time_param(&p, "end", None)?;
+        if end < start {
+            return Err(ApiError::bad_data("end timestamp must not be before start time"));
+        }
+        let step_s = p.get("step").unwrap_or("");
+        let step = parse_duration(step_s).ok_or_else(|| {
+            ApiError::bad_data(format!("invalid parameter \"step\": cannot parse \"{step_s}\" to a valid duration"))
+        })?;
+        if step <= 0 {
+            return Err(ApiError::bad_data(
+                "zero or negative query resolution step widths are not accepted. Try a positive integer",
+            ));
+        }
+        if (end - start) / step > MAX_POINTS_PER_SERIES {
+            return Err(ApiError::bad_data(
+                "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
+            ));
+        }
+        let engine = lookback(&api, &p)?;
+        let expr = parse_query(&p)?;
+        let m = engine.range(api.storage.as_ref(), &expr, start, end, step)?;
+        Ok(render_value(&Value::Matrix(m), end))
+    };
+    match blocking(run).await {
+        Ok(data) => success(&data),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Series selected by the `match[]` selectors (all series when none), with a sample in
+/// `[start, end]`.
+fn matched_series(api: &PromApi, p: &Params, require_match: bool) -> Result<Vec<SeriesId>, ApiError> {
+    let start = time_param(p, "start", Some(i64::MIN))?;
+    let end = time_param(p, "end", Some(i64::MAX))?;
+    let selectors = p.all("match[]");
+    if selectors.is_empty() && require_match {
+        return Err(ApiError::bad_data("no match[] parameter provided"));
+    }
+    let st = api.storage.as_ref();
+    let mut ids: BTreeSet<SeriesId> = BTreeSet::new();
+    if selectors.is_empty() {
+        let all = st.select(&[]);
+        ids.extend(all);
+    }
+    for s in selectors {
+        let expr = crate::eval::parse(s)
+            .map_err(|e| ApiError::bad_data(format!("invalid parameter \"match[]\": {e}")))?;
+        let Expr::VectorSelector(vs) = expr else {
+            return Err(ApiError::bad_data(format!(
+                "invalid parameter \"match[]\": expected a series selector, got {s:?}"
+            )));
+        };
+        let mut ms: Vec<LabelMatcher> = vs.matchers.matchers.iter().map(LabelMatcher::from_parsed).collect();
+        if let Some(n) = &vs.name {
+            ms.push(LabelMatcher::equal(crate::labels::METRIC_NAME, n));
+        }
+        if vs.matchers.or_matchers.is_empty() {
+            ids.extend(st.select(&ms));
+        } else {
+            for alt in &vs.matchers.or_matchers {
+                let mut m2: Vec<LabelMatcher> = alt.iter().map(LabelMatcher::from_parsed).collect();
+                m2.extend(ms.iter().cloned());
+                ids.extend(st.select(&m2));
+            }
+        }
+    }
+    Ok(ids.into_iter().filter(|&id| st.samples(id).overlaps(start, end)).collect())
+}
+
+fn limit(p: &Params) -> Result<Option<usize>, ApiError> {
+    match p.get("limit") {
+        None => Ok(None),
+        Some(s) => match s.parse::<usize>() {
+            Ok(0) => Ok(None),
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Err(ApiError::bad_data(format!("invalid parameter \"limit\": cannot parse \"{s}\""))),
+        },
+    }
+}
+
+async fn series(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let p = Params::from_request(&uri, &headers, &body);
+    let run = move || -> Result<String, ApiError> {
+        let ids = matched_series(&api, &p, true)?;
+        let lim = limit(&p)?.unwrap_or(usize::MAX);
+        let mut out = String::from("[");
+        for (i, id) in ids.iter().take(lim).enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            render_labels(&mut out, api.storage.series_labels(*id));
+        }
+        out.push(']');
+        Ok(out)
+    };
+    match blocking(run).await {
+        Ok(data) => success(&data),
+        Err(e) => e.into_response(),
+    }
+}
+
+fn render_strings<'a>(items: impl Iterator<Item = &'a str>, lim: Option<usize>) -> String {
+    let mut out = String::from("[");
+    for (i, s) in items.take(lim.unwrap_or(usize::MAX)).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_str(&mut out, s);
+    }
+    out.push(']');
+    out
+}
+
+async fn labels(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let p = Params::from_request(&uri, &headers, &body);
+    let run = move || -> Result<String, ApiError> {
+        let lim = limit(&p)?;
+        let names: BTreeSet<String> = if p.get("match[]").is_none() && p.get("start").is_none() && p.get("end").is_none()
+        {
+            api.storage.label_names().iter().map(|s| s.to_string()).collect()
+        } else {
+            let ids = matched_series(&api, &p, false)?;
+            ids.iter()
+                .flat_map(|&id| api.storage.series_labels(id).iter().map(|(k, _)| k.to_string()).collect::<Vec<_>>())
+                .collect()
+        };
+        Ok(render_strings(names.iter().map(|s| s.as_str()), lim))
+    };
+    match blocking(run).await {
+        Ok(data) => success(&data),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn label_values(
+    State(api): State<Arc<PromApi>>,
+    Path(name): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let p = Params::from_request(&uri, &headers, &[]);
+    let run = move || -> Result<String, ApiError> {
+        if !crate::labels::is_valid_label_name(&name) {
+            return Err(ApiError::bad_data(format!("invalid label name: {name:?}")));
+        }
+        let lim = limit(&p)?;
+        let values: BTreeSet<String> =
+            if p.get("match[]").is_none() && p.get("start").is_none() && p.get("end").is_none() {
+                api.storage.label_values(&name).iter().map(|s| s.to_string()).collect()
+            } else {
+                let ids = matched_series(&api, &p, false)?;
+                ids.iter()
+                    .map(|&id| api.storage.series_labels(id).get(&name).to_string())
+                    .filter(|v| !v.is_empty())
+                    .collect()
+            };
+        Ok(render_strings(values.iter().map(|s| s.as_str()), lim))
+    };
+    match blocking(run).await {
+        Ok(data) => success(&data),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn metadata(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap) -> Response {
+    let p = Params::from_request(&uri, &headers, &[]);
+    let lim = match limit(&p) {
+        Ok(l) => l.unwrap_or(usize::MAX),
+        Err(e) => return e.into_response(),
+    };
+    let per_metric = match p.get("limit_per_metric").map(|s| s.parse::<usize>()) {
+        None => usize::MAX,
+        Some(Ok(0)) => usize::MAX,
+        Some(Ok(n)) => n,
+        Some(Err(_)) => return ApiError::bad_data("invalid parameter \"limit_per_metric\"").into_response(),
+    };
+    let metric = p.get("metric");
+    let md = api.storage.metadata();
+    let selected: BTreeMap<&String, Vec<_>> = md
+        .iter()
+        .filter(|(name, _)| metric.is_none_or(|m| m == name.as_str()))
+        .take(lim)
+        .map(|(name, v)| (name, v.iter().take(per_metric).collect()))
+        .collect();
+    match serde_json::to_string(&selected) {
+        Ok(data) => success(&data),
+        Err(e) => ApiError::internal(e.to_string()).into_response(),
+    }
+}
+
+/// Appends `s` as a JSON string literal.
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn render_labels(out: &mut String, l: &Labels) {
+    out.push('{');
+    for (i, (k, v)) in l.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_str(out, k);
+        out.push(':');
+        json_str(out, v);
+    }
+    out.push('}');
+}
+
+fn render_point(out: &mut String, t: i64, v: f64) {
+    out.push('[');
+    out.push_str(&format_timestamp(t));
+    out.push_str(",\"");
+    out.push_str(&format_float(v));
+    out.push_str("\"]");
+}
+
+/// The `data` object of a query response.
+pub fn render_value(v: &Value, t: i64) -> String {
+    let mut out = String::with_capacity(256);
+    out.push_str("{\"resultType\":\"");
+    out.push_str(v.type_name());
+    out.push_str("\",\"result\":");
+    match v {
+        Value::Scalar(x) => render_point(&mut out, t, *x),
+        Value::String(s) => {
+            out.push('[');
+            out.push_str(&format_timestamp(t));
+            out.push(',');
+            json_str(&mut out, s);
+            out.push(']');
+        }
+        Value::Vector(vec) => {
+            out.push('[');
+            for (i, s) in vec.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str("{\"metric\":");
+                render_labels(&mut out, &s.labels);
+                out.push_str(",\"value\":");
+                render_point(&mut out, t, s.v);
+                out.push('}');
+            }
+            out.push(']');
+        }
+        Value::Matrix(m) => {
+            out.push('[');
+            for (i, s) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str("{\"metric\":");
+                render_labels(&mut out, &s.labels);
+                out.push_str(",\"values\":[");
+                for (j, &(pt, pv)) in s.points.iter().enumerate() {
+                    if j > 0 {
+                        out.push(',');
+                    }
+                    render_point(&mut out, pt, pv);
+                }
+                out.push_str("]}");
+            }
+            out.push(']');
+        }
+    }
+    out.push('}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_and_duration_parameters() {
+        assert_eq!(parse_time("1700000000.5"), Some(1_700_000_000_500));
+        assert_eq!(parse_time("2023-11-14T22:13:20Z"), Some(1_700_000_000_000));
+        assert_eq!(parse_time("2023-11-14T22:13:20.25+00:00"), Some(1_700_000_000_250));
+        assert_eq!(parse_time("yesterday"), None);
+        assert_eq!(parse_duration("15"), Some(15_000));
+        assert_eq!(parse_duration("1m30s"), Some(90_000));
+        assert_eq!(parse_duration("0.5"), Some(500));
+        assert_eq!(parse_duration("5x"), None);
+    }
+
+    #[test]
+    fn renders_prometheus_shapes() {
+        let v = Value::Vector(vec![crate::value::Sample { labels: Labels::new([("a", "\"q\"")]), v: f64::NAN }]);
+        assert_eq!(
+            render_value(&v, 1500),
+            r#"{"resultType":"vector","result":[{"metric":{"a":"\"q\""},"value":[1.5,"NaN"]}]}"#
+        );
+        assert_eq!(render_value(&Value::Scalar(f64::INFINITY), 2000), r#"{"resultType":"scalar","result":[2,"+Inf"]}"#);
+    }
+}
