@@ -1,0 +1,123 @@
+//! ITBench's result files, so dashboards built for ITBench-Evaluations keep working:
+//! `evaluation_results.json` (raw results, per-incident and overall statistics, config) and one
+//! `judge_output.json` per trial under `trials/<Scenario-N>/<trial>/`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use schemas::verdict::{JudgedItem, VerdictStatus};
+use serde_json::{Value, json};
+
+use crate::aggregate::{mean, stderr};
+use crate::itbench::Evaluation;
+use crate::layout::Item;
+use crate::store::write_json;
+
+/// Metric keys aggregated in `statistics` (ITBench's list, plus @1..@5 which ITBench leaves out).
+fn aggregated_keys() -> Vec<String> {
+    let mut keys = Vec::new();
+    for base in ["root_cause_entity", "root_cause_entity_k", "root_cause_proximity_no_fp", "root_cause_proximity_with_fp"] {
+        for m in ["precision", "recall", "f1"] {
+            keys.push(format!("{base}_{m}"));
+        }
+    }
+    for k in 1..=5 {
+        for m in ["precision", "recall", "f1"] {
+            keys.push(format!("root_cause_entity_k@{k}_{m}"));
+        }
+    }
+    for k in ["root_cause_reasoning", "propagation_chain", "fault_localization_component_identification", "root_cause_reasoning_partial"] {
+        keys.push(k.to_string());
+    }
+    keys
+}
+
+fn scenario_name(problem_id: &str) -> String {
+    if problem_id.chars().all(|c| c.is_ascii_digit()) {
+        format!("Scenario-{problem_id}")
+    } else {
+        problem_id.to_string()
+    }
+}
+
+pub fn write(
+    out_dir: &Path,
+    evaluated: &[(&Item, &Evaluation, &JudgedItem)],
+    judge_model: Option<&str>,
+) -> anyhow::Result<()> {
+    let mut raw = Vec::new();
+    let mut per_incident: BTreeMap<&str, Vec<&BTreeMap<String, f64>>> = BTreeMap::new();
+    let mut bad_runs = 0usize;
+    for (i, (item, eval, judged)) in evaluated.iter().enumerate() {
+        let r = &item.item;
+        let has_reasoning = judged.metrics.contains_key("root_cause_reasoning");
+        let reasoning = has_reasoning.then(|| eval.reasoning(&judged.answers));
+        let scores = eval.scores_json(reasoning.as_ref());
+        match judged.status {
+            VerdictStatus::JudgeError => raw.push(json!({
+                "scenario_index": i, "incident_id": r.problem_id, "trial_id": r.trial,
+                "error": judged.error,
+            })),
+            status => {
+                if status == VerdictStatus::AgentError {
+                    bad_runs += 1;
+                }
+                let mut entry = json!({"scenario_index": i, "incident_id": r.problem_id, "trial_id": r.trial, "scores": scores});
+                if let Some(e) = &judged.error {
+                    entry["agent_error"] = json!(e);
+                }
+                raw.push(entry);
+                per_incident.entry(r.problem_id.as_str()).or_default().push(&judged.metrics);
+            }
+        }
+        let judge_output = json!({
+            "metadata": {
+                "scenario_name": scenario_name(&r.problem_id),
+                "run": r.trial.parse::<u64>().map(Value::from).unwrap_or_else(|_| json!(r.trial)),
+                "agent": r.agent,
+                "judge_model": judge_model,
+                "judge_provider": judge_model.map(|_| "openai-compatible"),
+            },
+            "eval_result": {"scores": scores, "justification": "deterministic metrics computed by faultline judge; reasoning metrics from checklist answers"},
+            "flat_scores": judged.metrics,
+        });
+        let path = out_dir
+            .join("trials")
+            .join(&r.agent)
+            .join(scenario_name(&r.problem_id))
+            .join(&r.trial)
+            .join("judge_output.json");
+        write_json(&path, &judge_output)?;
+    }
+
+    let keys = aggregated_keys();
+    let mut stats_per_incident = serde_json::Map::new();
+    let mut incident_means: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut incident_pass: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for (incident, trials) in &per_incident {
+        let mut m = serde_json::Map::new();
+        for k in &keys {
+            let values: Vec<f64> = trials.iter().filter_map(|t| t.get(k).copied()).collect();
+            let Some(mu) = mean(&values) else { continue };
+            let pass = values.iter().filter(|v| **v >= 1.0 - 1e-12).count() as f64 / values.len() as f64;
+            m.insert(k.clone(), json!({"mean": mu, "stderr": stderr(&values), "n": values.len(), "pass@1": pass}));
+            incident_means.entry(k.as_str()).or_default().push(mu);
+            incident_pass.entry(k.as_str()).or_default().push(pass);
+        }
+        stats_per_incident.insert(incident.to_string(), Value::Object(m));
+    }
+    let mut overall = serde_json::Map::new();
+    for (k, means) in &incident_means {
+        overall.insert(
+            k.to_string(),
+            json!({"mean": mean(means), "stderr": stderr(means), "n_incidents": means.len(), "pass@1": mean(&incident_pass[k])}),
+        );
+    }
+    overall.insert("total_bad_runs".into(), json!(bad_runs));
+    let results = json!({
+        "raw_results": raw,
+        "statistics": {"per_incident": stats_per_incident, "overall": overall},
+        "config": {"domain": "sre", "eval_criteria": ["ROOT_CAUSE_ENTITY", "ROOT_CAUSE_REASONING", "PROPAGATION_CHAIN", "FAULT_LOCALIZATION", "ROOT_CAUSE_REASONING_PARTIAL", "ROOT_CAUSE_PROXIMITY", "ROOT_CAUSE_PROXIMITY_FP"], "k": 3, "judge_model": judge_model},
+    });
+    write_json(&out_dir.join("evaluation_results.json"), &results)
+}

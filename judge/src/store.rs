@@ -1,0 +1,163 @@
+//! Where verdicts are kept: a content-addressed cache shared by runs (one file per verdict, written
+//! to a temporary sibling and renamed), and a run's append-only `verdicts.jsonl`, which a killed run
+//! reads back to resume where it stopped.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use schemas::verdict::Verdict;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+/// Writes `bytes` to `path` atomically: temporary sibling, fsync, rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Pretty JSON with a trailing newline, written atomically.
+pub fn write_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// sha256 over a canonical JSON rendering of the parts (object keys are sorted by serde_json's
+/// `Value` map when `preserve_order` is off; with it on, callers pass values built in a fixed order).
+pub fn content_key(parts: &impl Serialize) -> String {
+    let bytes = serde_json::to_vec(parts).expect("key parts serialise");
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The verdict cache: `<dir>/<first two hex>/<key>.json`.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    dir: PathBuf,
+}
+
+impl Cache {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    fn path(&self, key: &str) -> PathBuf {
+        self.dir.join(&key[..2.min(key.len())]).join(format!("{key}.json"))
+    }
+
+    /// A cached verdict; a damaged entry counts as absent (and is overwritten later).
+    pub fn get(&self, key: &str) -> Option<Verdict> {
+        let bytes = std::fs::read(self.path(key)).ok()?;
+        match serde_json::from_slice::<Verdict>(&bytes) {
+            Ok(v) if v.cache_key == key => Some(v),
+            _ => {
+                tracing::warn!(key, "ignoring a damaged cache entry");
+                None
+            }
+        }
+    }
+
+    pub fn put(&self, verdict: &Verdict) -> anyhow::Result<()> {
+        let path = self.path(&verdict.cache_key);
+        let bytes = serde_json::to_vec(verdict)?;
+        write_atomic(&path, &bytes).with_context(|| format!("cannot write cache entry {}", path.display()))
+    }
+}
+
+/// Reads a run's verdict log: the verdicts by (item id, sample). A line cut short by a crash is
+/// skipped with a warning; later lines for the same key replace earlier ones.
+pub fn read_log(path: &Path) -> anyhow::Result<HashMap<(String, u32), Verdict>> {
+    let mut out = HashMap::new();
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Verdict>(&line) {
+            Ok(v) => {
+                out.insert((v.item.id.clone(), v.sample), v);
+            }
+            Err(e) => tracing::warn!("{}:{}: skipping an unreadable line: {e}", path.display(), i + 1),
+        }
+    }
+    Ok(out)
+}
+
+/// Appends verdicts to the log from one writer task. Lines that arrive together are written
+/// together and made durable with one fsync, so a fast stream of cached verdicts is not throttled by
+/// the disk.
+pub struct LogWriter {
+    tx: mpsc::UnboundedSender<Verdict>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl LogWriter {
+    pub fn open(path: &Path) -> anyhow::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        // A crash may have left half a line: start ours on a fresh one.
+        if file.metadata()?.len() > 0 {
+            file.write_all(b"\n")?;
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel::<Verdict>();
+        let shown = path.display().to_string();
+        let task = tokio::task::spawn_blocking(move || {
+            let mut buf = Vec::new();
+            while let Some(v) = rx.blocking_recv() {
+                buf.clear();
+                serde_json::to_writer(&mut buf, &v)?;
+                buf.push(b'\n');
+                while let Ok(more) = rx.try_recv() {
+                    serde_json::to_writer(&mut buf, &more)?;
+                    buf.push(b'\n');
+                }
+                file.write_all(&buf)
+                    .and_then(|()| file.sync_data())
+                    .with_context(|| format!("cannot append to {shown}"))?;
+            }
+            Ok(())
+        });
+        Ok(Self { tx, task })
+    }
+
+    pub fn append(&self, v: Verdict) {
+        // The writer only stops when the log cannot be written; `close` reports that error.
+        let _ = self.tx.send(v);
+    }
+
+    /// Flushes everything and reports a write failure, if any.
+    pub async fn close(self) -> anyhow::Result<()> {
+        drop(self.tx);
+        self.task.await.context("the log writer panicked")?
+    }
+}
