@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod catalog;
+pub mod catalog_md;
 pub mod noise;
 pub mod primitive;
 pub mod problem;

@@ -206,3 +206,20 @@ fn duplicate_ids_and_leaking_names_are_reported() {
         "{e:?}"
     );
 }
+
+/// CI fails when CATALOG.md is stale: regenerate it with `collector problems catalog-md`.
+#[test]
+fn catalog_md_is_up_to_date() {
+    let catalog = Catalog::builtin().expect("valid");
+    let expected = problems::catalog_md::render(&catalog);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("CATALOG.md");
+    if std::env::var_os("FAULTLINE_BLESS").is_some() {
+        std::fs::write(&path, &expected).expect("write CATALOG.md");
+    }
+    let actual = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        actual == expected,
+        "{} is stale: run `collector problems catalog-md` and commit the result",
+        path.display()
+    );
+}
