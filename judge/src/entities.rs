@@ -352,6 +352,13 @@ impl GtIndex {
         out
     }
 
+    /// The component a ground-truth reference names: its group's, or for a dangling id (real files
+    /// have some) whatever the id would name if an agent wrote it.
+    pub fn component_of_id(&self, id: &str) -> String {
+        self.component_of_group(id)
+            .map_or_else(|| self.component_of(&EntityRef::parse(id)), str::to_string)
+    }
+
     /// A component key by group id.
     pub fn component_of_group(&self, id: &str) -> Option<&str> {
         self.group(id).map(|g| g.component.as_str())

@@ -114,12 +114,18 @@ pub struct ReasoningScores {
 
 /// The contracted path of a propagation list: edges mapped to components, self-edges (contracted
 /// away) and repeated edges dropped, then walked in order: each edge adds its target, preceded by
-/// its source when the walk is not already there.
+/// its source when the walk is not already there. When every edge contracts away (a Pod → its
+/// Service only), the path is that one component.
 fn walk(edges: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
     let mut seen: Vec<(String, String)> = Vec::new();
     let mut path: Vec<String> = Vec::new();
+    let mut contracted: Option<String> = None;
     for (a, b) in edges {
-        if a == b || seen.contains(&(a.clone(), b.clone())) {
+        if a == b {
+            contracted.get_or_insert(a);
+            continue;
+        }
+        if seen.contains(&(a.clone(), b.clone())) {
             continue;
         }
         seen.push((a.clone(), b.clone()));
@@ -127,6 +133,9 @@ fn walk(edges: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
             path.push(a);
         }
         path.push(b);
+    }
+    if path.is_empty() {
+        path.extend(contracted);
     }
     path
 }
@@ -313,9 +322,9 @@ impl Evaluation {
             let cands = idx.matches(&r);
             let rc: Vec<_> = cands.iter().filter(|g| idx.in_root_cause_class(g)).collect();
             let chosen = rc.iter().find(|g| !claimed.contains(&g.class)).or(rc.first());
-            let (matches_gt, matched_to, class) = match chosen {
-                Some(g) => (true, Some(g.id.clone()), Some(g.class)),
-                None => (false, cands.first().map(|g| g.id.clone()), None),
+            let (matches_gt, matched_to, class, component) = match chosen {
+                Some(g) => (true, Some(g.id.clone()), Some(g.class), g.component.clone()),
+                None => (false, cands.first().map(|g| g.id.clone()), None, idx.component_of(&r)),
             };
             if let Some(c) = class {
                 claimed.insert(c);
@@ -325,7 +334,7 @@ impl Evaluation {
                 entity: e.name.clone(),
                 matches_gt,
                 matched_to,
-                component: idx.component_of(&r),
+                component,
                 reasoning: agent_reasoning(out, i),
             });
         }
@@ -343,10 +352,7 @@ impl Evaluation {
         let gt_path = if gt.propagations.is_empty() {
             idx.root_cause_components()
         } else {
-            walk(gt.propagations.iter().map(|p| {
-                let c = |id: &str| idx.component_of_group(id).unwrap_or(id).to_string();
-                (c(&p.source), c(&p.target))
-            }))
+            walk(gt.propagations.iter().map(|p| (idx.component_of_id(&p.source), idx.component_of_id(&p.target))))
         };
         let model_path = walk(out.propagations.iter().map(|p| {
             let c = |raw: &str, name: Option<&str>| idx.component_of(&EntityRef::parse(&endpoint(out, raw, name)));
@@ -562,8 +568,7 @@ fn first_impacted(gt: &GroundTruth, idx: &GtIndex, gt_path: &[String]) -> (Optio
         if !FAILURE_WORDS.iter().any(|w| effect.contains(w)) {
             continue;
         }
-        let comp = |id: &str| idx.component_of_group(id).unwrap_or(id).to_string();
-        let (src, tgt) = (comp(&p.source), comp(&p.target));
+        let (src, tgt) = (idx.component_of_id(&p.source), idx.component_of_id(&p.target));
         let source_group = idx.group(&p.source);
         // P1: candidates named in the effect, the edge's own ends first.
         let mut named: Vec<(usize, String)> = Vec::new();
