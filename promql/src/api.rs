@@ -46,7 +46,11 @@ pub struct PromApi {
 
 impl PromApi {
     pub fn new(storage: Arc<dyn Storage>, clock: VirtualClock) -> Self {
-        PromApi { storage, clock, engine: Engine::default() }
+        PromApi {
+            storage,
+            clock,
+            engine: Engine::default(),
+        }
     }
 }
 
@@ -72,15 +76,27 @@ pub struct ApiError {
 
 impl ApiError {
     fn bad_data(msg: impl Into<String>) -> Self {
-        ApiError { kind: "bad_data", status: StatusCode::BAD_REQUEST, msg: msg.into() }
+        ApiError {
+            kind: "bad_data",
+            status: StatusCode::BAD_REQUEST,
+            msg: msg.into(),
+        }
     }
 
     fn execution(msg: impl Into<String>) -> Self {
-        ApiError { kind: "execution", status: StatusCode::UNPROCESSABLE_ENTITY, msg: msg.into() }
+        ApiError {
+            kind: "execution",
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            msg: msg.into(),
+        }
     }
 
     fn internal(msg: impl Into<String>) -> Self {
-        ApiError { kind: "internal", status: StatusCode::INTERNAL_SERVER_ERROR, msg: msg.into() }
+        ApiError {
+            kind: "internal",
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            msg: msg.into(),
+        }
     }
 }
 
@@ -100,13 +116,23 @@ impl IntoResponse for ApiError {
         body.push_str(",\"error\":");
         json_str(&mut body, &self.msg);
         body.push('}');
-        (self.status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
     }
 }
 
 fn success(data: &str) -> Response {
     let body = format!("{{\"status\":\"success\",\"data\":{data}}}");
-    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
 
 /// Request parameters from the query string and, for POST, a form body.
@@ -129,11 +155,19 @@ impl Params {
     }
 
     fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
     }
 
     fn all(&self, name: &str) -> Vec<&str> {
-        self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 }
 
@@ -145,7 +179,9 @@ pub fn parse_time(s: &str) -> Option<i64> {
         }
         return Some((v * 1000.0).round() as i64);
     }
-    chrono::DateTime::parse_from_rfc3339(s).ok().map(|d| d.timestamp_millis())
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|d| d.timestamp_millis())
 }
 
 /// Parses a duration parameter: float seconds or a Prometheus duration (`1m30s`).
@@ -178,14 +214,18 @@ fn lookback(api: &PromApi, p: &Params) -> Result<Engine, ApiError> {
     let mut engine = api.engine;
     if let Some(s) = p.get("lookback_delta") {
         engine.lookback_ms = parse_duration(s).filter(|d| *d > 0).ok_or_else(|| {
-            ApiError::bad_data(format!("invalid parameter \"lookback_delta\": cannot parse \"{s}\" to a valid duration"))
+            ApiError::bad_data(format!(
+                "invalid parameter \"lookback_delta\": cannot parse \"{s}\" to a valid duration"
+            ))
         })?;
     }
     Ok(engine)
 }
 
 fn parse_query(p: &Params) -> Result<Expr, ApiError> {
-    let q = p.get("query").ok_or_else(|| ApiError::bad_data("invalid parameter \"query\": query is empty"))?;
+    let q = p
+        .get("query")
+        .ok_or_else(|| ApiError::bad_data("invalid parameter \"query\": query is empty"))?;
     Ok(crate::eval::parse(q)?)
 }
 
@@ -193,10 +233,17 @@ fn parse_query(p: &Params) -> Result<Expr, ApiError> {
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| ApiError::internal(format!("query task failed: {e}")))?
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::internal(format!("query task failed: {e}")))?
 }
 
-async fn query(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn query(
+    State(api): State<Arc<PromApi>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
     let run = move || -> Result<String, ApiError> {
         let t = time_param(&p, "time", Some(api.clock.now_ms))?;
@@ -211,17 +258,26 @@ async fn query(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap, bo
     }
 }
 
-async fn query_range(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn query_range(
+    State(api): State<Arc<PromApi>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
     let run = move || -> Result<String, ApiError> {
         let start = time_param(&p, "start", None)?;
         let end = time_param(&p, "end", None)?;
         if end < start {
-            return Err(ApiError::bad_data("end timestamp must not be before start time"));
+            return Err(ApiError::bad_data(
+                "end timestamp must not be before start time",
+            ));
         }
         let step_s = p.get("step").unwrap_or("");
         let step = parse_duration(step_s).ok_or_else(|| {
-            ApiError::bad_data(format!("invalid parameter \"step\": cannot parse \"{step_s}\" to a valid duration"))
+            ApiError::bad_data(format!(
+                "invalid parameter \"step\": cannot parse \"{step_s}\" to a valid duration"
+            ))
         })?;
         if step <= 0 {
             return Err(ApiError::bad_data(
@@ -246,7 +302,11 @@ async fn query_range(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderM
 
 /// Series selected by the `match[]` selectors (all series when none), with a sample in
 /// `[start, end]`.
-fn matched_series(api: &PromApi, p: &Params, require_match: bool) -> Result<Vec<SeriesId>, ApiError> {
+fn matched_series(
+    api: &PromApi,
+    p: &Params,
+    require_match: bool,
+) -> Result<Vec<SeriesId>, ApiError> {
     let start = time_param(p, "start", Some(i64::MIN))?;
     let end = time_param(p, "end", Some(i64::MAX))?;
     let selectors = p.all("match[]");
@@ -267,7 +327,12 @@ fn matched_series(api: &PromApi, p: &Params, require_match: bool) -> Result<Vec<
                 "invalid parameter \"match[]\": expected a series selector, got {s:?}"
             )));
         };
-        let mut ms: Vec<LabelMatcher> = vs.matchers.matchers.iter().map(LabelMatcher::from_parsed).collect();
+        let mut ms: Vec<LabelMatcher> = vs
+            .matchers
+            .matchers
+            .iter()
+            .map(LabelMatcher::from_parsed)
+            .collect();
         if let Some(n) = &vs.name {
             ms.push(LabelMatcher::equal(crate::labels::METRIC_NAME, n));
         }
@@ -281,7 +346,10 @@ fn matched_series(api: &PromApi, p: &Params, require_match: bool) -> Result<Vec<
             }
         }
     }
-    Ok(ids.into_iter().filter(|&id| st.samples(id).overlaps(start, end)).collect())
+    Ok(ids
+        .into_iter()
+        .filter(|&id| st.samples(id).overlaps(start, end))
+        .collect())
 }
 
 fn limit(p: &Params) -> Result<Option<usize>, ApiError> {
@@ -290,12 +358,19 @@ fn limit(p: &Params) -> Result<Option<usize>, ApiError> {
         Some(s) => match s.parse::<usize>() {
             Ok(0) => Ok(None),
             Ok(n) => Ok(Some(n)),
-            Err(_) => Err(ApiError::bad_data(format!("invalid parameter \"limit\": cannot parse \"{s}\""))),
+            Err(_) => Err(ApiError::bad_data(format!(
+                "invalid parameter \"limit\": cannot parse \"{s}\""
+            ))),
         },
     }
 }
 
-async fn series(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn series(
+    State(api): State<Arc<PromApi>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
     let run = move || -> Result<String, ApiError> {
         let ids = matched_series(&api, &p, true)?;
@@ -328,19 +403,34 @@ fn render_strings<'a>(items: impl Iterator<Item = &'a str>, lim: Option<usize>) 
     out
 }
 
-async fn labels(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn labels(
+    State(api): State<Arc<PromApi>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
     let run = move || -> Result<String, ApiError> {
         let lim = limit(&p)?;
-        let names: BTreeSet<String> = if p.get("match[]").is_none() && p.get("start").is_none() && p.get("end").is_none()
-        {
-            api.storage.label_names().iter().map(|s| s.to_string()).collect()
-        } else {
-            let ids = matched_series(&api, &p, false)?;
-            ids.iter()
-                .flat_map(|&id| api.storage.series_labels(id).iter().map(|(k, _)| k.to_string()).collect::<Vec<_>>())
-                .collect()
-        };
+        let names: BTreeSet<String> =
+            if p.get("match[]").is_none() && p.get("start").is_none() && p.get("end").is_none() {
+                api.storage
+                    .label_names()
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            } else {
+                let ids = matched_series(&api, &p, false)?;
+                ids.iter()
+                    .flat_map(|&id| {
+                        api.storage
+                            .series_labels(id)
+                            .iter()
+                            .map(|(k, _)| k.to_string())
+                            .collect::<Vec<_>>()
+                    })
+                    .collect()
+            };
         Ok(render_strings(names.iter().map(|s| s.as_str()), lim))
     };
     match blocking(run).await {
@@ -363,7 +453,11 @@ async fn label_values(
         let lim = limit(&p)?;
         let values: BTreeSet<String> =
             if p.get("match[]").is_none() && p.get("start").is_none() && p.get("end").is_none() {
-                api.storage.label_values(&name).iter().map(|s| s.to_string()).collect()
+                api.storage
+                    .label_values(&name)
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
             } else {
                 let ids = matched_series(&api, &p, false)?;
                 ids.iter()
@@ -389,7 +483,9 @@ async fn metadata(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap)
         None => usize::MAX,
         Some(Ok(0)) => usize::MAX,
         Some(Ok(n)) => n,
-        Some(Err(_)) => return ApiError::bad_data("invalid parameter \"limit_per_metric\"").into_response(),
+        Some(Err(_)) => {
+            return ApiError::bad_data("invalid parameter \"limit_per_metric\"").into_response();
+        }
     };
     let metric = p.get("metric");
     let md = api.storage.metadata();
@@ -506,7 +602,10 @@ mod tests {
     fn time_and_duration_parameters() {
         assert_eq!(parse_time("1700000000.5"), Some(1_700_000_000_500));
         assert_eq!(parse_time("2023-11-14T22:13:20Z"), Some(1_700_000_000_000));
-        assert_eq!(parse_time("2023-11-14T22:13:20.25+00:00"), Some(1_700_000_000_250));
+        assert_eq!(
+            parse_time("2023-11-14T22:13:20.25+00:00"),
+            Some(1_700_000_000_250)
+        );
         assert_eq!(parse_time("yesterday"), None);
         assert_eq!(parse_duration("15"), Some(15_000));
         assert_eq!(parse_duration("1m30s"), Some(90_000));
@@ -516,11 +615,17 @@ mod tests {
 
     #[test]
     fn renders_prometheus_shapes() {
-        let v = Value::Vector(vec![crate::value::Sample { labels: Labels::new([("a", "\"q\"")]), v: f64::NAN }]);
+        let v = Value::Vector(vec![crate::value::Sample {
+            labels: Labels::new([("a", "\"q\"")]),
+            v: f64::NAN,
+        }]);
         assert_eq!(
             render_value(&v, 1500),
             r#"{"resultType":"vector","result":[{"metric":{"a":"\"q\""},"value":[1.5,"NaN"]}]}"#
         );
-        assert_eq!(render_value(&Value::Scalar(f64::INFINITY), 2000), r#"{"resultType":"scalar","result":[2,"+Inf"]}"#);
+        assert_eq!(
+            render_value(&Value::Scalar(f64::INFINITY), 2000),
+            r#"{"resultType":"scalar","result":[2,"+Inf"]}"#
+        );
     }
 }

@@ -119,7 +119,7 @@ impl Labels {
             self.0
                 .iter()
                 .filter(|(k, _)| {
-                    !(drop_name && &**k == METRIC_NAME) && !names.iter().any(|n| **n == **k)
+                    !(names.iter().any(|n| **n == **k) || drop_name && &**k == METRIC_NAME)
                 })
                 .cloned()
                 .collect(),

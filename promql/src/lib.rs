@@ -10,8 +10,8 @@ pub mod promqltest;
 pub mod storage;
 pub mod value;
 
+pub use api::{PromApi, VirtualClock, router};
 pub use eval::{Engine, EvalError, parse};
 pub use labels::Labels;
 pub use storage::{LabelMatcher, MemStorage, Storage, StorageBuilder};
 pub use value::{Sample, Series, Value};
-pub use api::{PromApi, VirtualClock, router};

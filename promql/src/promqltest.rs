@@ -84,7 +84,10 @@ pub struct ScriptError {
 }
 
 fn script_err<T>(line: usize, msg: impl Into<String>) -> Result<T, ScriptError> {
-    Err(ScriptError { line, msg: msg.into() })
+    Err(ScriptError {
+        line,
+        msg: msg.into(),
+    })
 }
 
 /// A point of a series description: a value, a gap (`_`), or a native histogram we cannot hold.
@@ -111,13 +114,17 @@ pub fn parse_duration_ms(s: &str) -> Option<i64> {
         return None;
     }
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         if digits == 0 {
             return None;
         }
         let n: i64 = rest[..digits].parse().ok()?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let mult = match &rest[..unit_len] {
             "ms" => 1,
             "s" => 1000,
@@ -144,7 +151,9 @@ fn parse_number(s: &str) -> Option<f64> {
                 Some(b) => (true, b),
                 None => (false, s),
             };
-            let hex = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X"))?;
+            let hex = body
+                .strip_prefix("0x")
+                .or_else(|| body.strip_prefix("0X"))?;
             let v = i64::from_str_radix(hex, 16).ok()? as f64;
             Some(if neg { -v } else { v })
         }),
@@ -240,7 +249,9 @@ fn parse_series_labels(s: &str) -> Option<Labels> {
         return Some(Labels::empty());
     }
     let expr = promql_parser::parser::parse(s).ok()?;
-    let Expr::VectorSelector(vs) = expr else { return None };
+    let Expr::VectorSelector(vs) = expr else {
+        return None;
+    };
     let mut pairs: Vec<(String, String)> = Vec::new();
     if let Some(n) = vs.name {
         pairs.push((METRIC_NAME.into(), n));
@@ -322,7 +333,9 @@ pub fn run_script(text: &str) -> Result<FileReport, ScriptError> {
                         let t = k as i64 * interval;
                         match p {
                             Point::Value(v) => e.push((t, v)),
-                            Point::Histogram => e.push((t, f64::from_bits(HISTOGRAM_PLACEHOLDER_BITS))),
+                            Point::Histogram => {
+                                e.push((t, f64::from_bits(HISTOGRAM_PLACEHOLDER_BITS)))
+                            }
                             Point::Gap => {}
                         }
                     }
@@ -367,7 +380,10 @@ pub fn run_script(text: &str) -> Result<FileReport, ScriptError> {
 }
 
 fn parse_expect_block(block: &[&str], mode: &Mode, cmd: &str) -> Expect {
-    let mut ex = Expect { ordered: cmd == "eval_ordered", ..Default::default() };
+    let mut ex = Expect {
+        ordered: cmd == "eval_ordered",
+        ..Default::default()
+    };
     if cmd == "eval_fail" {
         ex.fail = Some(None);
     }
@@ -383,10 +399,9 @@ fn parse_expect_block(block: &[&str], mode: &Mode, cmd: &str) -> Expect {
                     let rest = rest.trim();
                     ex.fail = Some(if let Some(m) = rest.strip_prefix("msg:") {
                         Some((false, m.trim().to_string()))
-                    } else if let Some(r) = rest.strip_prefix("regex:") {
-                        Some((true, r.trim().to_string()))
                     } else {
-                        None
+                        rest.strip_prefix("regex:")
+                            .map(|r| (true, r.trim().to_string()))
                     });
                 }
                 "ordered" => ex.ordered = true,
@@ -401,7 +416,11 @@ fn parse_expect_block(block: &[&str], mode: &Mode, cmd: &str) -> Expect {
                 "range" => {
                     // expect range vector from <t> to <t> step <d>
                     let w: Vec<&str> = rest.split_whitespace().collect();
-                    match (w.get(2).and_then(|s| parse_time(s)), w.get(4).and_then(|s| parse_time(s)), w.get(6).and_then(|s| parse_time(s))) {
+                    match (
+                        w.get(2).and_then(|s| parse_time(s)),
+                        w.get(4).and_then(|s| parse_time(s)),
+                        w.get(6).and_then(|s| parse_time(s)),
+                    ) {
                         (Some(a), Some(b), Some(c)) if w.first() == Some(&"vector") => {
                             ex.range_vector = Some((a, b, c))
                         }
@@ -442,7 +461,12 @@ fn run_eval(
     histogram_names: &[String],
     line: usize,
 ) -> Outcome {
-    let mut outcome = Outcome { line, query: String::new(), status: Status::Passed, reason: String::new() };
+    let mut outcome = Outcome {
+        line,
+        query: String::new(),
+        status: Status::Passed,
+        reason: String::new(),
+    };
     let words: Vec<&str> = rest.split_whitespace().collect();
     let (mode, query) = match words.as_slice() {
         ["instant", "at", t, ..] => {
@@ -469,7 +493,8 @@ fn run_eval(
     // Native histograms with custom buckets are derived from classic ones by `load_with_nhcb`.
     let uses_histograms = block.iter().any(|l| l.contains("{{"))
         || histogram_names.iter().any(|n| {
-            regex::Regex::new(&format!(r"\b{}\b", regex::escape(n))).is_ok_and(|r| r.is_match(&outcome.query))
+            regex::Regex::new(&format!(r"\b{}\b", regex::escape(n)))
+                .is_ok_and(|r| r.is_match(&outcome.query))
         });
     let verdict = |status: Status, reason: String| (status, reason);
     let (status, reason) = if let Some(u) = &ex.unparsable {
@@ -484,25 +509,35 @@ fn run_eval(
                 Some((is_re, m)) => {
                     let got = e.to_string();
                     let ok = if *is_re {
-                        regex::Regex::new(m).map(|r| r.is_match(&got)).unwrap_or(false)
+                        regex::Regex::new(m)
+                            .map(|r| r.is_match(&got))
+                            .unwrap_or(false)
                     } else {
                         got == *m
                     };
                     if ok {
                         verdict(Status::Passed, String::new())
                     } else {
-                        verdict(Status::Failed, format!("failed with {got:?}, expected {m:?}"))
+                        verdict(
+                            Status::Failed,
+                            format!("failed with {got:?}, expected {m:?}"),
+                        )
                     }
                 }
             },
-            (Some(_), Ok(_)) => verdict(Status::Failed, "expected an error, query succeeded".into()),
+            (Some(_), Ok(_)) => {
+                verdict(Status::Failed, "expected an error, query succeeded".into())
+            }
             (None, Err(EvalError::Unsupported(m))) => verdict(Status::Unsupported, m),
             (None, Err(EvalError::Parse(m))) => verdict(Status::Unsupported, format!("parse: {m}")),
             (None, Err(e)) => verdict(Status::Failed, format!("unexpected error: {e}")),
             (None, Ok(v)) => match compare(&ex, &mode, v) {
                 Ok(()) if !ex.annotations.is_empty() => verdict(
                     Status::Unsupported,
-                    format!("result matches, but annotations are not produced ({})", ex.annotations.join("; ")),
+                    format!(
+                        "result matches, but annotations are not produced ({})",
+                        ex.annotations.join("; ")
+                    ),
                 ),
                 Ok(()) => verdict(Status::Passed, String::new()),
                 Err(m) => verdict(Status::Failed, m),
@@ -514,7 +549,12 @@ fn run_eval(
     outcome
 }
 
-fn evaluate(engine: &Engine, st: &MemStorage, mode: &Mode, query: &str) -> Result<Value, EvalError> {
+fn evaluate(
+    engine: &Engine,
+    st: &MemStorage,
+    mode: &Mode,
+    query: &str,
+) -> Result<Value, EvalError> {
     let expr = crate::eval::parse(query)?;
     match *mode {
         Mode::Instant(t) => engine.instant(st, &expr, t),
@@ -553,14 +593,22 @@ fn compare(ex: &Expect, mode: &Mode, v: Value) -> Result<(), String> {
                 })
                 .collect();
             if vec.len() != expected.len() {
-                return Err(format!("got {} series, expected {}: {:?}", vec.len(), expected.len(), vec));
+                return Err(format!(
+                    "got {} series, expected {}: {:?}",
+                    vec.len(),
+                    expected.len(),
+                    vec
+                ));
             }
             for (pos, s) in vec.iter().enumerate() {
                 let Some(&(epos, ev)) = expected.get(&s.labels) else {
                     return Err(format!("unexpected series {} in result", s.labels));
                 };
                 if ex.ordered && epos != pos {
-                    return Err(format!("series {} at position {pos}, expected {epos}", s.labels));
+                    return Err(format!(
+                        "series {} at position {pos}, expected {epos}",
+                        s.labels
+                    ));
                 }
                 if !almost_equal(ev, s.v) {
                     return Err(format!("{}: got {}, expected {ev}", s.labels, s.v));
@@ -572,11 +620,18 @@ fn compare(ex: &Expect, mode: &Mode, v: Value) -> Result<(), String> {
             let (start, step) = match (mode, ex.range_vector) {
                 (Mode::Range(a, _, s), _) => (*a, *s),
                 (Mode::Instant(_), Some((a, _, s))) => (a, s),
-                (Mode::Instant(_), None) => return Err("got a range vector without `expect range vector`".into()),
+                (Mode::Instant(_), None) => {
+                    return Err("got a range vector without `expect range vector`".into());
+                }
             };
-            let expected: HashMap<&Labels, &Vec<Point>> = ex.series.iter().map(|(l, p)| (l, p)).collect();
+            let expected: HashMap<&Labels, &Vec<Point>> =
+                ex.series.iter().map(|(l, p)| (l, p)).collect();
             if m.len() != expected.len() {
-                return Err(format!("got {} series, expected {}", m.len(), expected.len()));
+                return Err(format!(
+                    "got {} series, expected {}",
+                    m.len(),
+                    expected.len()
+                ));
             }
             for s in &m {
                 let Some(points) = expected.get(&s.labels) else {
@@ -591,9 +646,15 @@ fn compare(ex: &Expect, mode: &Mode, v: Value) -> Result<(), String> {
                     })
                     .collect();
                 let same = want.len() == s.points.len()
-                    && want.iter().zip(&s.points).all(|(a, b)| a.0 == b.0 && almost_equal(a.1, b.1));
+                    && want
+                        .iter()
+                        .zip(&s.points)
+                        .all(|(a, b)| a.0 == b.0 && almost_equal(a.1, b.1));
                 if !same {
-                    return Err(format!("{}: got {:?}, expected {:?}", s.labels, s.points, want));
+                    return Err(format!(
+                        "{}: got {:?}, expected {:?}",
+                        s.labels, s.points, want
+                    ));
                 }
             }
             Ok(())
@@ -617,13 +678,27 @@ mod tests {
                 Point::Histogram => "h".into(),
             })
             .collect();
-        assert_eq!(vals, ["1", "3", "5", "_", "stale", "_", "_", "3", "3", "-1", "-2", "1000"]);
+        assert_eq!(
+            vals,
+            [
+                "1", "3", "5", "_", "stale", "_", "_", "3", "3", "-1", "-2", "1000"
+            ]
+        );
     }
 
     #[test]
     fn runs_a_small_script() {
         let script = "load 1m\n  m{a=\"x\"} 0+1x10\n\neval instant at 5m m\n  m{a=\"x\"} 5\n\neval instant at 5m m\n  m{a=\"x\"} 6\n\neval range from 0 to 2m step 1m m * 2\n  {a=\"x\"} 0 2 4\n\neval instant at 5m nosuchfn(m)\n  expect fail\n";
         let r = run_script(script).unwrap();
-        assert_eq!(r.score, Score { passed: 3, failed: 1, unsupported: 0 }, "{:#?}", r.outcomes);
+        assert_eq!(
+            r.score,
+            Score {
+                passed: 3,
+                failed: 1,
+                unsupported: 0
+            },
+            "{:#?}",
+            r.outcomes
+        );
     }
 }

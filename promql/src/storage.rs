@@ -57,13 +57,21 @@ pub struct LabelMatcher {
 
 impl LabelMatcher {
     pub fn equal(name: &str, value: &str) -> Self {
-        LabelMatcher { name: name.into(), value: value.into(), kind: MatchKind::Equal }
+        LabelMatcher {
+            name: name.into(),
+            value: value.into(),
+            kind: MatchKind::Equal,
+        }
     }
 
     /// A regex matcher; the pattern is anchored at both ends as PromQL requires.
     pub fn regex(name: &str, pattern: &str) -> Result<Self, regex::Error> {
         let re = Regex::new(&format!("^(?s:{pattern})$"))?;
-        Ok(LabelMatcher { name: name.into(), value: pattern.into(), kind: MatchKind::Regex(re) })
+        Ok(LabelMatcher {
+            name: name.into(),
+            value: pattern.into(),
+            kind: MatchKind::Regex(re),
+        })
     }
 
     pub fn matches(&self, v: &str) -> bool {
@@ -84,7 +92,11 @@ impl LabelMatcher {
             MatchOp::Re(re) => MatchKind::Regex(re.clone()),
             MatchOp::NotRe(re) => MatchKind::NotRegex(re.clone()),
         };
-        LabelMatcher { name: m.name.clone(), value: m.value.clone(), kind }
+        LabelMatcher {
+            name: m.name.clone(),
+            value: m.value.clone(),
+            kind,
+        }
     }
 }
 
@@ -254,7 +266,10 @@ impl Storage for MemStorage {
 
     fn samples(&self, id: SeriesId) -> Samples<'_> {
         let s = &self.series[id as usize];
-        Samples { ts: &self.ts[s.start..s.start + s.len], vals: &self.vals[s.start..s.start + s.len] }
+        Samples {
+            ts: &self.ts[s.start..s.start + s.len],
+            vals: &self.vals[s.start..s.start + s.len],
+        }
     }
 
     fn label_names(&self) -> Vec<Str> {
@@ -262,7 +277,10 @@ impl Storage for MemStorage {
     }
 
     fn label_values(&self, name: &str) -> Vec<Str> {
-        self.index.get(name).map(|v| v.keys().cloned().collect()).unwrap_or_default()
+        self.index
+            .get(name)
+            .map(|v| v.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     fn metadata(&self) -> &BTreeMap<String, Vec<MetricMetadata>> {
@@ -322,7 +340,11 @@ impl StorageBuilder {
             return SeriesHandle(i);
         }
         let interned = Labels::from_sorted(
-            labels.pairs().iter().map(|(k, v)| (self.intern(k), self.intern(v))).collect(),
+            labels
+                .pairs()
+                .iter()
+                .map(|(k, v)| (self.intern(k), self.intern(v)))
+                .collect(),
         );
         let i = self.series.len();
         self.ids.insert(interned.clone(), i);
@@ -350,7 +372,11 @@ impl StorageBuilder {
 
     /// Records type/help/unit of a metric family (as scraped metadata would).
     pub fn set_metadata(&mut self, metric: &str, kind: &str, help: &str, unit: &str) {
-        let md = MetricMetadata { kind: kind.into(), help: help.into(), unit: unit.into() };
+        let md = MetricMetadata {
+            kind: kind.into(),
+            help: help.into(),
+            unit: unit.into(),
+        };
         let e = self.metadata.entry(metric.to_string()).or_default();
         if !e.contains(&md) {
             e.push(md);
@@ -387,7 +413,11 @@ impl StorageBuilder {
                     .or_default()
                     .push(id as SeriesId);
             }
-            st.series.push(SeriesEntry { labels, start, len: st.ts.len() - start });
+            st.series.push(SeriesEntry {
+                labels,
+                start,
+                len: st.ts.len() - start,
+            });
         }
         st.ts.shrink_to_fit();
         st.vals.shrink_to_fit();
@@ -410,7 +440,9 @@ mod tests {
     }
 
     fn names(s: &MemStorage, ids: &[SeriesId]) -> Vec<String> {
-        ids.iter().map(|&i| s.series_labels(i).to_string()).collect()
+        ids.iter()
+            .map(|&i| s.series_labels(i).to_string())
+            .collect()
     }
 
     #[test]
@@ -429,14 +461,27 @@ mod tests {
         let ids = s.select(&[LabelMatcher::regex("job", "api|db").unwrap()]);
         assert_eq!(ids.len(), 3);
         let ids = s.select(&[LabelMatcher::equal("instance", "")]);
-        assert_eq!(names(&s, &ids), vec![r#"{__name__="req_total", job="api"}"#]);
+        assert_eq!(
+            names(&s, &ids),
+            vec![r#"{__name__="req_total", job="api"}"#]
+        );
         let ids = s.select(&[
             LabelMatcher::equal(METRIC_NAME, "up"),
-            LabelMatcher { name: "job".into(), value: "api".into(), kind: MatchKind::NotEqual },
+            LabelMatcher {
+                name: "job".into(),
+                value: "api".into(),
+                kind: MatchKind::NotEqual,
+            },
         ]);
-        assert_eq!(names(&s, &ids), vec![r#"{__name__="up", instance="b", job="db"}"#]);
+        assert_eq!(
+            names(&s, &ids),
+            vec![r#"{__name__="up", instance="b", job="db"}"#]
+        );
         // Regexes are anchored: "ap" must not match "api".
-        assert!(s.select(&[LabelMatcher::regex("job", "ap").unwrap()]).is_empty());
+        assert!(
+            s.select(&[LabelMatcher::regex("job", "ap").unwrap()])
+                .is_empty()
+        );
     }
 
     #[test]
@@ -444,7 +489,11 @@ mod tests {
         let s = store();
         let n: Vec<String> = s.label_names().iter().map(|x| x.to_string()).collect();
         assert_eq!(n, ["__name__", "instance", "job"]);
-        let v: Vec<String> = s.label_values("job").iter().map(|x| x.to_string()).collect();
+        let v: Vec<String> = s
+            .label_values("job")
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
         assert_eq!(v, ["api", "db"]);
     }
 }

@@ -29,7 +29,10 @@ fn conformance_score_does_not_drop() {
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no .test files in {}", dir.display());
-    let mut record = Record { total: Score::default(), files: BTreeMap::new() };
+    let mut record = Record {
+        total: Score::default(),
+        files: BTreeMap::new(),
+    };
     for f in &files {
         let text = std::fs::read_to_string(f).expect("read script");
         let report = run_script(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
@@ -37,7 +40,10 @@ fn conformance_score_does_not_drop() {
         println!("{name}: {}", report.score);
         for o in &report.outcomes {
             if o.status != promql::promqltest::Status::Passed {
-                println!("  {name}:{} {:?} {} — {}", o.line, o.status, o.query, o.reason);
+                println!(
+                    "  {name}:{} {:?} {} — {}",
+                    o.line, o.status, o.query, o.reason
+                );
             }
         }
         record.total.add(&report.score);
@@ -47,7 +53,11 @@ fn conformance_score_does_not_drop() {
     let score_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-score.json");
     if std::env::var_os("PROMQL_CONFORMANCE_UPDATE").is_some() {
         let tmp = score_path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_string_pretty(&record).expect("json") + "\n").expect("write");
+        std::fs::write(
+            &tmp,
+            serde_json::to_string_pretty(&record).expect("json") + "\n",
+        )
+        .expect("write");
         std::fs::rename(&tmp, &score_path).expect("rename");
         return;
     }

@@ -20,9 +20,17 @@ struct Answer {
 
 fn reduce(body: &Json) -> Answer {
     let status = body["status"].as_str().unwrap_or("").to_string();
-    let result_type = body["data"]["resultType"].as_str().unwrap_or("").to_string();
+    let result_type = body["data"]["resultType"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
     let mut series = BTreeMap::new();
-    let point = |p: &Json| (p[0].as_f64().unwrap_or(f64::NAN), p[1].as_str().unwrap_or("").to_string());
+    let point = |p: &Json| {
+        (
+            p[0].as_f64().unwrap_or(f64::NAN),
+            p[1].as_str().unwrap_or("").to_string(),
+        )
+    };
     match &body["data"]["result"] {
         Json::Array(items) if result_type == "vector" || result_type == "matrix" => {
             for it in items {
@@ -40,7 +48,11 @@ fn reduce(body: &Json) -> Answer {
         }
         _ => {}
     }
-    Answer { status, result_type, series }
+    Answer {
+        status,
+        result_type,
+        series,
+    }
 }
 
 fn close(a: &str, b: &str) -> bool {
@@ -63,7 +75,9 @@ fn diff(reference: &Answer, ours: &Answer) -> Option<String> {
     let rk: Vec<&String> = reference.series.keys().collect();
     let ok: Vec<&String> = ours.series.keys().collect();
     if rk != ok {
-        return Some(format!("label sets differ:\n  prometheus {rk:?}\n  faultline  {ok:?}"));
+        return Some(format!(
+            "label sets differ:\n  prometheus {rk:?}\n  faultline  {ok:?}"
+        ));
     }
     for (k, rp) in &reference.series {
         let op = &ours.series[k];
@@ -80,8 +94,14 @@ fn diff(reference: &Answer, ours: &Answer) -> Option<String> {
 }
 
 async fn get(client: &reqwest::Client, url: &str) -> Json {
-    let r = client.get(url).send().await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
-    r.json().await.unwrap_or_else(|e| panic!("GET {url}: body is not JSON: {e}"))
+    let r = client
+        .get(url)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    r.json()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: body is not JSON: {e}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,23 +125,40 @@ async fn query_mix_matches_real_prometheus() {
                 non_empty += 1;
             }
             if let Some(d) = diff(&r, &o) {
-                failures.push(format!("[{}] {q}\n  {d}", if instant { "instant" } else { "range" }));
+                failures.push(format!(
+                    "[{}] {q}\n  {d}",
+                    if instant { "instant" } else { "range" }
+                ));
             }
         }
     }
     println!("{checked} queries compared, {non_empty} with non-empty answers");
-    assert!(failures.is_empty(), "{} of {checked} answers differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} answers differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     // A mix of empty answers would prove nothing.
-    assert!(non_empty * 10 >= checked * 8, "only {non_empty} of {checked} answers are non-empty");
+    assert!(
+        non_empty * 10 >= checked * 8,
+        "only {non_empty} of {checked} answers are non-empty"
+    );
 
     // Metadata endpoints agree on what exists.
     for path in [
         "/api/v1/labels".to_string(),
         "/api/v1/label/service/values".to_string(),
-        format!("/api/v1/series?match[]={}", form_urlencoded::byte_serialize(b"up").collect::<String>()),
+        format!(
+            "/api/v1/series?match[]={}",
+            form_urlencoded::byte_serialize(b"up").collect::<String>()
+        ),
         format!(
             "/api/v1/series?match[]={}&start={}&end={}",
-            form_urlencoded::byte_serialize(br#"{__name__=~"kube_pod_info|up",pod=~"checkout.*|"}"#).collect::<String>(),
+            form_urlencoded::byte_serialize(
+                br#"{__name__=~"kube_pod_info|up",pod=~"checkout.*|"}"#
+            )
+            .collect::<String>(),
             EVAL_MS / 1000 - 600,
             EVAL_MS / 1000
         ),
@@ -139,8 +176,14 @@ async fn query_mix_matches_real_prometheus() {
     // Errors: same errorType for the same bad request.
     for (path, kind) in [
         ("/api/v1/query?query=sum(", "bad_data"),
-        ("/api/v1/query_range?query=up&start=0&end=100000&step=1", "bad_data"),
-        ("/api/v1/query_range?query=up&start=10&end=0&step=1", "bad_data"),
+        (
+            "/api/v1/query_range?query=up&start=0&end=100000&step=1",
+            "bad_data",
+        ),
+        (
+            "/api/v1/query_range?query=up&start=10&end=0&step=1",
+            "bad_data",
+        ),
         ("/api/v1/query?query=up&time=notatime", "bad_data"),
     ] {
         let a = get(&client, &format!("{}{path}", prom.url)).await;
@@ -153,7 +196,14 @@ async fn query_mix_matches_real_prometheus() {
 
     // promtool as a client: the same printed answer from both servers.
     for args in [
-        vec!["query", "instant", "--time", &format!("{}", EVAL_MS / 1000), "URL", "sum by (service) (rate(http_requests_total[5m]))"],
+        vec![
+            "query",
+            "instant",
+            "--time",
+            &format!("{}", EVAL_MS / 1000),
+            "URL",
+            "sum by (service) (rate(http_requests_total[5m]))",
+        ],
         vec![
             "query",
             "range",
@@ -168,26 +218,48 @@ async fn query_mix_matches_real_prometheus() {
         ],
     ] {
         let run = |url: &str| {
-            let a: Vec<&str> = args.iter().map(|x| if *x == "URL" { url } else { x }).collect();
-            let out = Command::new("promtool").args(&a).output().expect("run promtool");
-            assert!(out.status.success(), "promtool {a:?}: {}", String::from_utf8_lossy(&out.stderr));
-            let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect();
+            let a: Vec<&str> = args
+                .iter()
+                .map(|x| if *x == "URL" { url } else { x })
+                .collect();
+            let out = Command::new("promtool")
+                .args(&a)
+                .output()
+                .expect("run promtool");
+            assert!(
+                out.status.success(),
+                "promtool {a:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(String::from)
+                .collect();
             lines.sort();
             lines
         };
         let from_prom = run(&prom.url);
         let from_ours = run(&ours.url);
-        assert!(!from_ours.is_empty(), "promtool printed nothing for {args:?}");
+        assert!(
+            !from_ours.is_empty(),
+            "promtool printed nothing for {args:?}"
+        );
         assert_eq!(from_prom.len(), from_ours.len(), "promtool {args:?}");
         // Lines read `{labels} => value @[time]` (instant) or a series header then `value @[time]`.
         for (a, b) in from_prom.iter().zip(&from_ours) {
             let split = |l: &str| -> (String, String) {
                 let (head, val) = l.rsplit_once(" => ").unwrap_or(("", l));
-                (head.to_string(), val.split(" @[").next().unwrap_or("").trim().to_string())
+                (
+                    head.to_string(),
+                    val.split(" @[").next().unwrap_or("").trim().to_string(),
+                )
             };
             let (ha, va) = split(a);
             let (hb, vb) = split(b);
-            assert!(ha == hb && (close(&va, &vb) || a == b), "promtool {args:?}:\n  {a}\n  {b}");
+            assert!(
+                ha == hb && (close(&va, &vb) || a == b),
+                "promtool {args:?}:\n  {a}\n  {b}"
+            );
         }
     }
     drop(ours);

@@ -92,7 +92,11 @@ fn k_param(v: f64) -> Result<usize> {
     if v < 1.0 {
         return Ok(0);
     }
-    Ok(if v >= usize::MAX as f64 { usize::MAX } else { v as usize })
+    Ok(if v >= usize::MAX as f64 {
+        usize::MAX
+    } else {
+        v as usize
+    })
 }
 
 pub(crate) fn aggregate(ctx: &Ctx, a: &AggregateExpr, t: i64) -> Result<Value> {
@@ -102,7 +106,9 @@ pub(crate) fn aggregate(ctx: &Ctx, a: &AggregateExpr, t: i64) -> Result<Value> {
     let mut out: Vec<Sample> = Vec::new();
     match op {
         T_TOPK | T_BOTTOMK | T_LIMITK => {
-            let Some(p) = param else { return exec("topk/bottomk/limitk need a parameter") };
+            let Some(p) = param else {
+                return exec("topk/bottomk/limitk need a parameter");
+            };
             let k = k_param(ctx.eval_scalar(p, t)?)?;
             let input = ctx.eval_vector(&a.expr, t)?;
             if k == 0 {
@@ -112,7 +118,11 @@ pub(crate) fn aggregate(ctx: &Ctx, a: &AggregateExpr, t: i64) -> Result<Value> {
                 if op == T_LIMITK {
                     out.extend(samples.into_iter().take(k));
                 } else {
-                    let less = if op == T_TOPK { less_topk } else { less_bottomk };
+                    let less = if op == T_TOPK {
+                        less_topk
+                    } else {
+                        less_bottomk
+                    };
                     out.extend(select_k(samples, k, less));
                 }
             }
@@ -126,10 +136,17 @@ pub(crate) fn aggregate(ctx: &Ctx, a: &AggregateExpr, t: i64) -> Result<Value> {
             return unsupported("aggregation limit_ratio");
         }
         T_COUNT_VALUES => {
-            let Some(p) = param else { return exec("count_values needs a label name") };
+            let Some(p) = param else {
+                return exec("count_values needs a label name");
+            };
             let label = match ctx.eval(p, t)? {
                 Value::String(s) => s,
-                other => return exec(format!("count_values expects a string, got {}", other.type_name())),
+                other => {
+                    return exec(format!(
+                        "count_values expects a string, got {}",
+                        other.type_name()
+                    ));
+                }
             };
             if !is_valid_label_name(&label) {
                 return exec(format!("invalid label name {label:?}"));
@@ -148,7 +165,10 @@ pub(crate) fn aggregate(ctx: &Ctx, a: &AggregateExpr, t: i64) -> Result<Value> {
                     }
                 }
             }
-            out = counts.into_iter().map(|(labels, v)| Sample { labels, v }).collect();
+            out = counts
+                .into_iter()
+                .map(|(labels, v)| Sample { labels, v })
+                .collect();
         }
         _ => {
             let q = match (op, param) {

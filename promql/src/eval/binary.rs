@@ -82,7 +82,13 @@ pub(crate) fn binary(ctx: &Ctx, b: &BinaryExpr, t: i64) -> Result<Value> {
     }
 }
 
-fn vector_scalar(op: TokenId, v: Vec<Sample>, s: f64, swap: bool, return_bool: bool) -> Result<Value> {
+fn vector_scalar(
+    op: TokenId,
+    v: Vec<Sample>,
+    s: f64,
+    swap: bool,
+    return_bool: bool,
+) -> Result<Value> {
     let drop_name = !is_comparison(op) || return_bool;
     let mut out = Vec::with_capacity(v.len());
     for mut smp in v {
@@ -121,16 +127,23 @@ fn set_op(op: TokenId, b: &BinaryExpr, l: Vec<Sample>, r: Vec<Sample>) -> Vec<Sa
     match op {
         T_LAND => {
             let rs: HashSet<Labels> = r.iter().map(|s| signature(&s.labels, &matching)).collect();
-            l.into_iter().filter(|s| rs.contains(&signature(&s.labels, &matching))).collect()
+            l.into_iter()
+                .filter(|s| rs.contains(&signature(&s.labels, &matching)))
+                .collect()
         }
         T_LUNLESS => {
             let rs: HashSet<Labels> = r.iter().map(|s| signature(&s.labels, &matching)).collect();
-            l.into_iter().filter(|s| !rs.contains(&signature(&s.labels, &matching))).collect()
+            l.into_iter()
+                .filter(|s| !rs.contains(&signature(&s.labels, &matching)))
+                .collect()
         }
         _ => {
             let ls: HashSet<Labels> = l.iter().map(|s| signature(&s.labels, &matching)).collect();
             let mut out = l;
-            out.extend(r.into_iter().filter(|s| !ls.contains(&signature(&s.labels, &matching))));
+            out.extend(
+                r.into_iter()
+                    .filter(|s| !ls.contains(&signature(&s.labels, &matching))),
+            );
             out
         }
     }
@@ -149,7 +162,9 @@ fn vector_vector(
     };
     let one_to_many = matches!(card, VectorMatchCardinality::OneToMany(_));
     let include: Vec<String> = match &card {
-        VectorMatchCardinality::ManyToOne(ls) | VectorMatchCardinality::OneToMany(ls) => ls.labels.clone(),
+        VectorMatchCardinality::ManyToOne(ls) | VectorMatchCardinality::OneToMany(ls) => {
+            ls.labels.clone()
+        }
         _ => Vec::new(),
     };
     let is_on = matches!(matching, Some(LabelModifier::Include(_)));
@@ -180,14 +195,20 @@ fn vector_vector(
     let mut out = Vec::new();
     for ms in &many {
         let sig = signature(&ms.labels, &matching);
-        let Some(os) = one_by_sig.get(&sig) else { continue };
+        let Some(os) = one_by_sig.get(&sig) else {
+            continue;
+        };
         let one_to_one = matches!(card, VectorMatchCardinality::OneToOne);
         if one_to_one && !matched_one_to_one.insert(sig.clone()) {
             return exec(
                 "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)",
             );
         }
-        let (fl, fr) = if one_to_many { (os.v, ms.v) } else { (ms.v, os.v) };
+        let (fl, fr) = if one_to_many {
+            (os.v, ms.v)
+        } else {
+            (ms.v, os.v)
+        };
         let (mut value, keep) = elem(op, fl, fr)?;
         if return_bool {
             value = if keep { 1.0 } else { 0.0 };
@@ -212,7 +233,9 @@ fn vector_vector(
         if !one_to_one {
             let set = inserted.entry(sig).or_default();
             if !set.insert(labels.clone()) {
-                return exec("multiple matches for labels: grouping labels must ensure unique results");
+                return exec(
+                    "multiple matches for labels: grouping labels must ensure unique results",
+                );
             }
         }
         out.push(Sample { labels, v: value });

@@ -2,7 +2,6 @@
 
 use chrono::{DateTime, Datelike, Timelike};
 use promql_parser::parser::{Call, Expr};
-use regex::Regex;
 
 use super::{Ctx, Result, check_unique, exec, unsupported};
 use crate::labels::{Labels, METRIC_NAME, is_valid_label_name};
@@ -76,7 +75,9 @@ pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
 /// (Prometheus' `avg_over_time`).
 pub(crate) fn mean(values: impl Iterator<Item = f64>) -> f64 {
     let mut it = values;
-    let Some(first) = it.next() else { return f64::NAN };
+    let Some(first) = it.next() else {
+        return f64::NAN;
+    };
     let (mut sum, mut count, mut m, mut c) = (first, 1.0f64, 0.0f64, 0.0f64);
     let mut incremental = false;
     for f in it {
@@ -95,7 +96,11 @@ pub(crate) fn mean(values: impl Iterator<Item = f64>) -> f64 {
         let q = (count - 1.0) / count;
         (m, c) = kahan_inc(f / count, q * m, q * c);
     }
-    if incremental { m + c } else { sum / count + c / count }
+    if incremental {
+        m + c
+    } else {
+        sum / count + c / count
+    }
 }
 
 /// Population variance (Welford with Kahan compensation, as Prometheus).
@@ -110,7 +115,7 @@ pub(crate) fn variance(values: impl Iterator<Item = f64>) -> f64 {
     (aux + caux) / count
 }
 
-fn arg<'e>(c: &'e Call, i: usize) -> Result<&'e Expr> {
+fn arg(c: &Call, i: usize) -> Result<&Expr> {
     match c.args.args.get(i) {
         Some(e) => Ok(e),
         None => exec(format!("function {} expects more arguments", c.func.name)),
@@ -132,8 +137,13 @@ fn string_arg(ctx: &Ctx, c: &Call, i: usize, t: i64) -> Result<String> {
 /// Applies `f` to every element; the metric name is dropped.
 fn map_values(ctx: &Ctx, c: &Call, t: i64, f: impl Fn(f64) -> f64) -> Result<Value> {
     let v = ctx.eval_vector(arg(c, 0)?, t)?;
-    let out: Vec<Sample> =
-        v.into_iter().map(|s| Sample { labels: s.labels.without_name(), v: f(s.v) }).collect();
+    let out: Vec<Sample> = v
+        .into_iter()
+        .map(|s| Sample {
+            labels: s.labels.without_name(),
+            v: f(s.v),
+        })
+        .collect();
     check_unique(&out)?;
     Ok(Value::Vector(out))
 }
@@ -152,7 +162,11 @@ fn over_range(
     let mut out = Vec::with_capacity(series.len());
     for s in series {
         if let Some(v) = f(&s.points, lo, hi) {
-            let labels = if keep_name { s.labels } else { s.labels.without_name() };
+            let labels = if keep_name {
+                s.labels
+            } else {
+                s.labels.without_name()
+            };
             out.push(Sample { labels, v });
         }
     }
@@ -161,7 +175,13 @@ fn over_range(
 }
 
 /// `rate`, `increase` and `delta` with Prometheus' extrapolation to the window edges.
-fn extrapolated_rate(pts: &[(i64, f64)], lo: i64, hi: i64, is_counter: bool, is_rate: bool) -> Option<f64> {
+fn extrapolated_rate(
+    pts: &[(i64, f64)],
+    lo: i64,
+    hi: i64,
+    is_counter: bool,
+    is_rate: bool,
+) -> Option<f64> {
     if pts.len() < 2 {
         return None;
     }
@@ -209,7 +229,11 @@ fn instant_value(pts: &[(i64, f64)], is_rate: bool) -> Option<f64> {
         return None;
     }
     let (prev, last) = (pts[pts.len() - 2], pts[pts.len() - 1]);
-    let mut v = if is_rate && last.1 < prev.1 { last.1 } else { last.1 - prev.1 };
+    let mut v = if is_rate && last.1 < prev.1 {
+        last.1
+    } else {
+        last.1 - prev.1
+    };
     let dt = last.0 - prev.0;
     if dt == 0 {
         return None;
@@ -305,7 +329,10 @@ fn date_fn(ctx: &Ctx, c: &Call, t: i64, f: impl Fn(DateTime<chrono::Utc>) -> f64
         }
     };
     if c.args.args.is_empty() {
-        return Ok(Value::Vector(vec![Sample { labels: Labels::empty(), v: apply(t as f64 / 1000.0) }]));
+        return Ok(Value::Vector(vec![Sample {
+            labels: Labels::empty(),
+            v: apply(t as f64 / 1000.0),
+        }]));
     }
     map_values(ctx, c, t, apply)
 }
@@ -383,7 +410,10 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
         }
         "vector" => {
             let v = ctx.eval_scalar(arg(c, 0)?, t)?;
-            Ok(Value::Vector(vec![Sample { labels: Labels::empty(), v }]))
+            Ok(Value::Vector(vec![Sample {
+                labels: Labels::empty(),
+                v,
+            }]))
         }
         "scalar" => {
             let v = ctx.eval_vector(arg(c, 0)?, t)?;
@@ -397,12 +427,18 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
             let out: Vec<Sample> = if let Expr::VectorSelector(vs) = inner {
                 ctx.instant_selector_timestamps(vs, t)
                     .into_iter()
-                    .map(|(l, ts)| Sample { labels: l.without_name(), v: ts as f64 / 1000.0 })
+                    .map(|(l, ts)| Sample {
+                        labels: l.without_name(),
+                        v: ts as f64 / 1000.0,
+                    })
                     .collect()
             } else {
                 ctx.eval_vector(inner, t)?
                     .into_iter()
-                    .map(|s| Sample { labels: s.labels.without_name(), v: t as f64 / 1000.0 })
+                    .map(|s| Sample {
+                        labels: s.labels.without_name(),
+                        v: t as f64 / 1000.0,
+                    })
                     .collect()
             };
             check_unique(&out)?;
@@ -447,14 +483,20 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
             if !v.is_empty() {
                 return Ok(Value::Vector(Vec::new()));
             }
-            Ok(Value::Vector(vec![Sample { labels: absent_labels(arg(c, 0)?), v: 1.0 }]))
+            Ok(Value::Vector(vec![Sample {
+                labels: absent_labels(arg(c, 0)?),
+                v: 1.0,
+            }]))
         }
         "absent_over_time" => {
             let s = ctx.eval_range(arg(c, 0)?, t)?;
             if !s.is_empty() {
                 return Ok(Value::Vector(Vec::new()));
             }
-            Ok(Value::Vector(vec![Sample { labels: absent_labels(arg(c, 0)?), v: 1.0 }]))
+            Ok(Value::Vector(vec![Sample {
+                labels: absent_labels(arg(c, 0)?),
+                v: 1.0,
+            }]))
         }
         "histogram_quantile" => {
             let q = ctx.eval_scalar(arg(c, 0)?, t)?;
@@ -479,11 +521,15 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
         "minute" => date_fn(ctx, c, t, |d| d.minute() as f64),
         "month" => date_fn(ctx, c, t, |d| d.month() as f64),
         "year" => date_fn(ctx, c, t, |d| d.year() as f64),
-        "rate" => over_range(ctx, c, 0, t, false, |p, lo, hi| extrapolated_rate(p, lo, hi, true, true)),
-        "increase" => {
-            over_range(ctx, c, 0, t, false, |p, lo, hi| extrapolated_rate(p, lo, hi, true, false))
-        }
-        "delta" => over_range(ctx, c, 0, t, false, |p, lo, hi| extrapolated_rate(p, lo, hi, false, false)),
+        "rate" => over_range(ctx, c, 0, t, false, |p, lo, hi| {
+            extrapolated_rate(p, lo, hi, true, true)
+        }),
+        "increase" => over_range(ctx, c, 0, t, false, |p, lo, hi| {
+            extrapolated_rate(p, lo, hi, true, false)
+        }),
+        "delta" => over_range(ctx, c, 0, t, false, |p, lo, hi| {
+            extrapolated_rate(p, lo, hi, false, false)
+        }),
         "irate" => over_range(ctx, c, 0, t, false, |p, _, _| instant_value(p, true)),
         "idelta" => over_range(ctx, c, 0, t, false, |p, _, _| instant_value(p, false)),
         "deriv" => over_range(ctx, c, 0, t, false, |p, _, _| {
@@ -508,7 +554,9 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
                     .count() as f64,
             )
         }),
-        "avg_over_time" => over_range(ctx, c, 0, t, false, |p, _, _| Some(mean(p.iter().map(|x| x.1)))),
+        "avg_over_time" => over_range(ctx, c, 0, t, false, |p, _, _| {
+            Some(mean(p.iter().map(|x| x.1)))
+        }),
         "sum_over_time" => over_range(ctx, c, 0, t, false, |p, _, _| {
             let (mut s, mut k) = (0.0, 0.0);
             for x in p {
@@ -538,12 +586,12 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
         "last_over_time" => over_range(ctx, c, 0, t, true, |p, _, _| p.last().map(|x| x.1)),
         "first_over_time" => over_range(ctx, c, 0, t, true, |p, _, _| p.first().map(|x| x.1)),
         "present_over_time" => over_range(ctx, c, 0, t, false, |_, _, _| Some(1.0)),
-        "stddev_over_time" => {
-            over_range(ctx, c, 0, t, false, |p, _, _| Some(variance(p.iter().map(|x| x.1)).sqrt()))
-        }
-        "stdvar_over_time" => {
-            over_range(ctx, c, 0, t, false, |p, _, _| Some(variance(p.iter().map(|x| x.1))))
-        }
+        "stddev_over_time" => over_range(ctx, c, 0, t, false, |p, _, _| {
+            Some(variance(p.iter().map(|x| x.1)).sqrt())
+        }),
+        "stdvar_over_time" => over_range(ctx, c, 0, t, false, |p, _, _| {
+            Some(variance(p.iter().map(|x| x.1)))
+        }),
         "mad_over_time" => over_range(ctx, c, 0, t, false, |p, _, _| {
             let mut vals: Vec<f64> = p.iter().map(|x| x.1).collect();
             let med = quantile(0.5, &mut vals);
@@ -561,12 +609,18 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
             let sf = ctx.eval_scalar(arg(c, 1)?, t)?;
             let tf = ctx.eval_scalar(arg(c, 2)?, t)?;
             if sf <= 0.0 || sf >= 1.0 {
-                return exec(format!("invalid smoothing factor. Expected: 0 < sf < 1, got: {sf}"));
+                return exec(format!(
+                    "invalid smoothing factor. Expected: 0 < sf < 1, got: {sf}"
+                ));
             }
             if tf <= 0.0 || tf >= 1.0 {
-                return exec(format!("invalid trend factor. Expected: 0 < tf < 1, got: {tf}"));
+                return exec(format!(
+                    "invalid trend factor. Expected: 0 < tf < 1, got: {tf}"
+                ));
             }
-            over_range(ctx, c, 0, t, false, |p, _, _| double_exponential_smoothing(p, sf, tf))
+            over_range(ctx, c, 0, t, false, |p, _, _| {
+                double_exponential_smoothing(p, sf, tf)
+            })
         }
         other => unsupported(format!("function {other}()")),
     }
@@ -609,11 +663,15 @@ fn label_replace(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
     let repl = string_arg(ctx, c, 2, t)?;
     let src = string_arg(ctx, c, 3, t)?;
     let pattern = string_arg(ctx, c, 4, t)?;
-    let re = Regex::new(&format!("^(?s:{pattern})$")).or_else(|e| {
-        exec(format!("invalid regular expression in label_replace(): {pattern}: {e}"))
+    let re = ctx.anchored_regex(&pattern).or_else(|e| {
+        exec(format!(
+            "invalid regular expression in label_replace(): {pattern}: {e}"
+        ))
     })?;
     if !is_valid_label_name(&dst) {
-        return exec(format!("invalid destination label name in label_replace(): {dst}"));
+        return exec(format!(
+            "invalid destination label name in label_replace(): {dst}"
+        ));
     }
     let v = ctx.eval_vector(arg(c, 0)?, t)?;
     let mut out = Vec::with_capacity(v.len());
@@ -641,7 +699,9 @@ fn label_join(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
         srcs.push(s);
     }
     if !is_valid_label_name(&dst) {
-        return exec(format!("invalid destination label name in label_join(): {dst}"));
+        return exec(format!(
+            "invalid destination label name in label_join(): {dst}"
+        ));
     }
     let v = ctx.eval_vector(arg(c, 0)?, t)?;
     let mut out = Vec::with_capacity(v.len());
@@ -660,7 +720,11 @@ fn histogram_quantile(q: f64, v: Vec<Sample>) -> Result<Value> {
     let mut groups: Vec<(Labels, Vec<(f64, f64)>)> = Vec::new();
     let mut index: std::collections::HashMap<Labels, usize> = std::collections::HashMap::new();
     for s in v {
-        let Ok(le) = s.labels.get("le").parse::<f64>().or_else(|_| parse_go_float(s.labels.get("le")))
+        let Ok(le) = s
+            .labels
+            .get("le")
+            .parse::<f64>()
+            .or_else(|_| parse_go_float(s.labels.get("le")))
         else {
             continue;
         };
@@ -673,7 +737,10 @@ fn histogram_quantile(q: f64, v: Vec<Sample>) -> Result<Value> {
     }
     let out = groups
         .into_iter()
-        .map(|(labels, mut buckets)| Sample { labels, v: bucket_quantile(q, &mut buckets) })
+        .map(|(labels, mut buckets)| Sample {
+            labels,
+            v: bucket_quantile(q, &mut buckets),
+        })
         .collect();
     Ok(Value::Vector(out))
 }
@@ -689,7 +756,7 @@ pub(crate) fn parse_go_float(s: &str) -> std::result::Result<f64, ()> {
     }
 }
 
-fn bucket_quantile(q: f64, buckets: &mut Vec<(f64, f64)>) -> f64 {
+fn bucket_quantile(q: f64, buckets: &mut [(f64, f64)]) -> f64 {
     if q.is_nan() {
         return f64::NAN;
     }
@@ -771,7 +838,12 @@ mod tests {
     #[test]
     fn rate_extrapolates_to_window_edges() {
         // 4 samples 15s apart, counter +10 each, window (0, 60s]: last sample at 55s.
-        let pts = [(10_000, 10.0), (25_000, 20.0), (40_000, 30.0), (55_000, 40.0)];
+        let pts = [
+            (10_000, 10.0),
+            (25_000, 20.0),
+            (40_000, 30.0),
+            (55_000, 40.0),
+        ];
         let r = extrapolated_rate(&pts, 0, 60_000, true, false).unwrap();
         // sampled 45s, to_start 10s (< 16.5 threshold) but zero point at 45*(10/30)=15s -> 10s,
         // to_end 5s: 30 * (45+10+5)/45 = 40.

@@ -69,7 +69,10 @@ pub struct Engine {
 
 impl Default for Engine {
     fn default() -> Self {
-        Engine { lookback_ms: DEFAULT_LOOKBACK_MS, subquery_step_ms: DEFAULT_SUBQUERY_STEP_MS }
+        Engine {
+            lookback_ms: DEFAULT_LOOKBACK_MS,
+            subquery_step_ms: DEFAULT_SUBQUERY_STEP_MS,
+        }
     }
 }
 
@@ -149,7 +152,10 @@ fn push_point(
     let i = match index.get(&labels) {
         Some(&i) => i,
         None => {
-            out.push(Series { labels: labels.clone(), points: Vec::new() });
+            out.push(Series {
+                labels: labels.clone(),
+                points: Vec::new(),
+            });
             index.insert(labels, out.len() - 1);
             out.len() - 1
         }
@@ -202,11 +208,35 @@ pub(crate) struct Ctx<'a> {
     start: i64,
     end: i64,
     selections: RefCell<HashMap<usize, Rc<Vec<SeriesId>>>>,
+    /// Regexes built at run time (label_replace), compiled once per query, not once per step.
+    regexes: RefCell<HashMap<String, regex::Regex>>,
 }
 
 impl<'a> Ctx<'a> {
     fn new(engine: &'a Engine, st: &'a dyn Storage, start: i64, end: i64) -> Self {
-        Ctx { engine, st, start, end, selections: RefCell::new(HashMap::new()) }
+        Ctx {
+            engine,
+            st,
+            start,
+            end,
+            selections: RefCell::new(HashMap::new()),
+            regexes: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The fully anchored regex for `pattern`, compiled once per query.
+    pub(crate) fn anchored_regex(
+        &self,
+        pattern: &str,
+    ) -> std::result::Result<regex::Regex, regex::Error> {
+        if let Some(r) = self.regexes.borrow().get(pattern) {
+            return Ok(r.clone());
+        }
+        let r = regex::Regex::new(&format!("^(?s:{pattern})$"))?;
+        self.regexes
+            .borrow_mut()
+            .insert(pattern.to_string(), r.clone());
+        Ok(r)
     }
 
     fn select(&self, vs: &VectorSelector) -> Rc<Vec<SeriesId>> {
@@ -214,10 +244,16 @@ impl<'a> Ctx<'a> {
         if let Some(ids) = self.selections.borrow().get(&key) {
             return ids.clone();
         }
-        let mut matchers: Vec<LabelMatcher> =
-            vs.matchers.matchers.iter().map(LabelMatcher::from_parsed).collect();
+        let mut matchers: Vec<LabelMatcher> = vs
+            .matchers
+            .matchers
+            .iter()
+            .map(LabelMatcher::from_parsed)
+            .collect();
         if let Some(name) = &vs.name
-            && !matchers.iter().any(|m| m.name == crate::labels::METRIC_NAME)
+            && !matchers
+                .iter()
+                .any(|m| m.name == crate::labels::METRIC_NAME)
         {
             matchers.push(LabelMatcher::equal(crate::labels::METRIC_NAME, name));
         }
@@ -261,7 +297,10 @@ impl<'a> Ctx<'a> {
                 Value::Vector(vec) => {
                     let out: Vec<Sample> = vec
                         .into_iter()
-                        .map(|s| Sample { labels: s.labels.without_name(), v: -s.v })
+                        .map(|s| Sample {
+                            labels: s.labels.without_name(),
+                            v: -s.v,
+                        })
                         .collect();
                     check_unique(&out)?;
                     Ok(Value::Vector(out))
@@ -269,7 +308,9 @@ impl<'a> Ctx<'a> {
                 other => exec(format!("unary minus on {}", other.type_name())),
             },
             Expr::VectorSelector(vs) => Ok(Value::Vector(self.instant_selector(vs, t)?)),
-            Expr::MatrixSelector(_) | Expr::Subquery(_) => Ok(Value::Matrix(self.eval_range(e, t)?)),
+            Expr::MatrixSelector(_) | Expr::Subquery(_) => {
+                Ok(Value::Matrix(self.eval_range(e, t)?))
+            }
             Expr::Call(c) => functions::call(self, c, t),
             Expr::Aggregate(a) => aggregate::aggregate(self, a, t),
             Expr::Binary(b) => binary::binary(self, b, t),
@@ -280,7 +321,10 @@ impl<'a> Ctx<'a> {
     pub(crate) fn eval_vector(&self, e: &Expr, t: i64) -> Result<Vec<Sample>> {
         match self.eval(e, t)? {
             Value::Vector(v) => Ok(v),
-            other => exec(format!("expected instant vector, got {}", other.type_name())),
+            other => exec(format!(
+                "expected instant vector, got {}",
+                other.type_name()
+            )),
         }
     }
 
@@ -309,13 +353,20 @@ impl<'a> Ctx<'a> {
             if is_histogram_placeholder(v) {
                 return unsupported("native histogram samples");
             }
-            out.push(Sample { labels: self.st.series_labels(id).clone(), v });
+            out.push(Sample {
+                labels: self.st.series_labels(id).clone(),
+                v,
+            });
         }
         Ok(out)
     }
 
     /// Timestamps of the samples an instant selector returns (for `timestamp()`).
-    pub(crate) fn instant_selector_timestamps(&self, vs: &VectorSelector, t: i64) -> Vec<(Labels, i64)> {
+    pub(crate) fn instant_selector_timestamps(
+        &self,
+        vs: &VectorSelector,
+        t: i64,
+    ) -> Vec<(Labels, i64)> {
         let ids = self.select(vs);
         let rt = self.ref_time(&vs.at, &vs.offset, t);
         let mut out = Vec::new();
@@ -361,7 +412,10 @@ impl<'a> Ctx<'a> {
                     if points.is_empty() {
                         continue;
                     }
-                    out.push(Series { labels: self.st.series_labels(id).clone(), points });
+                    out.push(Series {
+                        labels: self.st.series_labels(id).clone(),
+                        points,
+                    });
                 }
                 Ok((out, lo, rt))
             }
@@ -383,14 +437,19 @@ impl<'a> Ctx<'a> {
                 let mut ts = first;
                 while ts <= rt {
                     match self.eval(&sq.expr, ts)? {
-                        Value::Scalar(v) => push_point(&mut out, &mut index, Labels::empty(), ts, v)?,
+                        Value::Scalar(v) => {
+                            push_point(&mut out, &mut index, Labels::empty(), ts, v)?
+                        }
                         Value::Vector(vec) => {
                             for s in vec {
                                 push_point(&mut out, &mut index, s.labels, ts, s.v)?;
                             }
                         }
                         other => {
-                            return exec(format!("subquery over {} is not allowed", other.type_name()));
+                            return exec(format!(
+                                "subquery over {} is not allowed",
+                                other.type_name()
+                            ));
                         }
                     }
                     ts += step;

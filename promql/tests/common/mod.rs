@@ -20,11 +20,14 @@ pub const T0_MS: i64 = 1_768_003_200_000;
 pub const WINDOW_MS: i64 = 100 * 60_000;
 pub const SCRAPE_MS: i64 = 15_000;
 
+/// A generated series: labels (a `__suffix` pseudo-label picks `_sum`/`_count`) and points.
+pub type GenSeries = (Vec<(String, String)>, Vec<(i64, f64)>);
+
 pub struct Family {
     pub name: String,
     pub kind: &'static str,
     pub help: String,
-    pub series: Vec<(Vec<(String, String)>, Vec<(i64, f64)>)>,
+    pub series: Vec<GenSeries>,
 }
 
 /// Deterministic xorshift, so both servers see the same bytes on every run.
@@ -40,7 +43,10 @@ impl Rng {
 }
 
 fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 const SERVICES: [&str; 4] = ["frontend", "checkout", "payments", "catalog"];
@@ -51,7 +57,10 @@ const BUCKETS: [&str; 8] = ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "1"
 fn scrape_times(i: usize, stop_at: Option<i64>) -> Vec<i64> {
     let phase = 113 + (i as i64 * 37) % 900;
     let end = stop_at.unwrap_or(T0_MS + WINDOW_MS);
-    (0..).map(|k| T0_MS + phase + k * SCRAPE_MS).take_while(|t| *t < end).collect()
+    (0..)
+        .map(|k| T0_MS + phase + k * SCRAPE_MS)
+        .take_while(|t| *t < end)
+        .collect()
 }
 
 pub fn generate() -> Vec<Family> {
@@ -66,7 +75,10 @@ pub fn generate() -> Vec<Family> {
     let pods: Vec<(String, &str, Option<i64>)> = SERVICES
         .iter()
         .flat_map(|s| {
-            let mut v = vec![(format!("{s}-7d9f-a1"), *s, None), (format!("{s}-7d9f-b2"), *s, None)];
+            let mut v = vec![
+                (format!("{s}-7d9f-a1"), *s, None),
+                (format!("{s}-7d9f-b2"), *s, None),
+            ];
             if *s == "checkout" {
                 v.push(("checkout-old-1".to_string(), *s, Some(stop)));
             }
@@ -74,9 +86,17 @@ pub fn generate() -> Vec<Family> {
         })
         .collect();
 
-    let mut req = Family { name: "http_requests_total".into(), kind: "counter", help: "HTTP requests.".into(), series: vec![] };
+    let mut req = Family {
+        name: "http_requests_total".into(),
+        kind: "counter",
+        help: "HTTP requests.".into(),
+        series: vec![],
+    };
     for (pod, svc, stop_at) in &pods {
-        for (code, base) in [("200", 20.0), ("500", if *svc == "payments" { 3.0 } else { 0.2 })] {
+        for (code, base) in [
+            ("200", 20.0),
+            ("500", if *svc == "payments" { 3.0 } else { 0.2 }),
+        ] {
             for method in ["GET", "POST"] {
                 let i = next_idx();
                 let mut v = 1000.0 * rng.next();
@@ -92,7 +112,14 @@ pub fn generate() -> Vec<Family> {
                         (t, v.round())
                     })
                     .collect();
-                let l = labels(&[("namespace", "shop"), ("service", svc), ("pod", pod), ("code", code), ("method", method), ("job", "kubernetes-pods")]);
+                let l = labels(&[
+                    ("namespace", "shop"),
+                    ("service", svc),
+                    ("pod", pod),
+                    ("code", code),
+                    ("method", method),
+                    ("job", "kubernetes-pods"),
+                ]);
                 req.series.push((l, pts));
             }
         }
@@ -118,7 +145,11 @@ pub fn generate() -> Vec<Family> {
                 let lat = 0.004 * slow * (1.0 + 10.0 * rng.next() * rng.next());
                 sum += lat;
                 for (b, ub) in BUCKETS.iter().enumerate() {
-                    let ub: f64 = if *ub == "+Inf" { f64::INFINITY } else { ub.parse().expect("bucket") };
+                    let ub: f64 = if *ub == "+Inf" {
+                        f64::INFINITY
+                    } else {
+                        ub.parse().expect("bucket")
+                    };
                     if lat <= ub {
                         counts[b] += 1.0;
                     }
@@ -134,34 +165,100 @@ pub fn generate() -> Vec<Family> {
             hist.series.push((l, bucket_pts[b].clone()));
         }
         let cnt: Vec<(i64, f64)> = bucket_pts[7].clone();
-        hist.series.push((labels(&[("namespace", "shop"), ("service", svc), ("__suffix", "_sum")]), sum_pts));
-        hist.series.push((labels(&[("namespace", "shop"), ("service", svc), ("__suffix", "_count")]), cnt));
+        hist.series.push((
+            labels(&[
+                ("namespace", "shop"),
+                ("service", svc),
+                ("__suffix", "_sum"),
+            ]),
+            sum_pts,
+        ));
+        hist.series.push((
+            labels(&[
+                ("namespace", "shop"),
+                ("service", svc),
+                ("__suffix", "_count"),
+            ]),
+            cnt,
+        ));
     }
     fams.push(hist);
 
-    let mut restarts = Family { name: "kube_pod_container_status_restarts_total".into(), kind: "counter", help: "Container restarts.".into(), series: vec![] };
-    let mut mem = Family { name: "container_memory_working_set_bytes".into(), kind: "gauge", help: "Working set.".into(), series: vec![] };
-    let mut limits = Family { name: "kube_pod_container_resource_limits".into(), kind: "gauge", help: "Limits.".into(), series: vec![] };
-    let mut cpu = Family { name: "container_cpu_usage_seconds_total".into(), kind: "counter", help: "CPU.".into(), series: vec![] };
-    let mut thr = Family { name: "container_cpu_cfs_throttled_periods_total".into(), kind: "counter", help: "Throttled periods.".into(), series: vec![] };
-    let mut per = Family { name: "container_cpu_cfs_periods_total".into(), kind: "counter", help: "CFS periods.".into(), series: vec![] };
-    let mut info = Family { name: "kube_pod_info".into(), kind: "gauge", help: "Pod info.".into(), series: vec![] };
+    let mut restarts = Family {
+        name: "kube_pod_container_status_restarts_total".into(),
+        kind: "counter",
+        help: "Container restarts.".into(),
+        series: vec![],
+    };
+    let mut mem = Family {
+        name: "container_memory_working_set_bytes".into(),
+        kind: "gauge",
+        help: "Working set.".into(),
+        series: vec![],
+    };
+    let mut limits = Family {
+        name: "kube_pod_container_resource_limits".into(),
+        kind: "gauge",
+        help: "Limits.".into(),
+        series: vec![],
+    };
+    let mut cpu = Family {
+        name: "container_cpu_usage_seconds_total".into(),
+        kind: "counter",
+        help: "CPU.".into(),
+        series: vec![],
+    };
+    let mut thr = Family {
+        name: "container_cpu_cfs_throttled_periods_total".into(),
+        kind: "counter",
+        help: "Throttled periods.".into(),
+        series: vec![],
+    };
+    let mut per = Family {
+        name: "container_cpu_cfs_periods_total".into(),
+        kind: "counter",
+        help: "CFS periods.".into(),
+        series: vec![],
+    };
+    let mut info = Family {
+        name: "kube_pod_info".into(),
+        kind: "gauge",
+        help: "Pod info.".into(),
+        series: vec![],
+    };
     for (pod, svc, stop_at) in &pods {
         let l = labels(&[("namespace", "shop"), ("pod", pod), ("container", svc)]);
         let leaky = *svc == "payments";
-        let (mut r, mut m, mut c, mut th, mut pe) = (0.0, 2.0e8 * (1.0 + rng.next()), 100.0 * rng.next(), 0.0, 0.0);
+        let (mut r, mut m, mut c, mut th, mut pe) = (
+            0.0,
+            2.0e8 * (1.0 + rng.next()),
+            100.0 * rng.next(),
+            0.0,
+            0.0,
+        );
         let times = scrape_times(next_idx(), *stop_at);
-        let (mut rp, mut mp, mut cp, mut tp, mut pp, mut ip) = (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let (mut rp, mut mp, mut cp, mut tp, mut pp, mut ip) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
         for (k, &t) in times.iter().enumerate() {
             if leaky && k % 90 == 89 {
                 r += 1.0;
                 m = 2.0e8;
             }
-            m += if leaky { 1.0e6 * (1.0 + rng.next()) } else { 1.0e5 * (rng.next() - 0.5) };
+            m += if leaky {
+                1.0e6 * (1.0 + rng.next())
+            } else {
+                1.0e5 * (rng.next() - 0.5)
+            };
             c += 15.0 * (0.1 + 0.4 * rng.next());
             let periods = 150.0;
             pe += periods;
-            th += (periods * if *svc == "frontend" { 0.3 * rng.next() } else { 0.02 * rng.next() }).round();
+            th += (periods
+                * if *svc == "frontend" {
+                    0.3 * rng.next()
+                } else {
+                    0.02 * rng.next()
+                })
+            .round();
             rp.push((t, r));
             mp.push((t, m.round()));
             cp.push((t, c));
@@ -178,25 +275,75 @@ pub fn generate() -> Vec<Family> {
         ll.extend(labels(&[("resource", "memory"), ("unit", "byte")]));
         let lim_pts = times.iter().map(|&t| (t, 5.0e8)).collect();
         limits.series.push((ll, lim_pts));
-        let node = if pod.ends_with("a1") { "node-1" } else { "node-2" };
-        info.series.push((labels(&[("namespace", "shop"), ("pod", pod), ("node", node), ("created_by_kind", "ReplicaSet")]), ip));
+        let node = if pod.ends_with("a1") {
+            "node-1"
+        } else {
+            "node-2"
+        };
+        info.series.push((
+            labels(&[
+                ("namespace", "shop"),
+                ("pod", pod),
+                ("node", node),
+                ("created_by_kind", "ReplicaSet"),
+            ]),
+            ip,
+        ));
     }
     fams.extend([restarts, mem, limits, cpu, thr, per, info]);
 
-    let mut up = Family { name: "up".into(), kind: "gauge", help: "Target up.".into(), series: vec![] };
-    let mut spec = Family { name: "kube_deployment_spec_replicas".into(), kind: "gauge", help: "Desired replicas.".into(), series: vec![] };
-    let mut avail = Family { name: "kube_deployment_status_replicas_available".into(), kind: "gauge", help: "Available replicas.".into(), series: vec![] };
+    let mut up = Family {
+        name: "up".into(),
+        kind: "gauge",
+        help: "Target up.".into(),
+        series: vec![],
+    };
+    let mut spec = Family {
+        name: "kube_deployment_spec_replicas".into(),
+        kind: "gauge",
+        help: "Desired replicas.".into(),
+        series: vec![],
+    };
+    let mut avail = Family {
+        name: "kube_deployment_status_replicas_available".into(),
+        kind: "gauge",
+        help: "Available replicas.".into(),
+        series: vec![],
+    };
     for (n, svc) in SERVICES.iter().enumerate() {
         let times = scrape_times(next_idx(), None);
         let down = *svc == "payments";
         up.series.push((
-            labels(&[("job", svc), ("instance", &format!("10.0.0.{}:8080", n + 10))]),
-            times.iter().enumerate().map(|(k, &t)| (t, if down && (200..260).contains(&k) { 0.0 } else { 1.0 })).collect(),
+            labels(&[
+                ("job", svc),
+                ("instance", &format!("10.0.0.{}:8080", n + 10)),
+            ]),
+            times
+                .iter()
+                .enumerate()
+                .map(|(k, &t)| {
+                    (
+                        t,
+                        if down && (200..260).contains(&k) {
+                            0.0
+                        } else {
+                            1.0
+                        },
+                    )
+                })
+                .collect(),
         ));
-        spec.series.push((labels(&[("namespace", "shop"), ("deployment", svc)]), times.iter().map(|&t| (t, 2.0)).collect()));
+        spec.series.push((
+            labels(&[("namespace", "shop"), ("deployment", svc)]),
+            times.iter().map(|&t| (t, 2.0)).collect(),
+        ));
         avail.series.push((
             labels(&[("namespace", "shop"), ("deployment", svc)]),
-            times.iter().enumerate().map(|(k, &t)| (t, if down && k % 90 > 80 { 1.0 } else { 2.0 })).collect(),
+            times
+                .iter()
+                .enumerate()
+                .map(|(k, &t)| (t, if down && k % 90 > 80 { 1.0 } else { 2.0 }))
+                .collect(),
         ));
     }
     fams.extend([up, spec, avail]);
@@ -205,7 +352,10 @@ pub fn generate() -> Vec<Family> {
 
 /// The sample name of a series: the family name plus the suffix the generator tagged it with.
 fn sample_name(f: &Family, l: &[(String, String)]) -> String {
-    let suffix = l.iter().find(|(k, _)| k == "__suffix").map(|(_, v)| v.as_str());
+    let suffix = l
+        .iter()
+        .find(|(k, _)| k == "__suffix")
+        .map(|(_, v)| v.as_str());
     match (f.kind, suffix) {
         (_, Some(s)) => format!("{}{s}", f.name),
         ("histogram", None) => format!("{}_bucket", f.name),
@@ -214,7 +364,9 @@ fn sample_name(f: &Family, l: &[(String, String)]) -> String {
 }
 
 fn real_labels(l: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
-    l.iter().filter(|(k, _)| k != "__suffix").map(|(k, v)| (k.as_str(), v.as_str()))
+    l.iter()
+        .filter(|(k, _)| k != "__suffix")
+        .map(|(k, v)| (k.as_str(), v.as_str()))
 }
 
 pub fn build_storage(fams: &[Family]) -> MemStorage {
@@ -235,14 +387,26 @@ pub fn build_storage(fams: &[Family]) -> MemStorage {
 pub fn to_openmetrics(fams: &[Family]) -> String {
     let mut out = String::new();
     for f in fams {
-        let family = if f.kind == "counter" { f.name.trim_end_matches("_total") } else { f.name.as_str() };
+        let family = if f.kind == "counter" {
+            f.name.trim_end_matches("_total")
+        } else {
+            f.name.as_str()
+        };
         let _ = writeln!(out, "# HELP {family} {}", f.help);
         let _ = writeln!(out, "# TYPE {family} {}", f.kind);
         for (l, pts) in &f.series {
             let name = sample_name(f, l);
-            let ls: Vec<String> = real_labels(l).map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+            let ls: Vec<String> = real_labels(l)
+                .map(|(k, v)| format!("{k}=\"{v}\""))
+                .collect();
             for &(t, v) in pts {
-                let _ = writeln!(out, "{name}{{{}}} {v} {}.{:03}", ls.join(","), t / 1000, t % 1000);
+                let _ = writeln!(
+                    out,
+                    "{name}{{{}}} {v} {}.{:03}",
+                    ls.join(","),
+                    t / 1000,
+                    t % 1000
+                );
             }
         }
     }
@@ -251,7 +415,11 @@ pub fn to_openmetrics(fams: &[Family]) -> String {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
 }
 
 /// A real Prometheus serving blocks built from the samples; killed on drop.
@@ -269,7 +437,12 @@ impl Drop for RealPrometheus {
 }
 
 pub fn tool_available(name: &str) -> bool {
-    Command::new(name).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new(name)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 pub async fn start_prometheus(fams: &[Family]) -> RealPrometheus {
@@ -287,7 +460,11 @@ pub async fn start_prometheus(fams: &[Family]) -> RealPrometheus {
         .arg(&data)
         .output()
         .expect("run promtool");
-    assert!(out.status.success(), "promtool failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "promtool failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let cfg = dir.path().join("prometheus.yml");
     std::fs::write(&cfg, "global:\n  scrape_interval: 15s\n").expect("write config");
     let port = free_port();
@@ -301,8 +478,16 @@ pub async fn start_prometheus(fams: &[Family]) -> RealPrometheus {
         .stderr(log)
         .spawn()
         .expect("start prometheus");
-    let p = RealPrometheus { child, url: format!("http://127.0.0.1:{port}"), _dir: dir };
-    wait_ready(&format!("{}/-/ready", p.url), &p._dir.path().join("prometheus.log")).await;
+    let p = RealPrometheus {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        _dir: dir,
+    };
+    wait_ready(
+        &format!("{}/-/ready", p.url),
+        &p._dir.path().join("prometheus.log"),
+    )
+    .await;
     p
 }
 
@@ -316,7 +501,10 @@ async fn wait_ready(url: &str, log: &Path) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("prometheus not ready at {url}; log:\n{}", std::fs::read_to_string(log).unwrap_or_default());
+    panic!(
+        "prometheus not ready at {url}; log:\n{}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
 }
 
 /// faultline's router on loopback; the server stops when the handle drops.
@@ -335,7 +523,9 @@ impl Drop for Faultline {
 
 pub async fn start_faultline(storage: MemStorage) -> Faultline {
     let api = PromApi::new(Arc::new(storage), VirtualClock::fixed(T0_MS + WINDOW_MS));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
@@ -346,7 +536,10 @@ pub async fn start_faultline(storage: MemStorage) -> Faultline {
             .await
             .expect("serve");
     });
-    Faultline { url, stop: Some(tx) }
+    Faultline {
+        url,
+        stop: Some(tx),
+    }
 }
 
 /// Instant time used by the query mix: 80 minutes into the window, on a whole second.
@@ -431,7 +624,10 @@ pub fn range_mix() -> Vec<String> {
 pub fn query_url(base: &str, q: &str, instant: bool) -> String {
     let enc: String = form_urlencoded::byte_serialize(q.as_bytes()).collect();
     if instant {
-        format!("{base}/api/v1/query?query={enc}&time={}", EVAL_MS as f64 / 1000.0)
+        format!(
+            "{base}/api/v1/query?query={enc}&time={}",
+            EVAL_MS as f64 / 1000.0
+        )
     } else {
         format!(
             "{base}/api/v1/query_range?query={enc}&start={}&end={}&step={}",
