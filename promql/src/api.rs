@@ -348,7 +348,10 @@ fn matched_series(
     }
     Ok(ids
         .into_iter()
-        .filter(|&id| st.samples(id).overlaps(start, end))
+        .filter(|&id| {
+            st.time_bounds(id)
+                .is_some_and(|(lo, hi)| lo <= end && hi >= start)
+        })
         .collect())
 }
 

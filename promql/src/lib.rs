@@ -4,6 +4,7 @@
 //! [`api::router`].
 
 pub mod api;
+pub mod chunk;
 pub mod eval;
 pub mod labels;
 pub mod promqltest;

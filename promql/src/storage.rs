@@ -1,15 +1,16 @@
 //! The series store the evaluator reads: a `Storage` trait and a compact in-memory implementation.
 //!
-//! Memory layout of [`MemStorage`]: every sample lives in two shared arenas (timestamps `i64`,
-//! values `f64`: 16 bytes a sample, no per-series allocation); label names and values are interned
-//! once (`Arc<str>`), so a label set costs one small vector of pointer pairs; the inverted index maps
-//! name → value → sorted series ids.
+//! Memory layout of [`MemStorage`]: samples are compressed in chunks of 120 (see [`crate::chunk`],
+//! typically 2–5 bytes a sample) kept in one shared byte arena with a small per-chunk index (time
+//! bounds, offset); label names and values are interned once (`Arc<str>`), so a label set costs
+//! one small vector of pointer pairs; the inverted index maps name → value → sorted series ids.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use regex::Regex;
 use serde::Serialize;
 
+use crate::chunk::{ChunkEncoder, decode};
 use crate::labels::{Labels, METRIC_NAME, Str};
 
 /// The bit pattern Prometheus writes when a series disappears (a "staleness marker").
@@ -121,11 +122,21 @@ impl Samples<'_> {
     pub fn after(&self, t: i64) -> usize {
         self.ts.partition_point(|&x| x <= t)
     }
+}
 
-    /// Whether any sample falls in the closed interval `[mint, maxt]`.
-    pub fn overlaps(&self, mint: i64, maxt: i64) -> bool {
-        let i = self.ts.partition_point(|&x| x < mint);
-        i < self.ts.len() && self.ts[i] <= maxt
+/// Decoded samples of one series, owned.
+#[derive(Clone, Debug, Default)]
+pub struct SampleBuf {
+    pub ts: Vec<i64>,
+    pub vals: Vec<f64>,
+}
+
+impl SampleBuf {
+    pub fn samples(&self) -> Samples<'_> {
+        Samples {
+            ts: &self.ts,
+            vals: &self.vals,
+        }
     }
 }
 
@@ -143,7 +154,11 @@ pub trait Storage: Send + Sync {
     /// Series matching every matcher, in label order.
     fn select(&self, matchers: &[LabelMatcher]) -> Vec<SeriesId>;
     fn series_labels(&self, id: SeriesId) -> &Labels;
-    fn samples(&self, id: SeriesId) -> Samples<'_>;
+    /// Appends the samples of `id` in time order, at least all of those with a time in
+    /// `[mint, maxt]` (a store may hand out a few more around the edges).
+    fn read_samples(&self, id: SeriesId, mint: i64, maxt: i64, out: &mut SampleBuf);
+    /// Times of the first and last sample of `id`.
+    fn time_bounds(&self, id: SeriesId) -> Option<(i64, i64)>;
     /// Every label name, sorted.
     fn label_names(&self) -> Vec<Str>;
     /// Every value of `name`, sorted.
@@ -155,16 +170,26 @@ pub trait Storage: Send + Sync {
 #[derive(Debug)]
 struct SeriesEntry {
     labels: Labels,
-    start: usize,
-    len: usize,
+    /// Index range into `MemStorage::chunks`.
+    first_chunk: u32,
+    num_chunks: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ChunkMeta {
+    min_t: i64,
+    max_t: i64,
+    offset: u64,
+    len: u32,
+    samples: u32,
 }
 
 /// An immutable in-memory series store; build one with [`StorageBuilder`].
 #[derive(Debug, Default)]
 pub struct MemStorage {
     series: Vec<SeriesEntry>,
-    ts: Vec<i64>,
-    vals: Vec<f64>,
+    chunks: Vec<ChunkMeta>,
+    bytes: Vec<u8>,
     /// name → value → series ids (ascending; ids are assigned in label order).
     index: BTreeMap<Str, BTreeMap<Str, Vec<SeriesId>>>,
     metadata: BTreeMap<String, Vec<MetricMetadata>>,
@@ -176,20 +201,24 @@ impl MemStorage {
     }
 
     pub fn num_samples(&self) -> usize {
-        self.ts.len()
+        self.chunks.iter().map(|c| c.samples as usize).sum()
+    }
+
+    /// Bytes held by compressed samples and their chunk index.
+    pub fn sample_bytes(&self) -> usize {
+        self.bytes.len() + self.chunks.len() * std::mem::size_of::<ChunkMeta>()
     }
 
     /// Earliest and latest sample time (ms), if any sample exists.
     pub fn time_range(&self) -> Option<(i64, i64)> {
-        let mut lo = i64::MAX;
-        let mut hi = i64::MIN;
-        for s in &self.series {
-            if s.len > 0 {
-                lo = lo.min(self.ts[s.start]);
-                hi = hi.max(self.ts[s.start + s.len - 1]);
-            }
-        }
-        (lo <= hi).then_some((lo, hi))
+        let lo = self.chunks.iter().map(|c| c.min_t).min()?;
+        let hi = self.chunks.iter().map(|c| c.max_t).max()?;
+        Some((lo, hi))
+    }
+
+    fn series_chunks(&self, id: SeriesId) -> &[ChunkMeta] {
+        let s = &self.series[id as usize];
+        &self.chunks[s.first_chunk as usize..(s.first_chunk + s.num_chunks) as usize]
     }
 
     /// Ids of series whose `name` label satisfies `m`, for a matcher that rejects the empty
@@ -264,12 +293,21 @@ impl Storage for MemStorage {
         &self.series[id as usize].labels
     }
 
-    fn samples(&self, id: SeriesId) -> Samples<'_> {
-        let s = &self.series[id as usize];
-        Samples {
-            ts: &self.ts[s.start..s.start + s.len],
-            vals: &self.vals[s.start..s.start + s.len],
+    fn read_samples(&self, id: SeriesId, mint: i64, maxt: i64, out: &mut SampleBuf) {
+        for c in self.series_chunks(id) {
+            if c.max_t < mint || c.min_t > maxt {
+                continue;
+            }
+            let b = &self.bytes[c.offset as usize..c.offset as usize + c.len as usize];
+            if decode(b, c.samples as usize, &mut out.ts, &mut out.vals).is_none() {
+                tracing::error!(series = id, "corrupt sample chunk");
+            }
         }
+    }
+
+    fn time_bounds(&self, id: SeriesId) -> Option<(i64, i64)> {
+        let c = self.series_chunks(id);
+        Some((c.first()?.min_t, c.last()?.max_t))
     }
 
     fn label_names(&self) -> Vec<Str> {
@@ -293,12 +331,82 @@ impl Storage for MemStorage {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SeriesHandle(usize);
 
+/// One series being built: samples arriving in time order are compressed at once; the rare
+/// out-of-order or duplicate ones wait in `late` and are merged at build time.
+#[derive(Default)]
+struct PendingSeries {
+    bytes: Vec<u8>,
+    chunks: Vec<ChunkMeta>,
+    enc: ChunkEncoder,
+    chunk_start: usize,
+    chunk_min: i64,
+    last_t: Option<i64>,
+    late: Vec<(i64, f64)>,
+}
+
+impl PendingSeries {
+    fn push(&mut self, t: i64, v: f64) {
+        if self.last_t.is_some_and(|l| t <= l) {
+            self.late.push((t, v));
+            return;
+        }
+        if self.enc.is_full() {
+            self.close_chunk();
+        }
+        if self.enc.is_empty() {
+            self.chunk_start = self.bytes.len();
+            self.chunk_min = t;
+        }
+        self.enc.push(&mut self.bytes, t, v);
+        self.last_t = Some(t);
+    }
+
+    fn close_chunk(&mut self) {
+        if self.enc.is_empty() {
+            return;
+        }
+        self.chunks.push(ChunkMeta {
+            min_t: self.chunk_min,
+            max_t: self.last_t.unwrap_or(self.chunk_min),
+            offset: self.chunk_start as u64,
+            len: (self.bytes.len() - self.chunk_start) as u32,
+            samples: self.enc.len() as u32,
+        });
+        self.enc = ChunkEncoder::default();
+    }
+
+    /// Closes the open chunk and merges late samples (a later write at the same time wins).
+    fn finish(mut self) -> PendingSeries {
+        self.close_chunk();
+        if self.late.is_empty() {
+            return self;
+        }
+        let mut all = SampleBuf::default();
+        for c in &self.chunks {
+            let b = &self.bytes[c.offset as usize..c.offset as usize + c.len as usize];
+            let _ = decode(b, c.samples as usize, &mut all.ts, &mut all.vals);
+        }
+        let mut merged: Vec<(i64, f64)> = all.ts.into_iter().zip(all.vals).collect();
+        merged.append(&mut self.late);
+        merged.sort_by_key(|p| p.0);
+        let mut fresh = PendingSeries::default();
+        for (i, &(t, v)) in merged.iter().enumerate() {
+            if merged.get(i + 1).is_some_and(|n| n.0 == t) {
+                continue;
+            }
+            fresh.push(t, v);
+        }
+        fresh.close_chunk();
+        fresh
+    }
+}
+
 /// Collects samples in any order and builds a [`MemStorage`].
 #[derive(Default)]
 pub struct StorageBuilder {
     strings: HashSet<Str>,
     ids: HashMap<Labels, usize>,
-    series: Vec<(Labels, Vec<(i64, f64)>)>,
+    series: Vec<(Labels, PendingSeries)>,
     metadata: BTreeMap<String, Vec<MetricMetadata>>,
 }
 
@@ -348,14 +456,14 @@ impl StorageBuilder {
         );
         let i = self.series.len();
         self.ids.insert(interned.clone(), i);
-        self.series.push((interned, Vec::new()));
+        self.series.push((interned, PendingSeries::default()));
         SeriesHandle(i)
     }
 
     /// Adds one sample (time in ms since the epoch). A later sample at the same time replaces an
-    /// earlier one.
+    /// earlier one. Samples in time order per series are cheapest.
     pub fn push(&mut self, series: SeriesHandle, t_ms: i64, value: f64) {
-        self.series[series.0].1.push((t_ms, value));
+        self.series[series.0].1.push(t_ms, value);
     }
 
     /// Convenience: `series(name, labels)` then `push`.
@@ -386,25 +494,27 @@ impl StorageBuilder {
     pub fn build(self) -> MemStorage {
         let mut series = self.series;
         series.sort_by(|a, b| a.0.cmp(&b.0));
-        let total: usize = series.iter().map(|s| s.1.len()).sum();
         let mut st = MemStorage {
             series: Vec::with_capacity(series.len()),
-            ts: Vec::with_capacity(total),
-            vals: Vec::with_capacity(total),
+            chunks: Vec::new(),
+            bytes: Vec::new(),
             index: BTreeMap::new(),
             metadata: self.metadata,
         };
-        for (id, (labels, mut samples)) in series.into_iter().enumerate() {
-            // Stable sort keeps insertion order among equal timestamps, so the last one wins.
-            samples.sort_by_key(|s| s.0);
-            let start = st.ts.len();
-            for (i, &(t, v)) in samples.iter().enumerate() {
-                if samples.get(i + 1).is_some_and(|n| n.0 == t) {
-                    continue;
-                }
-                st.ts.push(t);
-                st.vals.push(v);
-            }
+        let (nb, nc) = series.iter().fold((0, 0), |a, s| {
+            (a.0 + s.1.bytes.len(), a.1 + s.1.chunks.len() + 1)
+        });
+        st.bytes.reserve_exact(nb);
+        st.chunks.reserve_exact(nc);
+        for (id, (labels, pending)) in series.into_iter().enumerate() {
+            let p = pending.finish();
+            let base = st.bytes.len() as u64;
+            let first_chunk = st.chunks.len() as u32;
+            st.bytes.extend_from_slice(&p.bytes);
+            st.chunks.extend(p.chunks.iter().map(|c| ChunkMeta {
+                offset: c.offset + base,
+                ..*c
+            }));
             for (k, v) in labels.pairs() {
                 st.index
                     .entry(k.clone())
@@ -415,12 +525,12 @@ impl StorageBuilder {
             }
             st.series.push(SeriesEntry {
                 labels,
-                start,
-                len: st.ts.len() - start,
+                first_chunk,
+                num_chunks: p.chunks.len() as u32,
             });
         }
-        st.ts.shrink_to_fit();
-        st.vals.shrink_to_fit();
+        st.bytes.shrink_to_fit();
+        st.chunks.shrink_to_fit();
         st
     }
 }
@@ -450,9 +560,11 @@ mod tests {
         let s = store();
         let ids = s.select(&[LabelMatcher::equal("instance", "a")]);
         assert_eq!(ids.len(), 1);
-        let smp = s.samples(ids[0]);
-        assert_eq!(smp.ts, &[1000, 2000]);
-        assert_eq!(smp.vals, &[0.0, 5.0]);
+        let mut buf = SampleBuf::default();
+        s.read_samples(ids[0], i64::MIN, i64::MAX, &mut buf);
+        assert_eq!(buf.ts, [1000, 2000]);
+        assert_eq!(buf.vals, [0.0, 5.0]);
+        assert_eq!(s.time_bounds(ids[0]), Some((1000, 2000)));
     }
 
     #[test]
@@ -481,6 +593,29 @@ mod tests {
         assert!(
             s.select(&[LabelMatcher::regex("job", "ap").unwrap()])
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn long_series_span_chunks_and_read_by_time() {
+        let mut b = StorageBuilder::new();
+        let h = b.series("m", []);
+        for k in (0..1000).rev() {
+            b.push(h, k * 1000, k as f64);
+        }
+        for k in 0..1000 {
+            b.push(h, k * 1000 + 500, -1.0);
+        }
+        let s = b.build();
+        assert_eq!(s.num_samples(), 2000);
+        let mut buf = SampleBuf::default();
+        s.read_samples(0, 400_000, 401_000, &mut buf);
+        // Whole chunks come back: a superset of the window, in order.
+        assert!(buf.ts.len() < 500 && buf.ts.windows(2).all(|w| w[0] < w[1]));
+        let i = buf.ts.iter().position(|&t| t == 400_500).unwrap();
+        assert_eq!(
+            (buf.vals[i - 1], buf.vals[i], buf.vals[i + 1]),
+            (400.0, -1.0, 401.0)
         );
     }
 

@@ -21,7 +21,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use promql_parser::parser::{AtModifier, Expr, Offset, VectorSelector};
 
 use crate::labels::Labels;
-use crate::storage::{LabelMatcher, SeriesId, Storage, is_histogram_placeholder, is_stale};
+use crate::storage::{
+    LabelMatcher, SampleBuf, SeriesId, Storage, is_histogram_placeholder, is_stale,
+};
 use crate::value::{Sample, Series, Value};
 
 /// Why a query failed. `Parse` maps to the API's `bad_data`, the others to `execution`.
@@ -79,7 +81,7 @@ impl Default for Engine {
 impl Engine {
     /// Evaluates `expr` at one instant (ms since the epoch).
     pub fn instant(&self, st: &dyn Storage, expr: &Expr, t: i64) -> Result<Value> {
-        let ctx = Ctx::new(self, st, t, t);
+        let ctx = Ctx::new(self, st, expr, t, t);
         let v = ctx.eval(expr, t)?;
         if let Value::Vector(ref vec) = v {
             check_unique(vec)?;
@@ -111,7 +113,7 @@ impl Engine {
                 "zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
             ));
         }
-        let ctx = Ctx::new(self, st, start, end);
+        let ctx = Ctx::new(self, st, expr, start, end);
         let mut out: Vec<Series> = Vec::new();
         let mut index: HashMap<Labels, usize> = HashMap::new();
         let mut t = start;
@@ -200,26 +202,82 @@ fn system_time_ms(t: &SystemTime) -> i64 {
     }
 }
 
-/// Per-query state: the store, the query's start/end (for `@ start()`/`@ end()`), and the
-/// series each selector resolved to.
+/// How far before and after its evaluation time an expression reads samples (ms), or `None`
+/// when an `@` modifier pins it to an absolute time.
+fn reach(e: &Expr, engine: &Engine) -> Option<(i64, i64)> {
+    let sel = |at: &Option<AtModifier>, off: &Option<Offset>, range: i64| {
+        if at.is_some() {
+            return None;
+        }
+        let o = offset_ms(off);
+        Some(((range + o).max(0), (-o).max(0)))
+    };
+    let max2 =
+        |a: Option<(i64, i64)>, b: Option<(i64, i64)>| Some((a?.0.max(b?.0), a?.1.max(b?.1)));
+    match e {
+        Expr::VectorSelector(vs) => sel(&vs.at, &vs.offset, engine.lookback_ms),
+        Expr::MatrixSelector(ms) => sel(&ms.vs.at, &ms.vs.offset, duration_ms(&ms.range)),
+        Expr::Subquery(sq) => {
+            let outer = sel(&sq.at, &sq.offset, duration_ms(&sq.range))?;
+            let inner = reach(&sq.expr, engine)?;
+            Some((outer.0 + inner.0, outer.1 + inner.1))
+        }
+        Expr::Paren(p) => reach(&p.expr, engine),
+        Expr::Unary(u) => reach(&u.expr, engine),
+        Expr::Binary(b) => max2(reach(&b.lhs, engine), reach(&b.rhs, engine)),
+        Expr::Aggregate(a) => {
+            let r = reach(&a.expr, engine);
+            match &a.param {
+                Some(p) => max2(r, reach(p, engine)),
+                None => r,
+            }
+        }
+        Expr::Call(c) => c
+            .args
+            .args
+            .iter()
+            .fold(Some((0, 0)), |acc, a| max2(acc, reach(a, engine))),
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => Some((0, 0)),
+    }
+}
+
+/// Per-query state: the store, the query's start/end (for `@ start()`/`@ end()`), the series
+/// each selector resolved to, and the samples decoded for the query's time span.
 pub(crate) struct Ctx<'a> {
     engine: &'a Engine,
     st: &'a dyn Storage,
     start: i64,
     end: i64,
+    /// Samples any step of this query can read lie in `[mint, maxt]`.
+    mint: i64,
+    maxt: i64,
     selections: RefCell<HashMap<usize, Rc<Vec<SeriesId>>>>,
+    decoded: RefCell<HashMap<SeriesId, Rc<SampleBuf>>>,
     /// Regexes built at run time (label_replace), compiled once per query, not once per step.
     regexes: RefCell<HashMap<String, regex::Regex>>,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(engine: &'a Engine, st: &'a dyn Storage, start: i64, end: i64) -> Self {
+    fn new(engine: &'a Engine, st: &'a dyn Storage, expr: &Expr, start: i64, end: i64) -> Self {
+        // Subquery steps are aligned to absolute multiples, so allow one extra step of slack.
+        let (mint, maxt) = match reach(expr, engine) {
+            Some((back, fwd)) => (
+                start
+                    .saturating_sub(back)
+                    .saturating_sub(engine.subquery_step_ms),
+                end.saturating_add(fwd),
+            ),
+            None => (i64::MIN, i64::MAX),
+        };
         Ctx {
             engine,
             st,
             start,
             end,
+            mint,
+            maxt,
             selections: RefCell::new(HashMap::new()),
+            decoded: RefCell::new(HashMap::new()),
             regexes: RefCell::new(HashMap::new()),
         }
     }
@@ -274,6 +332,18 @@ impl<'a> Ctx<'a> {
         let ids = Rc::new(ids);
         self.selections.borrow_mut().insert(key, ids.clone());
         ids
+    }
+
+    /// The samples of `id` this query may read, decoded once per query.
+    fn samples(&self, id: SeriesId) -> Rc<SampleBuf> {
+        if let Some(b) = self.decoded.borrow().get(&id) {
+            return b.clone();
+        }
+        let mut buf = SampleBuf::default();
+        self.st.read_samples(id, self.mint, self.maxt, &mut buf);
+        let buf = Rc::new(buf);
+        self.decoded.borrow_mut().insert(id, buf.clone());
+        buf
     }
 
     /// The reference time of a selector evaluated at `t`: `@` replaces `t`, then offset applies.
@@ -341,7 +411,8 @@ impl<'a> Ctx<'a> {
         let lookback = self.engine.lookback_ms;
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids.iter() {
-            let s = self.st.samples(id);
+            let buf = self.samples(id);
+            let s = buf.samples();
             let i = s.after(rt);
             if i == 0 {
                 continue;
@@ -371,7 +442,8 @@ impl<'a> Ctx<'a> {
         let rt = self.ref_time(&vs.at, &vs.offset, t);
         let mut out = Vec::new();
         for &id in ids.iter() {
-            let s = self.st.samples(id);
+            let buf = self.samples(id);
+            let s = buf.samples();
             let i = s.after(rt);
             if i == 0 || s.ts[i - 1] <= rt - self.engine.lookback_ms || is_stale(s.vals[i - 1]) {
                 continue;
@@ -394,7 +466,8 @@ impl<'a> Ctx<'a> {
                 let lo = rt - range;
                 let mut out = Vec::with_capacity(ids.len());
                 for &id in ids.iter() {
-                    let s = self.st.samples(id);
+                    let buf = self.samples(id);
+                    let s = buf.samples();
                     let a = s.after(lo);
                     let b = s.after(rt);
                     if a >= b {
