@@ -236,7 +236,7 @@ fn reach(e: &Expr, engine: &Engine) -> Option<(i64, i64)> {
             .args
             .args
             .iter()
-            .fold(Some((0, 0)), |acc, a| max2(acc, reach(a, engine))),
+            .try_fold((0, 0), |acc, a| max2(Some(acc), reach(a, engine))),
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => Some((0, 0)),
     }
 }
