@@ -1,7 +1,7 @@
 //! The series store the evaluator reads: a `Storage` trait and a compact in-memory implementation.
 //!
 //! Memory layout of [`MemStorage`]: samples are compressed in chunks of 120 (see [`crate::chunk`],
-//! typically 2–5 bytes a sample) kept in one shared byte arena with a small per-chunk index (time
+//! typically 2–5 bytes a sample) kept in a shared, segmented byte arena with a small per-chunk index (time
 //! bounds, offset); label names and values are interned once (`Arc<str>`), so a label set costs
 //! one small vector of pointer pairs; the inverted index maps name → value → sorted series ids.
 
@@ -189,7 +189,7 @@ struct ChunkMeta {
 pub struct MemStorage {
     series: Vec<SeriesEntry>,
     chunks: Vec<ChunkMeta>,
-    bytes: Vec<u8>,
+    bytes: Arena,
     /// name → value → series ids (ascending; ids are assigned in label order).
     index: BTreeMap<Str, BTreeMap<Str, Vec<SeriesId>>>,
     metadata: BTreeMap<String, Vec<MetricMetadata>>,
@@ -298,7 +298,7 @@ impl Storage for MemStorage {
             if c.max_t < mint || c.min_t > maxt {
                 continue;
             }
-            let b = &self.bytes[c.offset as usize..c.offset as usize + c.len as usize];
+            let b = self.bytes.get(c.offset, c.len);
             if decode(b, c.samples as usize, &mut out.ts, &mut out.vals).is_none() {
                 tracing::error!(series = id, "corrupt sample chunk");
             }
@@ -331,60 +331,104 @@ impl Storage for MemStorage {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SeriesHandle(usize);
 
-/// One series being built: samples arriving in time order are compressed at once; the rare
-/// out-of-order or duplicate ones wait in `late` and are merged at build time.
+/// Append-only bytes in fixed-size segments: growing never copies (or doubles) what is stored.
+#[derive(Debug, Default)]
+struct Arena {
+    segs: Vec<Vec<u8>>,
+}
+
+const SEGMENT: usize = 8 << 20;
+
+impl Arena {
+    fn append(&mut self, b: &[u8]) -> u64 {
+        if self
+            .segs
+            .last()
+            .is_none_or(|s| s.len() + b.len() > s.capacity())
+        {
+            self.segs.push(Vec::with_capacity(SEGMENT.max(b.len())));
+        }
+        let si = self.segs.len() - 1;
+        let seg = &mut self.segs[si];
+        let pos = seg.len();
+        seg.extend_from_slice(b);
+        (si * SEGMENT + pos) as u64
+    }
+
+    fn get(&self, offset: u64, len: u32) -> &[u8] {
+        let (si, pos) = (offset as usize / SEGMENT, offset as usize % SEGMENT);
+        self.segs
+            .get(si)
+            .and_then(|s| s.get(pos..pos + len as usize))
+            .unwrap_or(&[])
+    }
+
+    fn len(&self) -> usize {
+        self.segs.iter().map(|s| s.len()).sum()
+    }
+}
+
+/// One series being built: samples arriving in time order are compressed at once (closed chunks
+/// go to the shared arena); the rare out-of-order or duplicate ones wait in `late` and are merged
+/// at build time.
 #[derive(Default)]
 struct PendingSeries {
-    bytes: Vec<u8>,
+    open: Vec<u8>,
     chunks: Vec<ChunkMeta>,
     enc: ChunkEncoder,
-    chunk_start: usize,
     chunk_min: i64,
     last_t: Option<i64>,
     late: Vec<(i64, f64)>,
 }
 
 impl PendingSeries {
-    fn push(&mut self, t: i64, v: f64) {
+    fn push(&mut self, arena: &mut Arena, t: i64, v: f64) {
         if self.last_t.is_some_and(|l| t <= l) {
             self.late.push((t, v));
             return;
         }
         if self.enc.is_full() {
-            self.close_chunk();
+            self.close_chunk(arena);
         }
         if self.enc.is_empty() {
-            self.chunk_start = self.bytes.len();
             self.chunk_min = t;
         }
-        self.enc.push(&mut self.bytes, t, v);
+        self.enc.push(&mut self.open, t, v);
         self.last_t = Some(t);
     }
 
-    fn close_chunk(&mut self) {
+    fn close_chunk(&mut self, arena: &mut Arena) {
         if self.enc.is_empty() {
             return;
         }
+        let offset = arena.append(&self.open);
         self.chunks.push(ChunkMeta {
             min_t: self.chunk_min,
             max_t: self.last_t.unwrap_or(self.chunk_min),
-            offset: self.chunk_start as u64,
-            len: (self.bytes.len() - self.chunk_start) as u32,
+            offset,
+            len: self.open.len() as u32,
             samples: self.enc.len() as u32,
         });
+        // Release the buffer: with many series, idle capacity would add up.
+        self.open = Vec::new();
         self.enc = ChunkEncoder::default();
     }
 
-    /// Closes the open chunk and merges late samples (a later write at the same time wins).
-    fn finish(mut self) -> PendingSeries {
-        self.close_chunk();
+    /// Closes the open chunk and merges late samples (a later write at the same time wins);
+    /// returns the series' chunks.
+    fn finish(mut self, arena: &mut Arena) -> Vec<ChunkMeta> {
+        self.close_chunk(arena);
         if self.late.is_empty() {
-            return self;
+            return self.chunks;
         }
         let mut all = SampleBuf::default();
         for c in &self.chunks {
-            let b = &self.bytes[c.offset as usize..c.offset as usize + c.len as usize];
-            let _ = decode(b, c.samples as usize, &mut all.ts, &mut all.vals);
+            let _ = decode(
+                arena.get(c.offset, c.len),
+                c.samples as usize,
+                &mut all.ts,
+                &mut all.vals,
+            );
         }
         let mut merged: Vec<(i64, f64)> = all.ts.into_iter().zip(all.vals).collect();
         merged.append(&mut self.late);
@@ -394,10 +438,10 @@ impl PendingSeries {
             if merged.get(i + 1).is_some_and(|n| n.0 == t) {
                 continue;
             }
-            fresh.push(t, v);
+            fresh.push(arena, t, v);
         }
-        fresh.close_chunk();
-        fresh
+        fresh.close_chunk(arena);
+        fresh.chunks
     }
 }
 
@@ -407,6 +451,7 @@ pub struct StorageBuilder {
     strings: HashSet<Str>,
     ids: HashMap<Labels, usize>,
     series: Vec<(Labels, PendingSeries)>,
+    arena: Arena,
     metadata: BTreeMap<String, Vec<MetricMetadata>>,
 }
 
@@ -463,7 +508,7 @@ impl StorageBuilder {
     /// Adds one sample (time in ms since the epoch). A later sample at the same time replaces an
     /// earlier one. Samples in time order per series are cheapest.
     pub fn push(&mut self, series: SeriesHandle, t_ms: i64, value: f64) {
-        self.series[series.0].1.push(t_ms, value);
+        self.series[series.0].1.push(&mut self.arena, t_ms, value);
     }
 
     /// Convenience: `series(name, labels)` then `push`.
@@ -493,28 +538,19 @@ impl StorageBuilder {
 
     pub fn build(self) -> MemStorage {
         let mut series = self.series;
+        let mut arena = self.arena;
         series.sort_by(|a, b| a.0.cmp(&b.0));
         let mut st = MemStorage {
             series: Vec::with_capacity(series.len()),
             chunks: Vec::new(),
-            bytes: Vec::new(),
+            bytes: Arena::default(),
             index: BTreeMap::new(),
             metadata: self.metadata,
         };
-        let (nb, nc) = series.iter().fold((0, 0), |a, s| {
-            (a.0 + s.1.bytes.len(), a.1 + s.1.chunks.len() + 1)
-        });
-        st.bytes.reserve_exact(nb);
-        st.chunks.reserve_exact(nc);
         for (id, (labels, pending)) in series.into_iter().enumerate() {
-            let p = pending.finish();
-            let base = st.bytes.len() as u64;
+            let chunks = pending.finish(&mut arena);
             let first_chunk = st.chunks.len() as u32;
-            st.bytes.extend_from_slice(&p.bytes);
-            st.chunks.extend(p.chunks.iter().map(|c| ChunkMeta {
-                offset: c.offset + base,
-                ..*c
-            }));
+            st.chunks.extend_from_slice(&chunks);
             for (k, v) in labels.pairs() {
                 st.index
                     .entry(k.clone())
@@ -526,10 +562,10 @@ impl StorageBuilder {
             st.series.push(SeriesEntry {
                 labels,
                 first_chunk,
-                num_chunks: p.chunks.len() as u32,
+                num_chunks: chunks.len() as u32,
             });
         }
-        st.bytes.shrink_to_fit();
+        st.bytes = arena;
         st.chunks.shrink_to_fit();
         st
     }
