@@ -383,6 +383,19 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
             }
         }),
         "pi" => Ok(Value::Scalar(std::f64::consts::PI)),
+        "start" => Ok(Value::Scalar(ctx.start as f64 / 1000.0)),
+        "end" => Ok(Value::Scalar(ctx.end as f64 / 1000.0)),
+        "range" => Ok(Value::Scalar((ctx.end - ctx.start) as f64 / 1000.0)),
+        "step" => Ok(Value::Scalar(ctx.step as f64 / 1000.0)),
+        "min_of" | "max_of" => {
+            let a = ctx.eval_scalar(arg(c, 0)?, t)?;
+            let b = ctx.eval_scalar(arg(c, 1)?, t)?;
+            Ok(Value::Scalar(if name == "min_of" {
+                go_min(a, b)
+            } else {
+                go_max(a, b)
+            }))
+        }
         "time" => Ok(Value::Scalar(t as f64 / 1000.0)),
         "round" => {
             let to = match c.args.args.get(1) {
@@ -585,6 +598,29 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
         }),
         "last_over_time" => over_range(ctx, c, 0, t, true, |p, _, _| p.last().map(|x| x.1)),
         "first_over_time" => over_range(ctx, c, 0, t, true, |p, _, _| p.first().map(|x| x.1)),
+        "ts_of_last_over_time" => over_range(ctx, c, 0, t, false, |p, _, _| {
+            p.last().map(|x| x.0 as f64 / 1000.0)
+        }),
+        "ts_of_first_over_time" => over_range(ctx, c, 0, t, false, |p, _, _| {
+            p.first().map(|x| x.0 as f64 / 1000.0)
+        }),
+        "ts_of_max_over_time" | "ts_of_min_over_time" => {
+            let want_max = name == "ts_of_max_over_time";
+            over_range(ctx, c, 0, t, false, |p, _, _| {
+                let mut best = p[0];
+                for &x in p {
+                    let better = if want_max {
+                        x.1 >= best.1
+                    } else {
+                        x.1 <= best.1
+                    };
+                    if better || best.1.is_nan() {
+                        best = x;
+                    }
+                }
+                Some(best.0 as f64 / 1000.0)
+            })
+        }
         "present_over_time" => over_range(ctx, c, 0, t, false, |_, _, _| Some(1.0)),
         "stddev_over_time" => over_range(ctx, c, 0, t, false, |p, _, _| {
             Some(variance(p.iter().map(|x| x.1)).sqrt())
@@ -594,6 +630,9 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
         }),
         "mad_over_time" => over_range(ctx, c, 0, t, false, |p, _, _| {
             let mut vals: Vec<f64> = p.iter().map(|x| x.1).collect();
+            if vals.iter().any(|v| v.is_nan()) {
+                return Some(f64::NAN);
+            }
             let med = quantile(0.5, &mut vals);
             let mut dev: Vec<f64> = vals.iter().map(|v| (v - med).abs()).collect();
             Some(quantile(0.5, &mut dev))

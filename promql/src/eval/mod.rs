@@ -81,7 +81,7 @@ impl Default for Engine {
 impl Engine {
     /// Evaluates `expr` at one instant (ms since the epoch).
     pub fn instant(&self, st: &dyn Storage, expr: &Expr, t: i64) -> Result<Value> {
-        let ctx = Ctx::new(self, st, expr, t, t);
+        let ctx = Ctx::new(self, st, expr, t, t, 0);
         let v = ctx.eval(expr, t)?;
         if let Value::Vector(ref vec) = v {
             check_unique(vec)?;
@@ -113,7 +113,7 @@ impl Engine {
                 "zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
             ));
         }
-        let ctx = Ctx::new(self, st, expr, start, end);
+        let ctx = Ctx::new(self, st, expr, start, end, step);
         let mut out: Vec<Series> = Vec::new();
         let mut index: HashMap<Labels, usize> = HashMap::new();
         let mut t = start;
@@ -246,8 +246,10 @@ fn reach(e: &Expr, engine: &Engine) -> Option<(i64, i64)> {
 pub(crate) struct Ctx<'a> {
     engine: &'a Engine,
     st: &'a dyn Storage,
-    start: i64,
-    end: i64,
+    pub(crate) start: i64,
+    pub(crate) end: i64,
+    /// Step of a range query; 0 for an instant query.
+    pub(crate) step: i64,
     /// Samples any step of this query can read lie in `[mint, maxt]`.
     mint: i64,
     maxt: i64,
@@ -258,7 +260,14 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(engine: &'a Engine, st: &'a dyn Storage, expr: &Expr, start: i64, end: i64) -> Self {
+    fn new(
+        engine: &'a Engine,
+        st: &'a dyn Storage,
+        expr: &Expr,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Self {
         // Subquery steps are aligned to absolute multiples, so allow one extra step of slack.
         let (mint, maxt) = match reach(expr, engine) {
             Some((back, fwd)) => (
@@ -274,6 +283,7 @@ impl<'a> Ctx<'a> {
             st,
             start,
             end,
+            step,
             mint,
             maxt,
             selections: RefCell::new(HashMap::new()),
