@@ -104,6 +104,11 @@ impl From<EvalError> for ApiError {
     fn from(e: EvalError) -> Self {
         match e {
             EvalError::Parse(m) => ApiError::bad_data(format!("invalid parameter \"query\": {m}")),
+            EvalError::Timeout(_) => ApiError {
+                kind: "timeout",
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                msg: e.to_string(),
+            },
             other => ApiError::execution(other.to_string()),
         }
     }
@@ -210,8 +215,20 @@ fn time_param(p: &Params, name: &str, default: Option<i64>) -> Result<i64, ApiEr
     }
 }
 
-fn lookback(api: &PromApi, p: &Params) -> Result<Engine, ApiError> {
+/// The engine for one request: `lookback_delta` and `timeout` may override the defaults
+/// (a timeout only shortens).
+fn engine_for(api: &PromApi, p: &Params) -> Result<Engine, ApiError> {
     let mut engine = api.engine;
+    if let Some(s) = p.get("timeout") {
+        let ms = parse_duration(s).filter(|d| *d > 0).ok_or_else(|| {
+            ApiError::bad_data(format!(
+                "invalid parameter \"timeout\": cannot parse \"{s}\" to a valid duration"
+            ))
+        })?;
+        engine.timeout = engine
+            .timeout
+            .min(std::time::Duration::from_millis(ms as u64));
+    }
     if let Some(s) = p.get("lookback_delta") {
         engine.lookback_ms = parse_duration(s).filter(|d| *d > 0).ok_or_else(|| {
             ApiError::bad_data(format!(
@@ -247,7 +264,7 @@ async fn query(
     let p = Params::from_request(&uri, &headers, &body);
     let run = move || -> Result<String, ApiError> {
         let t = time_param(&p, "time", Some(api.clock.now_ms))?;
-        let engine = lookback(&api, &p)?;
+        let engine = engine_for(&api, &p)?;
         let expr = parse_query(&p)?;
         let v = engine.instant(api.storage.as_ref(), &expr, t)?;
         Ok(render_value(&v, t))
@@ -289,7 +306,7 @@ async fn query_range(
                 "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
             ));
         }
-        let engine = lookback(&api, &p)?;
+        let engine = engine_for(&api, &p)?;
         let expr = parse_query(&p)?;
         let m = engine.range(api.storage.as_ref(), &expr, start, end, step)?;
         Ok(render_value(&Value::Matrix(m), end))

@@ -438,7 +438,7 @@ pub(crate) fn call(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
                 inner = &p.expr;
             }
             let out: Vec<Sample> = if let Expr::VectorSelector(vs) = inner {
-                ctx.instant_selector_timestamps(vs, t)
+                ctx.instant_selector_timestamps(vs, t)?
                     .into_iter()
                     .map(|(l, ts)| Sample {
                         labels: l.without_name(),

@@ -36,6 +36,12 @@ pub enum EvalError {
     /// A PromQL feature this engine does not implement; the message names it.
     #[error("unsupported by faultline's PromQL engine: {0}")]
     Unsupported(String),
+    /// The query ran past its deadline.
+    #[error("query timed out in {0}")]
+    Timeout(&'static str),
+    /// The query would decode more samples than the engine allows.
+    #[error("query processing would load too many samples into memory in query execution")]
+    TooManySamples,
 }
 
 pub type Result<T> = std::result::Result<T, EvalError>;
@@ -67,6 +73,10 @@ pub fn parse(query: &str) -> Result<Expr> {
 pub struct Engine {
     pub lookback_ms: i64,
     pub subquery_step_ms: i64,
+    /// Longest a query may run (Prometheus' `--query.timeout`, 2 minutes).
+    pub timeout: std::time::Duration,
+    /// Most samples a query may decode (Prometheus' `--query.max-samples`, 50 million).
+    pub max_samples: usize,
 }
 
 impl Default for Engine {
@@ -74,6 +84,8 @@ impl Default for Engine {
         Engine {
             lookback_ms: DEFAULT_LOOKBACK_MS,
             subquery_step_ms: DEFAULT_SUBQUERY_STEP_MS,
+            timeout: std::time::Duration::from_secs(120),
+            max_samples: 50_000_000,
         }
     }
 }
@@ -118,6 +130,7 @@ impl Engine {
         let mut index: HashMap<Labels, usize> = HashMap::new();
         let mut t = start;
         while t <= end {
+            ctx.check_deadline()?;
             match ctx.eval(expr, t)? {
                 Value::Scalar(v) => push_point(&mut out, &mut index, Labels::empty(), t, v)?,
                 Value::Vector(vec) => {
@@ -255,6 +268,8 @@ pub(crate) struct Ctx<'a> {
     maxt: i64,
     selections: RefCell<HashMap<usize, Rc<Vec<SeriesId>>>>,
     decoded: RefCell<HashMap<SeriesId, Rc<SampleBuf>>>,
+    decoded_samples: std::cell::Cell<usize>,
+    deadline: std::time::Instant,
     /// Regexes built at run time (label_replace), compiled once per query, not once per step.
     regexes: RefCell<HashMap<String, regex::Regex>>,
 }
@@ -288,6 +303,8 @@ impl<'a> Ctx<'a> {
             maxt,
             selections: RefCell::new(HashMap::new()),
             decoded: RefCell::new(HashMap::new()),
+            decoded_samples: std::cell::Cell::new(0),
+            deadline: std::time::Instant::now() + engine.timeout,
             regexes: RefCell::new(HashMap::new()),
         }
     }
@@ -345,15 +362,27 @@ impl<'a> Ctx<'a> {
     }
 
     /// The samples of `id` this query may read, decoded once per query.
-    fn samples(&self, id: SeriesId) -> Rc<SampleBuf> {
+    fn samples(&self, id: SeriesId) -> Result<Rc<SampleBuf>> {
         if let Some(b) = self.decoded.borrow().get(&id) {
-            return b.clone();
+            return Ok(b.clone());
         }
         let mut buf = SampleBuf::default();
         self.st.read_samples(id, self.mint, self.maxt, &mut buf);
+        let total = self.decoded_samples.get() + buf.ts.len();
+        if total > self.engine.max_samples {
+            return Err(EvalError::TooManySamples);
+        }
+        self.decoded_samples.set(total);
         let buf = Rc::new(buf);
         self.decoded.borrow_mut().insert(id, buf.clone());
-        buf
+        Ok(buf)
+    }
+
+    fn check_deadline(&self) -> Result<()> {
+        if std::time::Instant::now() > self.deadline {
+            return Err(EvalError::Timeout("expression evaluation"));
+        }
+        Ok(())
     }
 
     /// The reference time of a selector evaluated at `t`: `@` replaces `t`, then offset applies.
@@ -421,7 +450,7 @@ impl<'a> Ctx<'a> {
         let lookback = self.engine.lookback_ms;
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids.iter() {
-            let buf = self.samples(id);
+            let buf = self.samples(id)?;
             let s = buf.samples();
             let i = s.after(rt);
             if i == 0 {
@@ -447,12 +476,12 @@ impl<'a> Ctx<'a> {
         &self,
         vs: &VectorSelector,
         t: i64,
-    ) -> Vec<(Labels, i64)> {
+    ) -> Result<Vec<(Labels, i64)>> {
         let ids = self.select(vs);
         let rt = self.ref_time(&vs.at, &vs.offset, t);
         let mut out = Vec::new();
         for &id in ids.iter() {
-            let buf = self.samples(id);
+            let buf = self.samples(id)?;
             let s = buf.samples();
             let i = s.after(rt);
             if i == 0 || s.ts[i - 1] <= rt - self.engine.lookback_ms || is_stale(s.vals[i - 1]) {
@@ -460,7 +489,7 @@ impl<'a> Ctx<'a> {
             }
             out.push((self.st.series_labels(id).clone(), s.ts[i - 1]));
         }
-        out
+        Ok(out)
     }
 
     /// Evaluates a range-vector expression (matrix selector or subquery, maybe parenthesised) at
@@ -476,7 +505,7 @@ impl<'a> Ctx<'a> {
                 let lo = rt - range;
                 let mut out = Vec::with_capacity(ids.len());
                 for &id in ids.iter() {
-                    let buf = self.samples(id);
+                    let buf = self.samples(id)?;
                     let s = buf.samples();
                     let a = s.after(lo);
                     let b = s.after(rt);
@@ -519,6 +548,7 @@ impl<'a> Ctx<'a> {
                 let mut index: HashMap<Labels, usize> = HashMap::new();
                 let mut ts = first;
                 while ts <= rt {
+                    self.check_deadline()?;
                     match self.eval(&sq.expr, ts)? {
                         Value::Scalar(v) => {
                             push_point(&mut out, &mut index, Labels::empty(), ts, v)?
@@ -548,5 +578,53 @@ impl<'a> Ctx<'a> {
 
     pub(crate) fn eval_range(&self, e: &Expr, t: i64) -> Result<Vec<Series>> {
         Ok(self.eval_range_window(e, t)?.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::StorageBuilder;
+
+    fn store() -> crate::storage::MemStorage {
+        let mut b = StorageBuilder::new();
+        for k in 0..100 {
+            b.add_sample("m", [("a", "1")], k * 15_000, k as f64);
+        }
+        b.build()
+    }
+
+    #[test]
+    fn deadline_and_sample_limit_stop_queries() {
+        let st = store();
+        let e = parse("rate(m[5m])").unwrap();
+        let quick = Engine {
+            timeout: std::time::Duration::ZERO,
+            ..Engine::default()
+        };
+        assert_eq!(
+            quick.range(&st, &e, 0, 1_000_000, 15_000).unwrap_err(),
+            EvalError::Timeout("expression evaluation")
+        );
+        let small = Engine {
+            max_samples: 10,
+            ..Engine::default()
+        };
+        assert_eq!(
+            small.instant(&st, &e, 1_000_000).unwrap_err(),
+            EvalError::TooManySamples
+        );
+        assert!(Engine::default().instant(&st, &e, 1_000_000).is_ok());
+    }
+
+    #[test]
+    fn reach_bounds_decoding_but_at_does_not() {
+        let eng = Engine::default();
+        let r = |q: &str| reach(&parse(q).unwrap(), &eng);
+        assert_eq!(r("m"), Some((DEFAULT_LOOKBACK_MS, 0)));
+        assert_eq!(r("rate(m[10m] offset 1m)"), Some((660_000, 0)));
+        assert_eq!(r("max_over_time(rate(m[1m])[10m:1m])"), Some((660_000, 0)));
+        assert_eq!(r("m offset -1m"), Some((240_000, 60_000)));
+        assert_eq!(r("m @ 100"), None);
     }
 }
