@@ -130,8 +130,43 @@ impl IntoResponse for ApiError {
     }
 }
 
-fn success(data: &str) -> Response {
-    let body = format!("{{\"status\":\"success\",\"data\":{data}}}");
+/// A successful answer: the `data` JSON and any warnings.
+struct Reply {
+    data: String,
+    warnings: Vec<&'static str>,
+}
+
+impl Reply {
+    fn new(data: String) -> Self {
+        Reply {
+            data,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn truncated(data: String, truncated: bool) -> Self {
+        let warnings = if truncated {
+            vec!["results truncated due to limit"]
+        } else {
+            Vec::new()
+        };
+        Reply { data, warnings }
+    }
+}
+
+fn success(reply: Reply) -> Response {
+    let mut body = format!("{{\"status\":\"success\",\"data\":{}", reply.data);
+    if !reply.warnings.is_empty() {
+        body.push_str(",\"warnings\":[");
+        for (i, w) in reply.warnings.iter().enumerate() {
+            if i > 0 {
+                body.push(',');
+            }
+            json_str(&mut body, w);
+        }
+        body.push(']');
+    }
+    body.push('}');
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
@@ -262,15 +297,18 @@ async fn query(
     body: Bytes,
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
-    let run = move || -> Result<String, ApiError> {
+    let run = move || -> Result<Reply, ApiError> {
         let t = time_param(&p, "time", Some(api.clock.now_ms))?;
         let engine = engine_for(&api, &p)?;
         let expr = parse_query(&p)?;
-        let v = engine.instant(api.storage.as_ref(), &expr, t)?;
-        Ok(render_value(&v, t))
+        let mut v = engine.instant(api.storage.as_ref(), &expr, t)?;
+        if let (Some(n), Value::Vector(vec)) = (limit(&p)?, &mut v) {
+            vec.truncate(n);
+        }
+        Ok(Reply::new(render_value(&v, t)))
     };
     match blocking(run).await {
-        Ok(data) => success(&data),
+        Ok(reply) => success(reply),
         Err(e) => e.into_response(),
     }
 }
@@ -282,7 +320,7 @@ async fn query_range(
     body: Bytes,
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
-    let run = move || -> Result<String, ApiError> {
+    let run = move || -> Result<Reply, ApiError> {
         let start = time_param(&p, "start", None)?;
         let end = time_param(&p, "end", None)?;
         if end < start {
@@ -308,11 +346,14 @@ async fn query_range(
         }
         let engine = engine_for(&api, &p)?;
         let expr = parse_query(&p)?;
-        let m = engine.range(api.storage.as_ref(), &expr, start, end, step)?;
-        Ok(render_value(&Value::Matrix(m), end))
+        let mut m = engine.range(api.storage.as_ref(), &expr, start, end, step)?;
+        if let Some(n) = limit(&p)? {
+            m.truncate(n);
+        }
+        Ok(Reply::new(render_value(&Value::Matrix(m), end)))
     };
     match blocking(run).await {
-        Ok(data) => success(&data),
+        Ok(reply) => success(reply),
         Err(e) => e.into_response(),
     }
 }
@@ -392,7 +433,7 @@ async fn series(
     body: Bytes,
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
-    let run = move || -> Result<String, ApiError> {
+    let run = move || -> Result<Reply, ApiError> {
         let ids = matched_series(&api, &p, true)?;
         let lim = limit(&p)?.unwrap_or(usize::MAX);
         let mut out = String::from("[");
@@ -403,24 +444,25 @@ async fn series(
             render_labels(&mut out, api.storage.series_labels(*id));
         }
         out.push(']');
-        Ok(out)
+        Ok(Reply::truncated(out, ids.len() > lim))
     };
     match blocking(run).await {
-        Ok(data) => success(&data),
+        Ok(reply) => success(reply),
         Err(e) => e.into_response(),
     }
 }
 
-fn render_strings<'a>(items: impl Iterator<Item = &'a str>, lim: Option<usize>) -> String {
+fn render_strings(items: &BTreeSet<String>, lim: Option<usize>) -> Reply {
+    let lim = lim.unwrap_or(usize::MAX);
     let mut out = String::from("[");
-    for (i, s) in items.take(lim.unwrap_or(usize::MAX)).enumerate() {
+    for (i, s) in items.iter().take(lim).enumerate() {
         if i > 0 {
             out.push(',');
         }
         json_str(&mut out, s);
     }
     out.push(']');
-    out
+    Reply::truncated(out, items.len() > lim)
 }
 
 async fn labels(
@@ -430,7 +472,7 @@ async fn labels(
     body: Bytes,
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
-    let run = move || -> Result<String, ApiError> {
+    let run = move || -> Result<Reply, ApiError> {
         let lim = limit(&p)?;
         let names: BTreeSet<String> =
             if p.get("match[]").is_none() && p.get("start").is_none() && p.get("end").is_none() {
@@ -451,10 +493,10 @@ async fn labels(
                     })
                     .collect()
             };
-        Ok(render_strings(names.iter().map(|s| s.as_str()), lim))
+        Ok(render_strings(&names, lim))
     };
     match blocking(run).await {
-        Ok(data) => success(&data),
+        Ok(reply) => success(reply),
         Err(e) => e.into_response(),
     }
 }
@@ -466,7 +508,7 @@ async fn label_values(
     headers: HeaderMap,
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &[]);
-    let run = move || -> Result<String, ApiError> {
+    let run = move || -> Result<Reply, ApiError> {
         if !crate::labels::is_valid_label_name(&name) {
             return Err(ApiError::bad_data(format!("invalid label name: {name:?}")));
         }
@@ -485,10 +527,10 @@ async fn label_values(
                     .filter(|v| !v.is_empty())
                     .collect()
             };
-        Ok(render_strings(values.iter().map(|s| s.as_str()), lim))
+        Ok(render_strings(&values, lim))
     };
     match blocking(run).await {
-        Ok(data) => success(&data),
+        Ok(reply) => success(reply),
         Err(e) => e.into_response(),
     }
 }
@@ -516,7 +558,7 @@ async fn metadata(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap)
         .map(|(name, v)| (name, v.iter().take(per_metric).collect()))
         .collect();
     match serde_json::to_string(&selected) {
-        Ok(data) => success(&data),
+        Ok(data) => success(Reply::new(data)),
         Err(e) => ApiError::internal(e.to_string()).into_response(),
     }
 }

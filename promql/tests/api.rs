@@ -231,6 +231,19 @@ async fn prometheus_api_over_http() {
     ))
     .await;
     assert_eq!(body["data"], json!([]));
+    let (_, body) = get(&format!("{}/api/v1/label/code/values?limit=1", s.url)).await;
+    assert_eq!(body["data"], json!(["200"]));
+    assert_eq!(body["warnings"], json!(["results truncated due to limit"]));
+    let (_, body) = get(&format!(
+        "{}/api/v1/query?query=http_requests_total&limit=1",
+        s.url
+    ))
+    .await;
+    assert_eq!(
+        body["data"]["result"].as_array().map(|a| a.len()),
+        Some(1),
+        "{body}"
+    );
     let (_, body) = get(&format!("{}/api/v1/metadata", s.url)).await;
     assert_eq!(
         body["data"],
