@@ -63,6 +63,12 @@ pub fn router(api: PromApi) -> Router {
         .route("/api/v1/labels", get(labels).post(labels))
         .route("/api/v1/label/{name}/values", get(label_values))
         .route("/api/v1/metadata", get(metadata))
+        .route(
+            "/api/v1/query_exemplars",
+            get(query_exemplars).post(query_exemplars),
+        )
+        .route("/api/v1/format_query", get(format_query).post(format_query))
+        .route("/api/v1/status/buildinfo", get(buildinfo))
         .with_state(Arc::new(api))
 }
 
@@ -339,7 +345,7 @@ async fn query_range(
                 "zero or negative query resolution step widths are not accepted. Try a positive integer",
             ));
         }
-        if (end - start) / step > MAX_POINTS_PER_SERIES {
+        if end.saturating_sub(start) / step > MAX_POINTS_PER_SERIES {
             return Err(ApiError::bad_data(
                 "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
             ));
@@ -561,6 +567,36 @@ async fn metadata(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap)
         Ok(data) => success(Reply::new(data)),
         Err(e) => ApiError::internal(e.to_string()).into_response(),
     }
+}
+
+/// The store holds no exemplars; the query is still validated like Prometheus does.
+async fn query_exemplars(uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let p = Params::from_request(&uri, &headers, &body);
+    match parse_query(&p) {
+        Ok(_) => success(Reply::new("[]".into())),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn format_query(uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let p = Params::from_request(&uri, &headers, &body);
+    match parse_query(&p) {
+        Ok(expr) => {
+            let mut data = String::new();
+            json_str(&mut data, &expr.prettify());
+            success(Reply::new(data))
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Clients (Grafana, MCP servers) probe this to pick query features; the engine follows
+/// Prometheus 3 semantics.
+async fn buildinfo() -> Response {
+    success(Reply::new(
+        r#"{"version":"3.5.0","revision":"faultline","branch":"","buildUser":"","buildDate":"","goVersion":""}"#
+            .into(),
+    ))
 }
 
 /// Appends `s` as a JSON string literal.

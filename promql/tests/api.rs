@@ -244,6 +244,26 @@ async fn prometheus_api_over_http() {
         Some(1),
         "{body}"
     );
+    let (_, body) = get(&format!(
+        "{}/api/v1/format_query?query={}",
+        s.url,
+        enc("sum(rate(x[5m]))by(job)")
+    ))
+    .await;
+    assert_eq!(body["data"], json!("sum by (job) (rate(x[5m]))"));
+    let (_, body) = get(&format!(
+        "{}/api/v1/query_exemplars?query=up&start=0&end=1",
+        s.url
+    ))
+    .await;
+    assert_eq!(body, json!({"status":"success","data":[]}));
+    let (_, body) = get(&format!("{}/api/v1/status/buildinfo", s.url)).await;
+    assert!(
+        body["data"]["version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with('3')),
+        "{body}"
+    );
     let (_, body) = get(&format!("{}/api/v1/metadata", s.url)).await;
     assert_eq!(
         body["data"],
