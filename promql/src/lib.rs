@@ -1,7 +1,29 @@
 //! PromQL engine over an in-memory series store, and the Prometheus HTTP API.
 //!
 //! Build a store with [`StorageBuilder`], evaluate with [`Engine`], or serve it with
-//! [`api::router`].
+//! [`router`], which answers as a Prometheus frozen at a [`VirtualClock`]'s "now".
+//!
+//! ```
+//! use std::sync::Arc;
+//! use promql::{Engine, PromApi, Storage, StorageBuilder, Value, VirtualClock, parse};
+//!
+//! let mut b = StorageBuilder::new();
+//! b.set_metadata("http_requests_total", "counter", "Requests served.", "");
+//! for k in 0..20 {
+//!     // metric name, labels (any order), time in ms since the epoch, value
+//!     b.add_sample("http_requests_total", [("job", "api"), ("code", "500")], k * 15_000, k as f64);
+//! }
+//! let store = b.build();
+//!
+//! let expr = parse("sum by (code) (rate(http_requests_total[1m]))").unwrap();
+//! let Value::Vector(v) = Engine::default().instant(&store, &expr, 285_000).unwrap() else { panic!() };
+//! assert_eq!(v[0].labels.get("code"), "500");
+//!
+//! // The HTTP API: merge more routes into the returned axum::Router as needed.
+//! let storage: Arc<dyn Storage> = Arc::new(store);
+//! let app: axum::Router = promql::router(PromApi::new(storage, VirtualClock::fixed(300_000)));
+//! # drop(app);
+//! ```
 
 pub mod api;
 pub mod chunk;
