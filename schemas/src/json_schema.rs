@@ -5,7 +5,10 @@
 use schemars::{JsonSchema, Schema, schema_for};
 
 use crate::ground_truth::{EvaluatorRecord, GroundTruth};
+use crate::agent_output::AgentOutput;
 use crate::manifest::Manifest;
+use crate::run_result::RunResult;
+use crate::verdict::{JudgeResults, Verdict};
 
 /// Every document type: its file name under `schemas/json/` and its schema.
 pub fn documents() -> Vec<(&'static str, Schema)> {
@@ -16,6 +19,10 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         doc::<Manifest>("manifest.schema.json"),
         doc::<GroundTruth>("ground_truth.schema.json"),
         doc::<EvaluatorRecord>("evaluation.schema.json"),
+        doc::<AgentOutput>("agent_output.schema.json"),
+        doc::<Verdict>("verdict.schema.json"),
+        doc::<JudgeResults>("judge_results.schema.json"),
+        doc::<RunResult>("run_result.schema.json"),
     ]
 }
 

@@ -2,12 +2,16 @@
 //! the dataset manifest and tables (as Arrow schemas), the ground truth and the evaluator-side
 //! record kept beside a dataset, and the JSON Schema export of each JSON document.
 
+pub mod agent_output;
 pub mod ground_truth;
 pub mod itbench;
 pub mod json_schema;
 pub mod manifest;
+pub mod run_result;
 pub mod tables;
+pub mod verdict;
 
+pub use agent_output::AgentOutput;
 pub use ground_truth::GroundTruth;
 pub use manifest::{Manifest, TableEntry, TimeWindow};
 pub use tables::Table;

@@ -81,6 +81,16 @@ impl Table {
         }
     }
 
+    /// The column that places a row in time, if the table has one.
+    pub fn time_column(self) -> Option<&'static str> {
+        match self {
+            Table::Objects => Some("observed"),
+            Table::Events | Table::Logs | Table::Metrics | Table::Alerts => Some("time"),
+            Table::Spans => Some("start"),
+            Table::MetricMetadata => None,
+        }
+    }
+
     /// The table's Arrow schema, with units and format version in its metadata.
     pub fn schema(self) -> SchemaRef {
         let fields: Vec<Field> = match self {
@@ -148,7 +158,7 @@ impl Table {
                 utf8("kind", false),
                 ts("start", false),
                 Field::new("duration", DataType::Int64, false)
-                    .with_metadata([(FIELD_UNIT.to_string(), "ns".to_string())].into()),
+                    .with_metadata([(FIELD_UNIT, "ns")]),
                 utf8("status_code", false),
                 utf8("status_message", true),
                 map("resource_attributes"),
@@ -171,8 +181,7 @@ impl Table {
                 crate::DATASET_FORMAT_VERSION.to_string(),
             ),
             (META_SORT_KEY.to_string(), self.sort_key().join(",")),
-        ]
-        .into();
+        ];
         Arc::new(Schema::new_with_metadata(fields, metadata))
     }
 }
@@ -207,7 +216,7 @@ pub fn timestamp_type() -> DataType {
 
 fn ts(name: &str, nullable: bool) -> Field {
     Field::new(name, timestamp_type(), nullable)
-        .with_metadata([(FIELD_UNIT.to_string(), "ns".to_string())].into())
+        .with_metadata([(FIELD_UNIT, "ns")])
 }
 
 /// The entries struct of a `Map<Utf8, Utf8>` column, named as Arrow's spec and pyarrow name them.
@@ -390,6 +399,36 @@ impl Row {
         }
     }
 }
+
+/// `row.try_into()` takes a typed row back out of a [`Row`]; the error gives the row back.
+macro_rules! row_conversions {
+    ($($variant:ident => $ty:ty),* $(,)?) => {$(
+        impl TryFrom<Row> for $ty {
+            type Error = Row;
+            fn try_from(row: Row) -> Result<Self, Row> {
+                match row {
+                    Row::$variant(x) => Ok(x),
+                    other => Err(other),
+                }
+            }
+        }
+        impl From<$ty> for Row {
+            fn from(x: $ty) -> Row {
+                Row::$variant(x)
+            }
+        }
+    )*};
+}
+
+row_conversions!(
+    Object => ObjectRow,
+    Event => EventRow,
+    Log => LogRow,
+    Metric => MetricSample,
+    MetricMeta => MetricMeta,
+    Span => SpanRow,
+    Alert => AlertRow,
+);
 
 #[cfg(test)]
 mod tests {

@@ -22,10 +22,9 @@ fn all_consolidated_ground_truths_round_trip() {
     for value in docs {
         let doc = ItbenchDocument::from_value(value.clone()).unwrap();
         assert!(!doc.wrapped);
+        // Real ITBench files are not always internally consistent (scenario 31 names a propagation
+        // target that is not a group), so conversion must not depend on `check`.
         let native = GroundTruth::from(&doc.body);
-        native
-            .check()
-            .unwrap_or_else(|e| panic!("{:?}: {e}", value["id"]));
         // faultline -> ITBench -> faultline is exact.
         let back = GroundTruth::from(&ItbenchGroundTruth::from(&native));
         assert_eq!(back, native);
@@ -46,7 +45,11 @@ fn changed_is_read_from_the_fault_or_its_entity() {
     // Scenario 4 writes `changed` inside the entity, scenario 2 at the fault.
     for id in ["4", "2"] {
         let gt = by_id(id);
-        let change = gt.faults[0].change.as_ref().expect("a change");
+        let change = gt
+            .faults
+            .iter()
+            .find_map(|f| f.change.as_ref())
+            .expect("a change");
         assert_eq!(change.field, r"data.demo\.flagd\.json");
         assert_ne!(change.from, change.to);
     }
