@@ -108,6 +108,7 @@ impl Catalog {
                 SpecKind::Problem => parse_into(&mut catalog.problems, file, &mut diagnostics),
             }
         }
+        catalog.problems.sort_by(|a, b| a.spec.id.cmp(&b.spec.id));
         diagnostics.extend(validate::catalog(&catalog));
         if diagnostics.is_empty() {
             Ok(catalog)

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod dataset;
+pub mod problems;
 
 /// Exit code for a failed command (bad input, IO error, invalid dataset).
 pub const EXIT_FAILURE: u8 = 1;
@@ -27,12 +28,15 @@ pub struct Cli {
 pub enum Command {
     /// Inspect, validate and export datasets.
     Dataset(dataset::Args),
+    /// List, show and validate the problem catalog.
+    Problems(problems::Args),
 }
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Dataset(args) => dataset::run(args),
+        Command::Problems(args) => problems::run(args),
     }
 }
 
