@@ -9,9 +9,10 @@ pub type Str = Arc<str>;
 /// The label that carries the metric name.
 pub const METRIC_NAME: &str = "__name__";
 
-/// A label set sorted by name, names unique.
+/// A label set sorted by name, names unique. Shared: cloning is a reference-count bump, and a
+/// change copies only a set that is shared.
 #[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Labels(Vec<(Str, Str)>);
+pub struct Labels(Arc<Vec<(Str, Str)>>);
 
 impl Labels {
     /// Builds a label set from pairs in any order; empty values are dropped (Prometheus treats a
@@ -35,16 +36,16 @@ impl Labels {
                 _ => out.push(p),
             }
         }
-        Labels(out)
+        Labels(Arc::new(out))
     }
 
     /// Wraps pairs already sorted by unique name with non-empty values.
     pub(crate) fn from_sorted(v: Vec<(Str, Str)>) -> Self {
-        Labels(v)
+        Labels(Arc::new(v))
     }
 
     pub fn empty() -> Self {
-        Labels(Vec::new())
+        Labels::default()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
@@ -83,17 +84,18 @@ impl Labels {
     pub fn set(&mut self, name: &str, value: &str) {
         match self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {
             Ok(i) if value.is_empty() => {
-                self.0.remove(i);
+                Arc::make_mut(&mut self.0).remove(i);
             }
-            Ok(i) => self.0[i].1 = value.into(),
+            Ok(i) if &*self.0[i].1 == value => {}
+            Ok(i) => Arc::make_mut(&mut self.0)[i].1 = value.into(),
             Err(_) if value.is_empty() => {}
-            Err(i) => self.0.insert(i, (name.into(), value.into())),
+            Err(i) => Arc::make_mut(&mut self.0).insert(i, (name.into(), value.into())),
         }
     }
 
     pub fn remove(&mut self, name: &str) {
         if let Ok(i) = self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {
-            self.0.remove(i);
+            Arc::make_mut(&mut self.0).remove(i);
         }
     }
 
@@ -104,7 +106,7 @@ impl Labels {
 
     /// Only the labels named in `names`.
     pub fn keep(&self, names: &[String]) -> Self {
-        Labels(
+        Labels::from_sorted(
             self.0
                 .iter()
                 .filter(|(k, _)| names.iter().any(|n| **n == **k))
@@ -115,7 +117,7 @@ impl Labels {
 
     /// All labels except those named in `names` (and the metric name when `drop_name`).
     pub fn drop(&self, names: &[String], drop_name: bool) -> Self {
-        Labels(
+        Labels::from_sorted(
             self.0
                 .iter()
                 .filter(|(k, _)| {

@@ -1,6 +1,6 @@
 //! Aggregation operators (`sum by (…)`, `topk`, `count_values`, …).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use promql_parser::parser::token::{
     T_AVG, T_BOTTOMK, T_COUNT, T_COUNT_VALUES, T_GROUP, T_LIMIT_RATIO, T_LIMITK, T_MAX, T_MIN,
@@ -24,7 +24,7 @@ fn group_key(labels: &Labels, modifier: &Option<LabelModifier>) -> Labels {
 /// Groups samples by key, keeping groups in order of first appearance.
 fn group(v: Vec<Sample>, modifier: &Option<LabelModifier>) -> Vec<(Labels, Vec<Sample>)> {
     let mut groups: Vec<(Labels, Vec<Sample>)> = Vec::new();
-    let mut index: HashMap<Labels, usize> = HashMap::new();
+    let mut index: HashMap<Labels, usize> = HashMap::default();
     for s in v {
         let key = group_key(&s.labels, modifier);
         match index.get(&key) {
@@ -153,7 +153,7 @@ pub(crate) fn aggregate(ctx: &Ctx, a: &AggregateExpr, t: i64) -> Result<Value> {
             }
             let input = ctx.eval_vector(&a.expr, t)?;
             let mut counts: Vec<(Labels, f64)> = Vec::new();
-            let mut index: HashMap<Labels, usize> = HashMap::new();
+            let mut index: HashMap<Labels, usize> = HashMap::default();
             for s in input {
                 let mut key = group_key(&s.labels, modifier);
                 key.set(&label, &format_float(s.v));

@@ -1,6 +1,6 @@
 //! Binary operators with Prometheus' vector matching.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use promql_parser::parser::token::{
     T_ADD, T_ATAN2, T_DIV, T_EQLC, T_GTE, T_GTR, T_LAND, T_LOR, T_LSS, T_LTE, T_LUNLESS, T_MOD,
@@ -177,7 +177,8 @@ fn vector_vector(
     if many.is_empty() || one.is_empty() {
         return Ok(Value::Vector(Vec::new()));
     }
-    let mut one_by_sig: HashMap<Labels, &Sample> = HashMap::with_capacity(one.len());
+    let mut one_by_sig: HashMap<Labels, &Sample> =
+        HashMap::with_capacity_and_hasher(one.len(), Default::default());
     for s in &one {
         let sig = signature(&s.labels, &matching);
         if let Some(dup) = one_by_sig.get(&sig) {
@@ -190,8 +191,8 @@ fn vector_vector(
         one_by_sig.insert(sig, s);
     }
     let drop_name = !is_comparison(op) || return_bool;
-    let mut matched_one_to_one: HashSet<Labels> = HashSet::new();
-    let mut inserted: HashMap<Labels, HashSet<Labels>> = HashMap::new();
+    let mut matched_one_to_one: HashSet<Labels> = HashSet::default();
+    let mut inserted: HashMap<Labels, HashSet<Labels>> = HashMap::default();
     let mut out = Vec::new();
     for ms in &many {
         let sig = signature(&ms.labels, &matching);

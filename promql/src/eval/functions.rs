@@ -757,7 +757,7 @@ fn label_join(ctx: &Ctx, c: &Call, t: i64) -> Result<Value> {
 /// Classic-bucket `histogram_quantile` (Prometheus' `BucketQuantile`).
 fn histogram_quantile(q: f64, v: Vec<Sample>) -> Result<Value> {
     let mut groups: Vec<(Labels, Vec<(f64, f64)>)> = Vec::new();
-    let mut index: std::collections::HashMap<Labels, usize> = std::collections::HashMap::new();
+    let mut index: rustc_hash::FxHashMap<Labels, usize> = Default::default();
     for s in v {
         let Ok(le) = s
             .labels

@@ -12,9 +12,8 @@ mod functions;
 
 pub(crate) use functions::almost_equal;
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::collections::HashSet;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -127,7 +126,7 @@ impl Engine {
         }
         let ctx = Ctx::new(self, st, expr, start, end, step);
         let mut out: Vec<Series> = Vec::new();
-        let mut index: HashMap<Labels, usize> = HashMap::new();
+        let mut index: HashMap<Labels, usize> = HashMap::default();
         let mut t = start;
         while t <= end {
             ctx.check_deadline()?;
@@ -187,7 +186,7 @@ pub(crate) fn check_unique(v: &[Sample]) -> Result<()> {
     if v.len() < 2 {
         return Ok(());
     }
-    let mut seen = HashSet::with_capacity(v.len());
+    let mut seen = HashSet::with_capacity_and_hasher(v.len(), Default::default());
     for s in v {
         if !seen.insert(&s.labels) {
             return exec("vector cannot contain metrics with the same labelset");
@@ -301,11 +300,11 @@ impl<'a> Ctx<'a> {
             step,
             mint,
             maxt,
-            selections: RefCell::new(HashMap::new()),
-            decoded: RefCell::new(HashMap::new()),
+            selections: RefCell::new(HashMap::default()),
+            decoded: RefCell::new(HashMap::default()),
             decoded_samples: std::cell::Cell::new(0),
             deadline: std::time::Instant::now() + engine.timeout,
-            regexes: RefCell::new(HashMap::new()),
+            regexes: RefCell::new(HashMap::default()),
         }
     }
 
@@ -545,7 +544,7 @@ impl<'a> Ctx<'a> {
                     first += step;
                 }
                 let mut out: Vec<Series> = Vec::new();
-                let mut index: HashMap<Labels, usize> = HashMap::new();
+                let mut index: HashMap<Labels, usize> = HashMap::default();
                 let mut ts = first;
                 while ts <= rt {
                     self.check_deadline()?;
