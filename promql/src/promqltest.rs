@@ -531,7 +531,9 @@ fn run_eval(
             (None, Err(EvalError::Unsupported(m))) => verdict(Status::Unsupported, m),
             (None, Err(EvalError::Parse(m))) => verdict(Status::Unsupported, format!("parse: {m}")),
             (None, Err(e)) => verdict(Status::Failed, format!("unexpected error: {e}")),
-            (None, Ok(v)) => match compare(&ex, &mode, v) {
+            (None, Ok(v)) => match compare(&ex, &mode, v.clone())
+                .and_then(|()| range_mode_agrees(engine, st, &mode, &outcome.query, &v))
+            {
                 Ok(()) if !ex.annotations.is_empty() => verdict(
                     Status::Unsupported,
                     format!(
@@ -547,6 +549,46 @@ fn run_eval(
     outcome.status = status;
     outcome.reason = reason;
     outcome
+}
+
+/// Like Prometheus' runner: an instant query must give the same answer when run as a range
+/// query whose only step is the same instant (queries reading the step itself excepted).
+fn range_mode_agrees(
+    engine: &Engine,
+    st: &MemStorage,
+    mode: &Mode,
+    query: &str,
+    v: &Value,
+) -> Result<(), String> {
+    let Mode::Instant(t) = *mode else {
+        return Ok(());
+    };
+    if query.contains("step(") || query.contains("range(") {
+        return Ok(());
+    }
+    let expected: Vec<(Labels, f64)> = match v {
+        Value::Vector(vec) => vec.iter().map(|s| (s.labels.clone(), s.v)).collect(),
+        Value::Scalar(x) => vec![(Labels::empty(), *x)],
+        _ => return Ok(()),
+    };
+    let m = evaluate(engine, st, &Mode::Range(t, t, 60_000), query)
+        .map_err(|e| format!("instant query succeeded but range mode failed: {e}"))?;
+    let Value::Matrix(m) = m else {
+        return Err("range mode returned no matrix".into());
+    };
+    let got: HashMap<&Labels, f64> = m
+        .iter()
+        .filter_map(|s| s.points.first().map(|p| (&s.labels, p.1)))
+        .collect();
+    let same = got.len() == expected.len()
+        && expected
+            .iter()
+            .all(|(l, x)| got.get(l).is_some_and(|y| almost_equal(*x, *y)));
+    if same {
+        Ok(())
+    } else {
+        Err(format!("range mode differs from instant mode: {m:?}"))
+    }
 }
 
 fn evaluate(
