@@ -1,0 +1,254 @@
+//! Log lines in the formats the real services write: zerolog's console writer for the Go services
+//! of hotel-reservation, Boost.Log for social-network's C++ services, slog/pino/.NET/log4j/Python
+//! JSON for the OpenTelemetry demo, MongoDB's structured JSON, Redis, PostgreSQL, nginx and Envoy.
+
+use chrono::{Datelike, Timelike};
+
+use super::programs::LogStyle;
+use super::util::instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+    Fatal,
+}
+
+fn fnv(s: &str) -> u32 {
+    s.bytes()
+        .fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+/// A stable source line number for a message, so repeats of one log statement share it.
+fn line_no(msg: &str, base: u32) -> u32 {
+    base + fnv(msg.split(':').next().unwrap_or(msg)) % 180
+}
+
+fn camel(s: &str) -> String {
+    s.split('-')
+        .map(|p| {
+            let mut c = p.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+/// One log line as the program would print it at `ts_ns`.
+pub fn line(style: LogStyle, service: &str, level: Level, ts_ns: i64, msg: &str) -> String {
+    let t = instant(ts_ns);
+    match style {
+        LogStyle::Zerolog => {
+            let lvl = match level {
+                Level::Info => "INF",
+                Level::Warn => "WRN",
+                Level::Error => "ERR",
+                Level::Fatal => "PNC",
+            };
+            let file = if matches!(level, Level::Error | Level::Warn) {
+                format!("services/{service}/server.go")
+            } else {
+                format!("cmd/{service}/main.go")
+            };
+            format!(
+                "{} {lvl} {file}:{} > {msg}",
+                t.format("%Y-%m-%dT%H:%M:%SZ"),
+                line_no(msg, 20)
+            )
+        }
+        LogStyle::BoostLog => {
+            let lvl = match level {
+                Level::Info => "info",
+                Level::Warn => "warning",
+                Level::Error => "error",
+                Level::Fatal => "fatal",
+            };
+            let handler = camel(service.trim_end_matches("-service"));
+            format!(
+                "[{}] <{lvl}>: ({handler}Handler.h:{}:{handler}) {msg}",
+                t.format("%Y-%b-%d %H:%M:%S%.6f"),
+                line_no(msg, 60)
+            )
+        }
+        LogStyle::SlogJson => {
+            let lvl = match level {
+                Level::Info => "INFO",
+                Level::Warn => "WARN",
+                Level::Error | Level::Fatal => "ERROR",
+            };
+            format!(
+                "{{\"time\":\"{}\",\"level\":\"{lvl}\",\"msg\":{}}}",
+                t.format("%Y-%m-%dT%H:%M:%S%.9fZ"),
+                json_str(msg)
+            )
+        }
+        LogStyle::Dotnet => {
+            let lvl = match level {
+                Level::Info => "info",
+                Level::Warn => "warn",
+                Level::Error => "fail",
+                Level::Fatal => "crit",
+            };
+            format!("{lvl}: cart.cartstore.ValkeyCartStore[0] {msg}")
+        }
+        LogStyle::Java => {
+            let lvl = match level {
+                Level::Info => "INFO",
+                Level::Warn => "WARN",
+                Level::Error | Level::Fatal => "ERROR",
+            };
+            format!(
+                "{} {lvl} - oteldemo.{}Service - {msg}",
+                t.format("%Y-%m-%d %H:%M:%S"),
+                camel(service)
+            )
+        }
+        LogStyle::Python => {
+            let lvl = match level {
+                Level::Info => "INFO",
+                Level::Warn => "WARNING",
+                Level::Error => "ERROR",
+                Level::Fatal => "CRITICAL",
+            };
+            let file = format!("{}_server.py", service.replace('-', "_"));
+            format!(
+                "{{\"asctime\": \"{}\", \"levelname\": \"{lvl}\", \"name\": \"{}\", \"filename\": \"{file}\", \"lineno\": {}, \"otelServiceName\": \"{service}\", \"message\": {}}}",
+                t.format("%Y-%m-%d %H:%M:%S,%3f"),
+                file.trim_end_matches(".py"),
+                line_no(msg, 40),
+                json_str(msg)
+            )
+        }
+        LogStyle::Pino => {
+            let lvl = match level {
+                Level::Info => 30,
+                Level::Warn => 40,
+                Level::Error => 50,
+                Level::Fatal => 60,
+            };
+            format!(
+                "{{\"level\":{lvl},\"time\":{},\"pid\":1,\"hostname\":\"{service}\",\"msg\":{}}}",
+                ts_ns / 1_000_000,
+                json_str(msg)
+            )
+        }
+        LogStyle::Mongo => {
+            let s = match level {
+                Level::Info => "I",
+                Level::Warn => "W",
+                Level::Error => "E",
+                Level::Fatal => "F",
+            };
+            let (c, id, ctx) = if msg.contains("onnection") {
+                ("NETWORK", 22943, "listener")
+            } else if msg.contains("uthentic") || msg.contains("authorized") {
+                ("ACCESS", 20249, "conn")
+            } else if msg.contains("I/O") || msg.contains("WiredTiger") {
+                ("STORAGE", 22435, "conn")
+            } else {
+                ("COMMAND", 51803, "conn")
+            };
+            format!(
+                "{{\"t\":{{\"$date\":\"{}\"}},\"s\":\"{s}\",  \"c\":\"{c}\", \"id\":{id}, \"ctx\":\"{ctx}\",\"msg\":{}}}",
+                t.format("%Y-%m-%dT%H:%M:%S%.3f+00:00"),
+                json_str(msg)
+            )
+        }
+        LogStyle::Redis => {
+            let mark = match level {
+                Level::Info => '*',
+                _ => '#',
+            };
+            format!(
+                "1:M {:02} {} {} {:02}:{:02}:{:02}.{:03} {mark} {msg}",
+                t.day(),
+                t.format("%b"),
+                t.year(),
+                t.hour(),
+                t.minute(),
+                t.second(),
+                t.timestamp_subsec_millis()
+            )
+        }
+        LogStyle::Postgres => {
+            let lvl = match level {
+                Level::Info => "LOG",
+                Level::Warn => "WARNING",
+                Level::Error => "ERROR",
+                Level::Fatal => "FATAL",
+            };
+            format!(
+                "{} UTC [{}] {lvl}:  {msg}",
+                t.format("%Y-%m-%d %H:%M:%S%.3f"),
+                100 + fnv(msg) % 900
+            )
+        }
+        LogStyle::Nginx | LogStyle::Envoy | LogStyle::Quiet => {
+            let lvl = match level {
+                Level::Info => "notice",
+                Level::Warn => "warn",
+                Level::Error => "error",
+                Level::Fatal => "emerg",
+            };
+            format!("{} [{lvl}] 1#1: {msg}", t.format("%Y/%m/%d %H:%M:%S"))
+        }
+    }
+}
+
+/// The start-up lines of a healthy program.
+pub fn startup(style: LogStyle, service: &str, port: Option<u16>) -> Vec<(Level, String)> {
+    let port = port.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+    let i = |m: String| (Level::Info, m);
+    match style {
+        LogStyle::Zerolog => vec![
+            i("Reading config...".into()),
+            i(format!("Read target port: {port}")),
+            i("Read consul address: consul:8500".into()),
+            i("Read jaeger address: jaeger:6831".into()),
+            i(format!("Initializing jaeger agent [service name: {service} | host: jaeger:6831]...")),
+            i("Jaeger agent initialized".into()),
+            i("Initializing consul agent [host: consul:8500]...".into()),
+            i("Consul agent initialized".into()),
+            i("Starting server...".into()),
+        ],
+        LogStyle::BoostLog => vec![i(format!("Starting the {service} server..."))],
+        LogStyle::Mongo => vec![
+            i("Build Info".into()),
+            i("Waiting for connections".into()),
+        ],
+        LogStyle::Redis => vec![
+            i("Server initialized".into()),
+            i("Ready to accept connections tcp".into()),
+        ],
+        LogStyle::Postgres => vec![
+            i(format!("listening on IPv4 address \"0.0.0.0\", port {port}")),
+            i("database system is ready to accept connections".into()),
+        ],
+        LogStyle::Quiet => vec![],
+        LogStyle::Nginx | LogStyle::Envoy => vec![i("start worker processes".into())],
+        _ => vec![i(format!("{service} service started, listening on port {port}"))],
+    }
+}
+
+/// How a caller reports a failed call to `peer` in its own words.
+pub fn call_error(style: LogStyle, peer: &str, op: &str, err: &str) -> String {
+    match style {
+        LogStyle::Zerolog => format!("Failed to call {peer}: {err}"),
+        LogStyle::BoostLog => format!("Failed to connect {peer}-client: {err}"),
+        LogStyle::Dotnet => format!("Failed to access {peer}: {err}"),
+        LogStyle::Java => format!("{op} to {peer} failed: {err}"),
+        LogStyle::Python => format!("Error calling {peer}: {err}"),
+        LogStyle::Pino => format!("{op} failed: {err}"),
+        LogStyle::Nginx => format!(
+            "*{} connect() to {peer} failed ({err}) while connecting to upstream",
+            fnv(op) % 90000
+        ),
+        _ => format!("failed to {op} via {peer}: {err}"),
+    }
+}

@@ -1,0 +1,469 @@
+//! The cluster's state: every object by kind, the virtual clock, the seeded generator, the
+//! hidden runtime conditions faults and noise act on, and the bookkeeping that turns changes into
+//! object rows (one per observed version) and Kubernetes Events (aggregated with counts).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use schemas::tables::{ChangeType, EventRow, ObjectRow, Row};
+use serde_json::Value;
+
+use super::objects::*;
+use super::runtime::Runtime;
+use super::util::{self, NS_PER_SEC};
+
+/// Everything the simulator knows about the cluster at one instant.
+#[derive(Debug, Clone)]
+pub struct World {
+    pub now: i64,
+    pub rng: ChaCha8Rng,
+    rv: u64,
+    pub namespaces: BTreeMap<String, Simple>,
+    pub nodes: BTreeMap<String, Node>,
+    pub deployments: BTreeMap<Key, Deployment>,
+    pub statefulsets: BTreeMap<Key, StatefulSet>,
+    pub replicasets: BTreeMap<Key, ReplicaSet>,
+    pub pods: BTreeMap<Key, Pod>,
+    pub services: BTreeMap<Key, Service>,
+    pub endpoints: BTreeMap<Key, Endpoints>,
+    pub configmaps: BTreeMap<Key, ConfigMap>,
+    pub secrets: BTreeMap<Key, Secret>,
+    pub service_accounts: BTreeMap<Key, Simple>,
+    pub roles: BTreeMap<Key, Simple>,
+    pub role_bindings: BTreeMap<Key, Simple>,
+    pub pvcs: BTreeMap<Key, Pvc>,
+    pub quotas: BTreeMap<Key, ResourceQuota>,
+    pub netpols: BTreeMap<Key, NetworkPolicy>,
+    /// Conditions below the API: node stress, network impairments, application state.
+    pub runtime: Runtime,
+    dirty: BTreeSet<(Kind, Key)>,
+    /// Last emitted rendering (without resourceVersion) and uid of each object, to skip no-op
+    /// updates and to report deletions.
+    emitted: HashMap<(Kind, Key), (String, String)>,
+    events: BTreeMap<(String, String, String), EventRecord>,
+    /// Rows produced since the last drain.
+    pub out: Vec<Row>,
+    /// Counts object changes, so caches of derived state know when to refresh.
+    pub epoch: i64,
+    /// Pod-template hash of each Deployment at a generation (hashing the template is costly).
+    pub template_hashes: HashMap<Key, (i64, String)>,
+    /// Images each node has pulled: (node, image).
+    pub pulled: BTreeSet<(String, String)>,
+    /// CPU the workload asks of each pod's main container this tick, in cores.
+    pub demand: BTreeMap<Key, f64>,
+    /// Next free IPs.
+    next_pod_ip: u32,
+    next_cluster_ip: u32,
+}
+
+#[derive(Debug, Clone)]
+struct EventRecord {
+    name: String,
+    uid: String,
+    first: i64,
+    last: i64,
+    count: i32,
+}
+
+/// Who reports an event.
+#[derive(Debug, Clone)]
+pub enum Source {
+    Kubelet(String),
+    Scheduler,
+    Controller(&'static str),
+    KernelMonitor(String),
+}
+
+/// The object an event is about.
+#[derive(Debug, Clone)]
+pub struct Involved {
+    pub kind: Kind,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: String,
+    pub field_path: Option<String>,
+}
+
+impl World {
+    pub fn new(seed: u64, start_ns: i64, runtime: Runtime) -> World {
+        World {
+            now: start_ns,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            rv: 1000,
+            namespaces: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            deployments: BTreeMap::new(),
+            statefulsets: BTreeMap::new(),
+            replicasets: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            services: BTreeMap::new(),
+            endpoints: BTreeMap::new(),
+            configmaps: BTreeMap::new(),
+            secrets: BTreeMap::new(),
+            service_accounts: BTreeMap::new(),
+            roles: BTreeMap::new(),
+            role_bindings: BTreeMap::new(),
+            pvcs: BTreeMap::new(),
+            quotas: BTreeMap::new(),
+            netpols: BTreeMap::new(),
+            runtime,
+            dirty: BTreeSet::new(),
+            emitted: HashMap::new(),
+            events: BTreeMap::new(),
+            out: Vec::new(),
+            epoch: 0,
+            template_hashes: HashMap::new(),
+            pulled: BTreeSet::new(),
+            demand: BTreeMap::new(),
+            next_pod_ip: 10,
+            next_cluster_ip: 20,
+        }
+    }
+
+    pub fn secs(&self) -> f64 {
+        self.now as f64 / NS_PER_SEC as f64
+    }
+
+    /// Metadata for a new object.
+    pub fn meta(&mut self, namespace: Option<&str>, name: &str, labels: Labels) -> Meta {
+        Meta {
+            name: name.to_string(),
+            namespace: namespace.map(str::to_string),
+            uid: util::uuid(&mut self.rng),
+            resource_version: 0,
+            created: self.now,
+            labels,
+            annotations: Labels::new(),
+            owner: None,
+            generation: 1,
+            generate_name: None,
+            deleted_at: None,
+        }
+    }
+
+    pub fn touch(&mut self, kind: Kind, key: &Key) {
+        self.dirty.insert((kind, key.clone()));
+        self.epoch += 1;
+    }
+
+    /// Forgets what was emitted and marks every object changed, so the next flush reports the
+    /// whole cluster as added (the start of a captured window).
+    pub fn restart_capture(&mut self) {
+        self.out.clear();
+        self.emitted.clear();
+        self.events.clear();
+        let mut all: Vec<(Kind, Key)> = vec![];
+        all.extend(self.namespaces.keys().map(|n| (Kind::Namespace, key("", n))));
+        all.extend(self.nodes.keys().map(|n| (Kind::Node, key("", n))));
+        all.extend(self.configmaps.keys().map(|k| (Kind::ConfigMap, k.clone())));
+        all.extend(self.secrets.keys().map(|k| (Kind::Secret, k.clone())));
+        all.extend(self.service_accounts.keys().map(|k| (Kind::ServiceAccount, k.clone())));
+        all.extend(self.roles.keys().map(|k| (Kind::Role, k.clone())));
+        all.extend(self.role_bindings.keys().map(|k| (Kind::RoleBinding, k.clone())));
+        all.extend(self.pvcs.keys().map(|k| (Kind::PersistentVolumeClaim, k.clone())));
+        all.extend(self.quotas.keys().map(|k| (Kind::ResourceQuota, k.clone())));
+        all.extend(self.netpols.keys().map(|k| (Kind::NetworkPolicy, k.clone())));
+        all.extend(self.services.keys().map(|k| (Kind::Service, k.clone())));
+        all.extend(self.deployments.keys().map(|k| (Kind::Deployment, k.clone())));
+        all.extend(self.statefulsets.keys().map(|k| (Kind::StatefulSet, k.clone())));
+        all.extend(self.replicasets.keys().map(|k| (Kind::ReplicaSet, k.clone())));
+        all.extend(self.pods.keys().map(|k| (Kind::Pod, k.clone())));
+        all.extend(self.endpoints.keys().map(|k| (Kind::Endpoints, k.clone())));
+        for (kind, k) in all {
+            self.touch(kind, &k);
+        }
+    }
+
+    pub fn pod_ip(&mut self, node_index: usize) -> String {
+        self.next_pod_ip += 1;
+        format!(
+            "10.244.{}.{}",
+            node_index,
+            2 + self.next_pod_ip % 250
+        )
+    }
+
+    pub fn cluster_ip(&mut self) -> String {
+        self.next_cluster_ip += 1;
+        format!(
+            "10.96.{}.{}",
+            self.next_cluster_ip / 200,
+            1 + (self.next_cluster_ip * 37) % 250
+        )
+    }
+
+    /// Renders one object, if it exists.
+    pub fn render(&self, kind: Kind, k: &Key) -> Option<(Value, u64)> {
+        fn with<T>(m: &BTreeMap<Key, T>, k: &Key, f: impl Fn(&T) -> (Value, u64)) -> Option<(Value, u64)> {
+            m.get(k).map(f)
+        }
+        let ns_key = &k.1;
+        match kind {
+            Kind::Namespace => self
+                .namespaces
+                .get(ns_key)
+                .map(|o| (o.to_json(kind), o.meta.resource_version)),
+            Kind::Node => self
+                .nodes
+                .get(ns_key)
+                .map(|o| (o.to_json(), o.meta.resource_version)),
+            Kind::ConfigMap => with(&self.configmaps, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::Secret => with(&self.secrets, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::ServiceAccount => with(&self.service_accounts, k, |o| {
+                (o.to_json(kind), o.meta.resource_version)
+            }),
+            Kind::Role => with(&self.roles, k, |o| (o.to_json(kind), o.meta.resource_version)),
+            Kind::RoleBinding => with(&self.role_bindings, k, |o| {
+                (o.to_json(kind), o.meta.resource_version)
+            }),
+            Kind::PersistentVolumeClaim => {
+                with(&self.pvcs, k, |o| (o.to_json(), o.meta.resource_version))
+            }
+            Kind::ResourceQuota => with(&self.quotas, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::NetworkPolicy => with(&self.netpols, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::Service => with(&self.services, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::Deployment => with(&self.deployments, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::StatefulSet => {
+                with(&self.statefulsets, k, |o| (o.to_json(), o.meta.resource_version))
+            }
+            Kind::ReplicaSet => with(&self.replicasets, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::Pod => with(&self.pods, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::Endpoints => with(&self.endpoints, k, |o| (o.to_json(), o.meta.resource_version)),
+        }
+    }
+
+    fn set_resource_version(&mut self, kind: Kind, k: &Key, rv: u64) {
+        let meta: Option<&mut Meta> = match kind {
+            Kind::Namespace => self.namespaces.get_mut(&k.1).map(|o| &mut o.meta),
+            Kind::Node => self.nodes.get_mut(&k.1).map(|o| &mut o.meta),
+            Kind::ConfigMap => self.configmaps.get_mut(k).map(|o| &mut o.meta),
+            Kind::Secret => self.secrets.get_mut(k).map(|o| &mut o.meta),
+            Kind::ServiceAccount => self.service_accounts.get_mut(k).map(|o| &mut o.meta),
+            Kind::Role => self.roles.get_mut(k).map(|o| &mut o.meta),
+            Kind::RoleBinding => self.role_bindings.get_mut(k).map(|o| &mut o.meta),
+            Kind::PersistentVolumeClaim => self.pvcs.get_mut(k).map(|o| &mut o.meta),
+            Kind::ResourceQuota => self.quotas.get_mut(k).map(|o| &mut o.meta),
+            Kind::NetworkPolicy => self.netpols.get_mut(k).map(|o| &mut o.meta),
+            Kind::Service => self.services.get_mut(k).map(|o| &mut o.meta),
+            Kind::Deployment => self.deployments.get_mut(k).map(|o| &mut o.meta),
+            Kind::StatefulSet => self.statefulsets.get_mut(k).map(|o| &mut o.meta),
+            Kind::ReplicaSet => self.replicasets.get_mut(k).map(|o| &mut o.meta),
+            Kind::Pod => self.pods.get_mut(k).map(|o| &mut o.meta),
+            Kind::Endpoints => self.endpoints.get_mut(k).map(|o| &mut o.meta),
+        };
+        if let Some(m) = meta {
+            m.resource_version = rv;
+        }
+    }
+
+    /// Emits an object row for every changed object (a new resourceVersion each), and a deleted
+    /// row for every object that went away.
+    pub fn flush_objects(&mut self) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for (kind, k) in dirty {
+            match self.render(kind, &k) {
+                Some((mut v, _)) => {
+                    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.remove("resourceVersion");
+                    }
+                    let text = v.to_string();
+                    let id = (kind, k.clone());
+                    if self.emitted.get(&id).is_some_and(|(t, _)| *t == text) {
+                        continue;
+                    }
+                    self.rv += 1;
+                    let rv = self.rv;
+                    self.set_resource_version(kind, &k, rv);
+                    let change = if self.emitted.contains_key(&id) {
+                        ChangeType::Modified
+                    } else {
+                        ChangeType::Added
+                    };
+                    let uid = v["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+                    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.insert("resourceVersion".into(), Value::String(rv.to_string()));
+                    }
+                    self.out.push(Row::Object(ObjectRow {
+                        observed_ns: self.now,
+                        api_version: kind.api_version().to_string(),
+                        kind: kind.name().to_string(),
+                        namespace: kind.namespaced().then(|| k.0.clone()),
+                        name: k.1.clone(),
+                        uid: uid.clone(),
+                        resource_version: rv.to_string(),
+                        change,
+                        object: v.to_string(),
+                    }));
+                    self.emitted.insert(id, (text, uid));
+                }
+                None => {
+                    if let Some((text, uid)) = self.emitted.remove(&(kind, k.clone())) {
+                        self.rv += 1;
+                        let mut v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                            m.insert("resourceVersion".into(), Value::String(self.rv.to_string()));
+                        }
+                        self.out.push(Row::Object(ObjectRow {
+                            observed_ns: self.now,
+                            api_version: kind.api_version().to_string(),
+                            kind: kind.name().to_string(),
+                            namespace: kind.namespaced().then(|| k.0.clone()),
+                            name: k.1.clone(),
+                            uid,
+                            resource_version: self.rv.to_string(),
+                            change: ChangeType::Deleted,
+                            object: v.to_string(),
+                        }));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records an Event, aggregating repeats of the same reason and message on the same object
+    /// (the count grows and lastTimestamp moves, as the event recorder does).
+    pub fn event(
+        &mut self,
+        involved: &Involved,
+        warning: bool,
+        reason: &str,
+        message: &str,
+        source: Source,
+    ) {
+        let ns = involved
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string());
+        let agg_key = (involved.uid.clone(), reason.to_string(), message.to_string());
+        let now = self.now;
+        let rec = match self.events.get_mut(&agg_key) {
+            Some(r) if now - r.last < 3600 * NS_PER_SEC => {
+                r.count += 1;
+                r.last = now;
+                r.clone()
+            }
+            _ => {
+                let hex = format!("{:x}", (now as u64) ^ self.rng_u32() as u64);
+                let r = EventRecord {
+                    name: format!("{}.{}", involved.name, &hex[hex.len().saturating_sub(16)..]),
+                    uid: util::uuid(&mut self.rng),
+                    first: now,
+                    last: now,
+                    count: 1,
+                };
+                self.events.insert(agg_key, r.clone());
+                r
+            }
+        };
+        let (component, host, controller, instance, action) = match &source {
+            Source::Kubelet(node) => (
+                Some("kubelet".to_string()),
+                Some(node.clone()),
+                Some("kubelet".to_string()),
+                Some(node.clone()),
+                None,
+            ),
+            Source::Scheduler => (
+                Some("default-scheduler".to_string()),
+                None,
+                Some("default-scheduler".to_string()),
+                Some("default-scheduler-kind-control-plane".to_string()),
+                Some("Scheduling".to_string()),
+            ),
+            Source::Controller(c) => (
+                Some(c.to_string()),
+                None,
+                Some(c.to_string()),
+                None,
+                None,
+            ),
+            Source::KernelMonitor(node) => (
+                Some("kernel-monitor".to_string()),
+                Some(node.clone()),
+                Some("kernel-monitor".to_string()),
+                Some(node.clone()),
+                None,
+            ),
+        };
+        self.out.push(Row::Event(EventRow {
+            time_ns: now,
+            first_time_ns: Some(rec.first),
+            namespace: ns,
+            name: rec.name,
+            uid: rec.uid,
+            event_type: if warning { "Warning" } else { "Normal" }.to_string(),
+            reason: reason.to_string(),
+            message: message.to_string(),
+            count: rec.count,
+            involved_api_version: Some(involved.kind.api_version().to_string()),
+            involved_kind: involved.kind.name().to_string(),
+            involved_namespace: involved.namespace.clone(),
+            involved_name: involved.name.clone(),
+            involved_uid: Some(involved.uid.clone()),
+            involved_field_path: involved.field_path.clone(),
+            source_component: component,
+            source_host: host,
+            reporting_controller: controller,
+            reporting_instance: instance,
+            action,
+        }));
+    }
+
+    fn rng_u32(&mut self) -> u32 {
+        use rand::Rng;
+        self.rng.random()
+    }
+
+    /// The Involved reference for a pod (optionally one of its containers).
+    pub fn pod_ref(pod: &Pod, container: Option<&str>) -> Involved {
+        Involved {
+            kind: Kind::Pod,
+            namespace: pod.meta.namespace.clone(),
+            name: pod.meta.name.clone(),
+            uid: pod.meta.uid.clone(),
+            field_path: container.map(|c| format!("spec.containers{{{c}}}")),
+        }
+    }
+
+    pub fn meta_ref(kind: Kind, meta: &Meta) -> Involved {
+        Involved {
+            kind,
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone(),
+            uid: meta.uid.clone(),
+            field_path: None,
+        }
+    }
+
+    /// Appends a container log line.
+    pub fn log(&mut self, k: &Key, container: &str, restart: i32, stream: &str, line: String) {
+        self.out.push(Row::Log(schemas::tables::LogRow {
+            time_ns: self.now,
+            namespace: k.0.clone(),
+            pod: k.1.clone(),
+            container: container.to_string(),
+            restart,
+            stream: stream.to_string(),
+            line,
+        }));
+    }
+
+    /// Index of a node in name order (for pod CIDRs).
+    pub fn node_index(&self, node: &str) -> usize {
+        self.nodes.keys().position(|n| n == node).unwrap_or(0) + 1
+    }
+
+    /// Pods a label selector picks in a namespace.
+    pub fn pods_selected<'a>(
+        &'a self,
+        ns: &'a str,
+        selector: &'a Labels,
+    ) -> impl Iterator<Item = &'a Pod> + 'a {
+        self.pods
+            .range((ns.to_string(), String::new())..)
+            .take_while(move |((n, _), _)| n == ns)
+            .map(|(_, p)| p)
+            .filter(move |p| selects(selector, &p.meta.labels))
+    }
+}
