@@ -1,7 +1,7 @@
 //! Store footprint at scale: builds a store of kube-state-metrics/cAdvisor-shaped series on a
 //! 15 s scrape (SERIES × SAMPLES, default 20,000 × 2,880 = 57.6 M samples: one day), then prints
 //! bytes per sample, resident memory (VmRSS) and build time, next to the 16 bytes a sample of
-//! plain `(i64, f64)` vectors. Run:
+//! plain `(i64, f64)` vectors. `JITTER_MS` sets the scrape jitter (default 4 ms). Run:
 //! `CARGO_PROFILE_DEV_OPT_LEVEL=2 cargo bench --profile dev -p promql --bench store_memory`.
 
 use std::time::Instant;
@@ -28,6 +28,8 @@ fn env(name: &str, default: usize) -> usize {
 fn main() {
     let series = env("SERIES", 20_000);
     let samples = env("SAMPLES", 2_880);
+    // Scrape jitter in ms (0: perfectly regular scrapes, as a simulator writes them).
+    let jitter = env("JITTER_MS", 4) as f64;
     let before = rss_mib();
     let t = Instant::now();
     let mut b = StorageBuilder::new();
@@ -71,7 +73,7 @@ fn main() {
                 _ => 1.0,
             };
             // Real scrapes jitter by a few milliseconds.
-            b.push(h, t0 + phase + k * 15_000 + (rnd() * 4.0) as i64, v);
+            b.push(h, t0 + phase + k * 15_000 + (rnd() * jitter) as i64, v);
         }
     }
     let st = b.build();

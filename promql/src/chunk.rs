@@ -1,10 +1,11 @@
 //! Compressed sample chunks: delta-of-delta timestamps and XOR'd values, byte-aligned.
 //!
 //! A chunk holds up to [`CHUNK_SAMPLES`] samples. The first is stored as a zigzag varint time
-//! and 8 raw value bytes; each next one as the zigzag varint of its timestamp's delta-of-delta
-//! (regular scrapes: 1 byte) and its value XOR the previous value: one control byte
-//! (`trailing zero bytes << 4 | meaningful bytes`, 0 = unchanged) then the meaningful bytes.
-//! Typical monitoring data takes 2–5 bytes a sample instead of 16.
+//! and 8 raw value bytes; each next one as a control byte (bit 7: the timestamp's delta-of-delta
+//! is zero, as on a regular scrape; bits 4–6: trailing zero bytes of the value XOR the previous
+//! value; bits 0–3: its meaningful bytes, 0 = value unchanged), then the zigzag varint
+//! delta-of-delta unless bit 7 said it is zero, then the meaningful bytes. An unchanged value on
+//! a regular scrape takes one byte; typical monitoring data 1–5 bytes a sample instead of 16.
 
 /// Samples per chunk: small enough that finding one sample decodes little.
 pub const CHUNK_SAMPLES: usize = 120;
@@ -54,18 +55,22 @@ impl ChunkEncoder {
             out.extend_from_slice(&bits.to_le_bytes());
         } else {
             let delta = t.wrapping_sub(self.prev_t);
-            put_varint(out, zigzag(delta.wrapping_sub(self.prev_delta)));
+            let dod = delta.wrapping_sub(self.prev_delta);
             self.prev_delta = delta;
             let x = bits ^ self.prev_bits;
-            if x == 0 {
-                out.push(0);
+            let (trail, n) = if x == 0 {
+                (0, 0)
             } else {
                 let lead = (x.leading_zeros() / 8) as usize;
                 let trail = (x.trailing_zeros() / 8) as usize;
-                let n = 8 - lead - trail;
-                out.push(((trail as u8) << 4) | n as u8);
-                out.extend_from_slice(&(x >> (trail * 8)).to_le_bytes()[..n]);
+                (trail, 8 - lead - trail)
+            };
+            let regular = if dod == 0 { 0x80 } else { 0 };
+            out.push(regular | ((trail as u8) << 4) | n as u8);
+            if dod != 0 {
+                put_varint(out, zigzag(dod));
             }
+            out.extend_from_slice(&(x >> (trail * 8)).to_le_bytes()[..n]);
         }
         self.prev_t = t;
         self.prev_bits = bits;
@@ -123,15 +128,17 @@ pub fn decode(bytes: &[u8], n: usize, ts: &mut Vec<i64>, vals: &mut Vec<f64>) ->
     vals.push(f64::from_bits(bits));
     let mut delta = 0i64;
     for _ in 1..n {
-        delta = delta.wrapping_add(unzigzag(r.varint()?));
-        t = t.wrapping_add(delta);
         let ctl = r.byte()?;
-        if ctl != 0 {
-            let trail = (ctl >> 4) as usize;
-            let len = (ctl & 0x0f) as usize;
-            if len == 0 || len + trail > 8 {
-                return None;
-            }
+        if ctl & 0x80 == 0 {
+            delta = delta.wrapping_add(unzigzag(r.varint()?));
+        }
+        t = t.wrapping_add(delta);
+        let trail = ((ctl >> 4) & 0x07) as usize;
+        let len = (ctl & 0x0f) as usize;
+        if len + trail > 8 {
+            return None;
+        }
+        if len > 0 {
             bits ^= r.bytes(len)? << (trail * 8);
         }
         ts.push(t);
@@ -180,5 +187,23 @@ mod tests {
         }
         // 16 bytes a sample uncompressed; a counter on a 15 s scrape needs far less.
         assert!(bytes.len() < CHUNK_SAMPLES * 5, "{} bytes", bytes.len());
+    }
+
+    #[test]
+    fn constant_value_on_regular_scrape_is_one_byte() {
+        let mut enc = ChunkEncoder::default();
+        let mut bytes = Vec::new();
+        for k in 0..CHUNK_SAMPLES as i64 {
+            enc.push(&mut bytes, 1_700_000_000_000 + k * 15_000, 1.0);
+        }
+        // First sample 6+8 bytes, second carries the first delta, then one byte each.
+        assert_eq!(bytes.len(), 6 + 8 + 1 + 3 + (CHUNK_SAMPLES - 2));
+        let (mut ts, mut vals) = (Vec::new(), Vec::new());
+        decode(&bytes, CHUNK_SAMPLES, &mut ts, &mut vals).unwrap();
+        assert_eq!(
+            ts[CHUNK_SAMPLES - 1],
+            1_700_000_000_000 + (CHUNK_SAMPLES as i64 - 1) * 15_000
+        );
+        assert!(vals.iter().all(|v| *v == 1.0));
     }
 }
