@@ -1,0 +1,607 @@
+//! Rows ⇄ Arrow record batches, and the sort order of each table.
+//!
+//! Producers hand the writer plain [`Row`]s; this module is the one place that knows how each row type
+//! maps onto its table's columns, in both directions.
+
+use arrow_array::builder::{
+    Float64Builder, Int32Builder, Int64Builder, MapBuilder, MapFieldNames, StringBuilder,
+    TimestampNanosecondBuilder,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampNanosecondType};
+use arrow_array::{Array, ArrayRef, MapArray, RecordBatch};
+use arrow_schema::ArrowError;
+use schemas::tables::{
+    AlertRow, ChangeType, EventRow, Labels, LogRow, MetricMeta, MetricSample, ObjectRow, Row,
+    SpanRow, Table,
+};
+use std::cmp::Ordering;
+
+/// Orders two rows of the same table by the table's sort key. Rows of different tables compare by
+/// table, which never happens inside one table's buffer.
+pub fn cmp_rows(a: &Row, b: &Row) -> Ordering {
+    match (a, b) {
+        (Row::Object(a), Row::Object(b)) => (&a.kind, &a.namespace, &a.name, a.observed_ns).cmp(&(
+            &b.kind,
+            &b.namespace,
+            &b.name,
+            b.observed_ns,
+        )),
+        (Row::Event(a), Row::Event(b)) => {
+            (&a.namespace, a.time_ns, &a.name).cmp(&(&b.namespace, b.time_ns, &b.name))
+        }
+        (Row::Log(a), Row::Log(b)) => (&a.namespace, &a.pod, &a.container, a.restart, a.time_ns)
+            .cmp(&(&b.namespace, &b.pod, &b.container, b.restart, b.time_ns)),
+        (Row::Metric(a), Row::Metric(b)) => {
+            (&a.metric, &a.labels, a.time_ns).cmp(&(&b.metric, &b.labels, b.time_ns))
+        }
+        (Row::MetricMeta(a), Row::MetricMeta(b)) => a.metric.cmp(&b.metric),
+        (Row::Span(a), Row::Span(b)) => (&a.service, &a.name, a.start_ns, &a.span_id)
+            .cmp(&(&b.service, &b.name, b.start_ns, &b.span_id)),
+        (Row::Alert(a), Row::Alert(b)) => {
+            (&a.alertname, &a.labels, a.time_ns).cmp(&(&b.alertname, &b.labels, b.time_ns))
+        }
+        _ => a.table().cmp(&b.table()),
+    }
+}
+
+fn map_builder() -> MapBuilder<StringBuilder, StringBuilder> {
+    MapBuilder::new(
+        Some(MapFieldNames {
+            entry: "entries".into(),
+            key: "key".into(),
+            value: "value".into(),
+        }),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    )
+}
+
+fn push_map(b: &mut MapBuilder<StringBuilder, StringBuilder>, labels: &Labels) {
+    for (k, v) in labels {
+        b.keys().append_value(k);
+        b.values().append_value(v);
+    }
+    b.append(true).expect("keys and values have equal lengths");
+}
+
+fn ts() -> TimestampNanosecondBuilder {
+    TimestampNanosecondBuilder::new().with_timezone("UTC")
+}
+
+/// Iterates the rows as the given variant, failing on a row that belongs to another table.
+macro_rules! rows_of {
+    ($rows:expr, $variant:ident, $table:expr) => {
+        $rows.iter().map(|r| match r {
+            Row::$variant(x) => Ok(x),
+            other => Err(ArrowError::InvalidArgumentError(format!(
+                "a {} row in the {} table",
+                other.table(),
+                $table
+            ))),
+        })
+    };
+}
+
+/// Builds one record batch of `table` from rows that all belong to it, in the order given.
+pub fn encode(table: Table, rows: &[Row]) -> Result<RecordBatch, ArrowError> {
+    let columns: Vec<ArrayRef> = match table {
+        Table::Objects => {
+            let (
+                mut observed,
+                mut api,
+                mut kind,
+                mut ns,
+                mut name,
+                mut uid,
+                mut rv,
+                mut change,
+                mut obj,
+            ) = (ts(), sb(), sb(), sb(), sb(), sb(), sb(), sb(), sb());
+            for r in rows_of!(rows, Object, table) {
+                let r: &ObjectRow = r?;
+                observed.append_value(r.observed_ns);
+                api.append_value(&r.api_version);
+                kind.append_value(&r.kind);
+                ns.append_option(r.namespace.as_deref());
+                name.append_value(&r.name);
+                uid.append_value(&r.uid);
+                rv.append_value(&r.resource_version);
+                change.append_value(r.change.as_str());
+                obj.append_value(&r.object);
+            }
+            vec![
+                fin(observed),
+                fin(api),
+                fin(kind),
+                fin(ns),
+                fin(name),
+                fin(uid),
+                fin(rv),
+                fin(change),
+                fin(obj),
+            ]
+        }
+        Table::Events => {
+            let mut time = ts();
+            let mut first = ts();
+            let mut s: Vec<StringBuilder> = (0..17).map(|_| sb()).collect();
+            let mut count = Int32Builder::new();
+            for r in rows_of!(rows, Event, table) {
+                let r: &EventRow = r?;
+                time.append_value(r.time_ns);
+                first.append_option(r.first_time_ns);
+                count.append_value(r.count);
+                let strings: [Option<&str>; 17] = [
+                    Some(&r.namespace),
+                    Some(&r.name),
+                    Some(&r.uid),
+                    Some(&r.event_type),
+                    Some(&r.reason),
+                    Some(&r.message),
+                    r.involved_api_version.as_deref(),
+                    Some(&r.involved_kind),
+                    r.involved_namespace.as_deref(),
+                    Some(&r.involved_name),
+                    r.involved_uid.as_deref(),
+                    r.involved_field_path.as_deref(),
+                    r.source_component.as_deref(),
+                    r.source_host.as_deref(),
+                    r.reporting_controller.as_deref(),
+                    r.reporting_instance.as_deref(),
+                    r.action.as_deref(),
+                ];
+                for (b, v) in s.iter_mut().zip(strings) {
+                    b.append_option(v);
+                }
+            }
+            let mut s = s.into_iter().map(fin);
+            let mut cols = vec![fin(time), fin(first)];
+            cols.extend(s.by_ref().take(6));
+            cols.push(fin(count));
+            cols.extend(s);
+            cols
+        }
+        Table::Logs => {
+            let (mut time, mut ns, mut pod, mut container, mut stream, mut line) =
+                (ts(), sb(), sb(), sb(), sb(), sb());
+            let mut restart = Int32Builder::new();
+            for r in rows_of!(rows, Log, table) {
+                let r: &LogRow = r?;
+                time.append_value(r.time_ns);
+                ns.append_value(&r.namespace);
+                pod.append_value(&r.pod);
+                container.append_value(&r.container);
+                restart.append_value(r.restart);
+                stream.append_value(&r.stream);
+                line.append_value(&r.line);
+            }
+            vec![
+                fin(time),
+                fin(ns),
+                fin(pod),
+                fin(container),
+                fin(restart),
+                fin(stream),
+                fin(line),
+            ]
+        }
+        Table::Metrics => {
+            let (mut metric, mut ns, mut labels, mut time) = (sb(), sb(), map_builder(), ts());
+            let mut value = Float64Builder::new();
+            for r in rows_of!(rows, Metric, table) {
+                let r: &MetricSample = r?;
+                metric.append_value(&r.metric);
+                ns.append_option(r.labels.get("namespace"));
+                push_map(&mut labels, &r.labels);
+                time.append_value(r.time_ns);
+                value.append_value(r.value);
+            }
+            vec![fin(metric), fin(ns), fin(labels), fin(time), fin(value)]
+        }
+        Table::MetricMetadata => {
+            let (mut metric, mut ty, mut help, mut unit) = (sb(), sb(), sb(), sb());
+            for r in rows_of!(rows, MetricMeta, table) {
+                let r: &MetricMeta = r?;
+                metric.append_value(&r.metric);
+                ty.append_value(&r.metric_type);
+                help.append_value(&r.help);
+                unit.append_value(&r.unit);
+            }
+            vec![fin(metric), fin(ty), fin(help), fin(unit)]
+        }
+        Table::Spans => {
+            let (mut trace, mut span, mut parent, mut service, mut name, mut kind) =
+                (sb(), sb(), sb(), sb(), sb(), sb());
+            let (mut start, mut status, mut message) = (ts(), sb(), sb());
+            let mut duration = Int64Builder::new();
+            let (mut res, mut attrs) = (map_builder(), map_builder());
+            for r in rows_of!(rows, Span, table) {
+                let r: &SpanRow = r?;
+                trace.append_value(&r.trace_id);
+                span.append_value(&r.span_id);
+                parent.append_option(r.parent_span_id.as_deref());
+                service.append_value(&r.service);
+                name.append_value(&r.name);
+                kind.append_value(&r.kind);
+                start.append_value(r.start_ns);
+                duration.append_value(r.duration_ns);
+                status.append_value(&r.status_code);
+                message.append_option(r.status_message.as_deref());
+                push_map(&mut res, &r.resource_attributes);
+                push_map(&mut attrs, &r.attributes);
+            }
+            vec![
+                fin(trace),
+                fin(span),
+                fin(parent),
+                fin(service),
+                fin(name),
+                fin(kind),
+                fin(start),
+                fin(duration),
+                fin(status),
+                fin(message),
+                fin(res),
+                fin(attrs),
+            ]
+        }
+        Table::Alerts => {
+            let (mut time, mut name, mut state) = (ts(), sb(), sb());
+            let (mut labels, mut annotations, mut active) = (map_builder(), map_builder(), ts());
+            let mut value = Float64Builder::new();
+            for r in rows_of!(rows, Alert, table) {
+                let r: &AlertRow = r?;
+                time.append_value(r.time_ns);
+                name.append_value(&r.alertname);
+                state.append_value(&r.state);
+                push_map(&mut labels, &r.labels);
+                push_map(&mut annotations, &r.annotations);
+                active.append_option(r.active_at_ns);
+                value.append_option(r.value);
+            }
+            vec![
+                fin(time),
+                fin(name),
+                fin(state),
+                fin(labels),
+                fin(annotations),
+                fin(active),
+                fin(value),
+            ]
+        }
+    };
+    RecordBatch::try_new(table.schema(), columns)
+}
+
+fn sb() -> StringBuilder {
+    StringBuilder::new()
+}
+
+fn fin<B: arrow_array::builder::ArrayBuilder>(mut b: B) -> ArrayRef {
+    b.finish()
+}
+
+/// Reads typed columns of a batch by name; the batch's schema has been checked against the table's.
+struct Cols<'a>(&'a RecordBatch);
+
+impl<'a> Cols<'a> {
+    fn col(&self, name: &str) -> Result<&'a ArrayRef, ArrowError> {
+        self.0
+            .column_by_name(name)
+            .ok_or_else(|| ArrowError::SchemaError(format!("column `{name}` is missing")))
+    }
+    fn str(&self, name: &str) -> Result<StrCol<'a>, ArrowError> {
+        let a = self.col(name)?;
+        match a.data_type() {
+            arrow_schema::DataType::Utf8 => Ok(StrCol::Utf8(a.as_string::<i32>())),
+            arrow_schema::DataType::LargeUtf8 => Ok(StrCol::Large(a.as_string::<i64>())),
+            arrow_schema::DataType::Utf8View => Ok(StrCol::View(a.as_string_view())),
+            other => Err(ArrowError::SchemaError(format!(
+                "column `{name}` is {other}, expected Utf8"
+            ))),
+        }
+    }
+    fn ts(&self, name: &str) -> Result<&'a arrow_array::TimestampNanosecondArray, ArrowError> {
+        self.col(name)?
+            .as_primitive_opt::<TimestampNanosecondType>()
+            .ok_or_else(|| type_error(name, "Timestamp(ns)"))
+    }
+    fn i32(&self, name: &str) -> Result<&'a arrow_array::Int32Array, ArrowError> {
+        self.col(name)?
+            .as_primitive_opt::<Int32Type>()
+            .ok_or_else(|| type_error(name, "Int32"))
+    }
+    fn i64(&self, name: &str) -> Result<&'a arrow_array::Int64Array, ArrowError> {
+        self.col(name)?
+            .as_primitive_opt::<Int64Type>()
+            .ok_or_else(|| type_error(name, "Int64"))
+    }
+    fn f64(&self, name: &str) -> Result<&'a arrow_array::Float64Array, ArrowError> {
+        self.col(name)?
+            .as_primitive_opt::<Float64Type>()
+            .ok_or_else(|| type_error(name, "Float64"))
+    }
+    fn map(&self, name: &str) -> Result<MapCol<'a>, ArrowError> {
+        let map = self
+            .col(name)?
+            .as_map_opt()
+            .ok_or_else(|| type_error(name, "Map<Utf8, Utf8>"))?;
+        let keys = StrCol::of(map.keys(), name)?;
+        let values = StrCol::of(map.values(), name)?;
+        Ok(MapCol { map, keys, values })
+    }
+}
+
+fn type_error(name: &str, expected: &str) -> ArrowError {
+    ArrowError::SchemaError(format!("column `{name}` is not {expected}"))
+}
+
+/// A string column in any of Arrow's three string layouts (polars and pyarrow may write any).
+enum StrCol<'a> {
+    Utf8(&'a arrow_array::StringArray),
+    Large(&'a arrow_array::LargeStringArray),
+    View(&'a arrow_array::StringViewArray),
+}
+
+impl<'a> StrCol<'a> {
+    fn of(a: &'a ArrayRef, name: &str) -> Result<Self, ArrowError> {
+        match a.data_type() {
+            arrow_schema::DataType::Utf8 => Ok(StrCol::Utf8(a.as_string::<i32>())),
+            arrow_schema::DataType::LargeUtf8 => Ok(StrCol::Large(a.as_string::<i64>())),
+            arrow_schema::DataType::Utf8View => Ok(StrCol::View(a.as_string_view())),
+            _ => Err(type_error(name, "a map of strings")),
+        }
+    }
+    fn opt(&self, i: usize) -> Option<String> {
+        let null = match self {
+            StrCol::Utf8(a) => a.is_null(i),
+            StrCol::Large(a) => a.is_null(i),
+            StrCol::View(a) => a.is_null(i),
+        };
+        (!null).then(|| self.get(i))
+    }
+    fn get(&self, i: usize) -> String {
+        match self {
+            StrCol::Utf8(a) => a.value(i).to_string(),
+            StrCol::Large(a) => a.value(i).to_string(),
+            StrCol::View(a) => a.value(i).to_string(),
+        }
+    }
+}
+
+struct MapCol<'a> {
+    map: &'a MapArray,
+    keys: StrCol<'a>,
+    values: StrCol<'a>,
+}
+
+impl MapCol<'_> {
+    fn get(&self, i: usize) -> Labels {
+        let offsets = self.map.value_offsets();
+        let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+        (start..end)
+            .map(|j| (self.keys.get(j), self.values.opt(j).unwrap_or_default()))
+            .collect()
+    }
+}
+
+fn opt_ts(a: &arrow_array::TimestampNanosecondArray, i: usize) -> Option<i64> {
+    (!a.is_null(i)).then(|| a.value(i))
+}
+
+/// Turns a record batch of `table` back into rows.
+pub fn decode(table: Table, batch: &RecordBatch) -> Result<Vec<Row>, ArrowError> {
+    let c = Cols(batch);
+    let n = batch.num_rows();
+    let rows = match table {
+        Table::Objects => {
+            let (observed, api, kind, ns, name, uid, rv, change, obj) = (
+                c.ts("observed")?,
+                c.str("api_version")?,
+                c.str("kind")?,
+                c.str("namespace")?,
+                c.str("name")?,
+                c.str("uid")?,
+                c.str("resource_version")?,
+                c.str("change")?,
+                c.str("object")?,
+            );
+            (0..n)
+                .map(|i| {
+                    let ch = change.get(i);
+                    Ok(Row::Object(ObjectRow {
+                        observed_ns: observed.value(i),
+                        api_version: api.get(i),
+                        kind: kind.get(i),
+                        namespace: ns.opt(i),
+                        name: name.get(i),
+                        uid: uid.get(i),
+                        resource_version: rv.get(i),
+                        change: ChangeType::parse(&ch).ok_or_else(|| {
+                            ArrowError::InvalidArgumentError(format!(
+                                "column `change` row {i}: `{ch}` is not added, modified or deleted"
+                            ))
+                        })?,
+                        object: obj.get(i),
+                    }))
+                })
+                .collect::<Result<Vec<_>, ArrowError>>()?
+        }
+        Table::Events => {
+            let names = [
+                "namespace",
+                "name",
+                "uid",
+                "type",
+                "reason",
+                "message",
+                "involved_api_version",
+                "involved_kind",
+                "involved_namespace",
+                "involved_name",
+                "involved_uid",
+                "involved_field_path",
+                "source_component",
+                "source_host",
+                "reporting_controller",
+                "reporting_instance",
+                "action",
+            ];
+            let s: Vec<StrCol> = names.iter().map(|n| c.str(n)).collect::<Result<_, _>>()?;
+            let (time, first, count) = (c.ts("time")?, c.ts("first_time")?, c.i32("count")?);
+            (0..n)
+                .map(|i| {
+                    Row::Event(EventRow {
+                        time_ns: time.value(i),
+                        first_time_ns: opt_ts(first, i),
+                        namespace: s[0].get(i),
+                        name: s[1].get(i),
+                        uid: s[2].get(i),
+                        event_type: s[3].get(i),
+                        reason: s[4].get(i),
+                        message: s[5].get(i),
+                        count: count.value(i),
+                        involved_api_version: s[6].opt(i),
+                        involved_kind: s[7].get(i),
+                        involved_namespace: s[8].opt(i),
+                        involved_name: s[9].get(i),
+                        involved_uid: s[10].opt(i),
+                        involved_field_path: s[11].opt(i),
+                        source_component: s[12].opt(i),
+                        source_host: s[13].opt(i),
+                        reporting_controller: s[14].opt(i),
+                        reporting_instance: s[15].opt(i),
+                        action: s[16].opt(i),
+                    })
+                })
+                .collect()
+        }
+        Table::Logs => {
+            let (time, ns, pod, container, restart, stream, line) = (
+                c.ts("time")?,
+                c.str("namespace")?,
+                c.str("pod")?,
+                c.str("container")?,
+                c.i32("restart")?,
+                c.str("stream")?,
+                c.str("line")?,
+            );
+            (0..n)
+                .map(|i| {
+                    Row::Log(LogRow {
+                        time_ns: time.value(i),
+                        namespace: ns.get(i),
+                        pod: pod.get(i),
+                        container: container.get(i),
+                        restart: restart.value(i),
+                        stream: stream.get(i),
+                        line: line.get(i),
+                    })
+                })
+                .collect()
+        }
+        Table::Metrics => {
+            let (metric, labels, time, value) = (
+                c.str("metric")?,
+                c.map("labels")?,
+                c.ts("time")?,
+                c.f64("value")?,
+            );
+            (0..n)
+                .map(|i| {
+                    Row::Metric(MetricSample {
+                        metric: metric.get(i),
+                        labels: labels.get(i),
+                        time_ns: time.value(i),
+                        value: value.value(i),
+                    })
+                })
+                .collect()
+        }
+        Table::MetricMetadata => {
+            let (metric, ty, help, unit) = (
+                c.str("metric")?,
+                c.str("type")?,
+                c.str("help")?,
+                c.str("unit")?,
+            );
+            (0..n)
+                .map(|i| {
+                    Row::MetricMeta(MetricMeta {
+                        metric: metric.get(i),
+                        metric_type: ty.get(i),
+                        help: help.get(i),
+                        unit: unit.get(i),
+                    })
+                })
+                .collect()
+        }
+        Table::Spans => {
+            let (trace, span, parent, service, name, kind) = (
+                c.str("trace_id")?,
+                c.str("span_id")?,
+                c.str("parent_span_id")?,
+                c.str("service")?,
+                c.str("name")?,
+                c.str("kind")?,
+            );
+            let (start, duration, status, message) = (
+                c.ts("start")?,
+                c.i64("duration")?,
+                c.str("status_code")?,
+                c.str("status_message")?,
+            );
+            let (res, attrs) = (c.map("resource_attributes")?, c.map("attributes")?);
+            (0..n)
+                .map(|i| {
+                    Row::Span(SpanRow {
+                        trace_id: trace.get(i),
+                        span_id: span.get(i),
+                        parent_span_id: parent.opt(i),
+                        service: service.get(i),
+                        name: name.get(i),
+                        kind: kind.get(i),
+                        start_ns: start.value(i),
+                        duration_ns: duration.value(i),
+                        status_code: status.get(i),
+                        status_message: message.opt(i),
+                        resource_attributes: res.get(i),
+                        attributes: attrs.get(i),
+                    })
+                })
+                .collect()
+        }
+        Table::Alerts => {
+            let (time, name, state, labels, annotations, active, value) = (
+                c.ts("time")?,
+                c.str("alertname")?,
+                c.str("state")?,
+                c.map("labels")?,
+                c.map("annotations")?,
+                c.ts("active_at")?,
+                c.f64("value")?,
+            );
+            (0..n)
+                .map(|i| {
+                    Row::Alert(AlertRow {
+                        time_ns: time.value(i),
+                        alertname: name.get(i),
+                        state: state.get(i),
+                        labels: labels.get(i),
+                        annotations: annotations.get(i),
+                        active_at_ns: opt_ts(active, i),
+                        value: (!value.is_null(i)).then(|| value.value(i)),
+                    })
+                })
+                .collect()
+        }
+    };
+    Ok(rows)
+}
+
+/// The same batch with its schema replaced by the table's canonical one (field metadata included),
+/// when the column types agree. Lets data read back from Parquet be compared and re-written as is.
+pub fn with_table_schema(table: Table, batch: &RecordBatch) -> Result<RecordBatch, ArrowError> {
+    RecordBatch::try_new(table.schema(), batch.columns().to_vec())
+}

@@ -1,0 +1,356 @@
+//! `DatasetWriter`: takes rows of every table in any order and produces a complete dataset directory.
+//!
+//! Memory stays bounded whatever the volume: each table buffers at most `spill_rows` rows; a full
+//! buffer is sorted and spilled to a temporary Arrow IPC run, and `finish` merges the runs in sort
+//! order straight into the Parquet file. Everything is written inside a hidden sibling directory that
+//! is renamed into place only after every file and the manifest are fsynced, so a crash never leaves
+//! something a reader would take for a dataset.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+
+use arrow::ipc::reader::FileReader;
+use arrow::ipc::writer::FileWriter;
+use chrono::{DateTime, Utc};
+use schemas::manifest::Generator;
+use schemas::tables::{Row, Table};
+use schemas::{DATASET_FORMAT_NAME, DATASET_FORMAT_VERSION, Manifest, TableEntry, TimeWindow};
+use sha2::{Digest, Sha256};
+
+use crate::encode::{cmp_rows, decode, encode};
+use crate::error::{DatasetError, Result};
+use crate::table_file::{TableFileWriter, WriteOptions};
+use crate::{MANIFEST_FILE, fsync_dir, sha256_file, write_atomically};
+
+/// What the manifest says about a dataset beyond its tables.
+#[derive(Debug, Clone)]
+pub struct DatasetInfo {
+    pub environment: String,
+    pub application: Option<String>,
+    pub namespaces: Vec<String>,
+    pub window: TimeWindow,
+    pub virtual_now: DateTime<Utc>,
+}
+
+/// Tuning of the writer; the defaults suit datasets of any size on a small machine.
+#[derive(Debug, Clone, Copy)]
+pub struct WriterConfig {
+    pub file: WriteOptions,
+    /// Rows a table buffers before it spills a sorted run to disk.
+    pub spill_rows: usize,
+    /// Rows per batch when encoding sorted rows.
+    pub batch_rows: usize,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        WriterConfig {
+            file: WriteOptions::default(),
+            spill_rows: 1 << 20,
+            batch_rows: 64 * 1024,
+        }
+    }
+}
+
+#[derive(Default)]
+struct TableBuffer {
+    rows: Vec<Row>,
+    runs: Vec<PathBuf>,
+}
+
+/// Writes one dataset directory. Drop it without `finish` and the partial directory is removed.
+pub struct DatasetWriter {
+    final_dir: PathBuf,
+    tmp_dir: PathBuf,
+    config: WriterConfig,
+    buffers: BTreeMap<Table, TableBuffer>,
+    finished: bool,
+}
+
+impl DatasetWriter {
+    /// Starts a dataset that will appear at `dir`, which must not exist yet.
+    pub fn create(dir: &Path) -> Result<Self> {
+        Self::with_config(dir, WriterConfig::default())
+    }
+
+    pub fn with_config(dir: &Path, config: WriterConfig) -> Result<Self> {
+        if dir.exists() {
+            return Err(DatasetError::invalid(
+                dir,
+                "already exists; choose a new output directory",
+            ));
+        }
+        let name = dir
+            .file_name()
+            .ok_or_else(|| DatasetError::invalid(dir, "is not a directory name"))?
+            .to_string_lossy()
+            .into_owned();
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent).map_err(|e| DatasetError::io(&parent, e))?;
+        let tmp_dir = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        if tmp_dir.exists() {
+            std::fs::remove_dir_all(&tmp_dir).map_err(|e| DatasetError::io(&tmp_dir, e))?;
+        }
+        let runs = tmp_dir.join(".runs");
+        std::fs::create_dir_all(&runs).map_err(|e| DatasetError::io(&runs, e))?;
+        Ok(DatasetWriter {
+            final_dir: dir.to_path_buf(),
+            tmp_dir,
+            config,
+            buffers: Table::ALL
+                .iter()
+                .map(|t| (*t, TableBuffer::default()))
+                .collect(),
+            finished: false,
+        })
+    }
+
+    /// Adds one row to its table.
+    pub fn push(&mut self, row: Row) -> Result<()> {
+        let table = row.table();
+        let buffer = self
+            .buffers
+            .get_mut(&table)
+            .expect("every table has a buffer");
+        buffer.rows.push(row);
+        if buffer.rows.len() >= self.config.spill_rows {
+            self.spill(table)?;
+        }
+        Ok(())
+    }
+
+    /// Adds many rows.
+    pub fn extend(&mut self, rows: impl IntoIterator<Item = Row>) -> Result<()> {
+        rows.into_iter().try_for_each(|row| self.push(row))
+    }
+
+    fn spill(&mut self, table: Table) -> Result<()> {
+        let buffer = self
+            .buffers
+            .get_mut(&table)
+            .expect("every table has a buffer");
+        let path = self.tmp_dir.join(".runs").join(format!(
+            "{}-{}.arrow",
+            table.name(),
+            buffer.runs.len()
+        ));
+        let mut rows = std::mem::take(&mut buffer.rows);
+        rows.sort_by(cmp_rows);
+        let file = File::create(&path).map_err(|e| DatasetError::io(&path, e))?;
+        let arrow = |e| DatasetError::arrow(&path, e);
+        let mut writer =
+            FileWriter::try_new(BufWriter::new(file), &table.schema()).map_err(arrow)?;
+        for chunk in rows.chunks(self.config.batch_rows) {
+            writer
+                .write(&encode(table, chunk).map_err(arrow)?)
+                .map_err(arrow)?;
+        }
+        writer.finish().map_err(arrow)?;
+        buffer.runs.push(path);
+        Ok(())
+    }
+
+    /// Sorts and writes every table, writes the manifest, and moves the directory into place.
+    pub fn finish(mut self, info: DatasetInfo) -> Result<Manifest> {
+        let mut tables = BTreeMap::new();
+        for table in Table::ALL {
+            let path = self.tmp_dir.join(table.file_name());
+            let mut file = TableFileWriter::create(&path, table, self.config.file)?;
+            let buffer = self
+                .buffers
+                .get_mut(&table)
+                .expect("every table has a buffer");
+            if buffer.runs.is_empty() {
+                let mut rows = std::mem::take(&mut buffer.rows);
+                rows.sort_by(cmp_rows);
+                for chunk in rows.chunks(self.config.batch_rows) {
+                    let batch = encode(table, chunk).map_err(|e| DatasetError::arrow(&path, e))?;
+                    file.write(&batch)?;
+                }
+            } else {
+                if !buffer.rows.is_empty() {
+                    self.spill(table)?;
+                }
+                let runs = std::mem::take(&mut self.buffers.get_mut(&table).unwrap().runs);
+                merge_runs(table, &runs, &mut file, self.config.batch_rows)?;
+                for run in runs {
+                    std::fs::remove_file(&run).map_err(|e| DatasetError::io(&run, e))?;
+                }
+            }
+            let rows = file.finish()?;
+            let bytes = std::fs::metadata(&path)
+                .map_err(|e| DatasetError::io(&path, e))?
+                .len();
+            let sha256 = sha256_file(&path)?;
+            tables.insert(
+                table,
+                TableEntry {
+                    file: table.file_name(),
+                    rows,
+                    bytes,
+                    sha256,
+                },
+            );
+        }
+        let runs = self.tmp_dir.join(".runs");
+        std::fs::remove_dir(&runs).map_err(|e| DatasetError::io(&runs, e))?;
+
+        let manifest = Manifest {
+            format: DATASET_FORMAT_NAME.to_string(),
+            schema_version: DATASET_FORMAT_VERSION,
+            dataset_id: dataset_id(&tables),
+            environment: info.environment,
+            application: info.application,
+            namespaces: info.namespaces,
+            window: info.window,
+            virtual_now: info.virtual_now,
+            generator: Generator {
+                name: "faultline".to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+            },
+            tables,
+        };
+        let json = serde_json::to_vec_pretty(&manifest).expect("manifest serialises");
+        write_atomically(&self.tmp_dir.join(MANIFEST_FILE), &json)?;
+        fsync_dir(&self.tmp_dir)?;
+        if self.final_dir.exists() {
+            return Err(DatasetError::invalid(
+                &self.final_dir,
+                "appeared while the dataset was being written; the new data is left in place at \
+                 the hidden .partial sibling",
+            ));
+        }
+        std::fs::rename(&self.tmp_dir, &self.final_dir)
+            .map_err(|e| DatasetError::io(&self.final_dir, e))?;
+        if let Some(parent) = self.final_dir.parent() {
+            fsync_dir(if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            })?;
+        }
+        self.finished = true;
+        Ok(manifest)
+    }
+}
+
+impl Drop for DatasetWriter {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = std::fs::remove_dir_all(&self.tmp_dir);
+        }
+    }
+}
+
+/// The opaque id: a digest of the tables' checksums, so identical data gets an identical id and the
+/// id says nothing about how the data was made.
+fn dataset_id(tables: &BTreeMap<Table, TableEntry>) -> String {
+    let mut hasher = Sha256::new();
+    for (table, entry) in tables {
+        hasher.update(table.name());
+        hasher.update(entry.sha256.as_bytes());
+    }
+    format!("ds-{}", &hex::encode(hasher.finalize())[..20])
+}
+
+/// A run's next row, ordered for a min-heap; ties go to the earlier run so the merge is stable.
+struct Head {
+    row: Row,
+    run: usize,
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Head {}
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Head {
+    fn cmp(&self, other: &Self) -> Ordering {
+        cmp_rows(&other.row, &self.row).then(other.run.cmp(&self.run))
+    }
+}
+
+/// Reads one sorted run batch by batch.
+struct RunCursor {
+    path: PathBuf,
+    reader: FileReader<BufReader<File>>,
+    rows: std::vec::IntoIter<Row>,
+    table: Table,
+}
+
+impl RunCursor {
+    fn open(table: Table, path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|e| DatasetError::io(path, e))?;
+        let reader = FileReader::try_new(BufReader::new(file), None)
+            .map_err(|e| DatasetError::arrow(path, e))?;
+        Ok(RunCursor {
+            path: path.to_path_buf(),
+            reader,
+            rows: Vec::new().into_iter(),
+            table,
+        })
+    }
+
+    fn next_row(&mut self) -> Result<Option<Row>> {
+        loop {
+            if let Some(row) = self.rows.next() {
+                return Ok(Some(row));
+            }
+            match self.reader.next() {
+                None => return Ok(None),
+                Some(batch) => {
+                    let batch = batch.map_err(|e| DatasetError::arrow(&self.path, e))?;
+                    self.rows = decode(self.table, &batch)
+                        .map_err(|e| DatasetError::arrow(&self.path, e))?
+                        .into_iter();
+                }
+            }
+        }
+    }
+}
+
+fn merge_runs(
+    table: Table,
+    runs: &[PathBuf],
+    out: &mut TableFileWriter,
+    batch_rows: usize,
+) -> Result<()> {
+    let mut cursors = runs
+        .iter()
+        .map(|p| RunCursor::open(table, p))
+        .collect::<Result<Vec<_>>>()?;
+    let mut heap = BinaryHeap::new();
+    for (run, cursor) in cursors.iter_mut().enumerate() {
+        if let Some(row) = cursor.next_row()? {
+            heap.push(Head { row, run });
+        }
+    }
+    let mut batch = Vec::with_capacity(batch_rows);
+    let path = out.path().to_path_buf();
+    while let Some(Head { row, run }) = heap.pop() {
+        batch.push(row);
+        if let Some(next) = cursors[run].next_row()? {
+            heap.push(Head { row: next, run });
+        }
+        if batch.len() == batch_rows {
+            out.write(&encode(table, &batch).map_err(|e| DatasetError::arrow(&path, e))?)?;
+            batch.clear();
+        }
+    }
+    if !batch.is_empty() {
+        out.write(&encode(table, &batch).map_err(|e| DatasetError::arrow(&path, e))?)?;
+    }
+    Ok(())
+}
