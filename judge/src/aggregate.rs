@@ -1,6 +1,6 @@
 //! Statistics over judged items: per problem and overall (macro: problems weigh the same; micro:
-//! trials weigh the same), with mean, standard error, a percentile-bootstrap 95% interval, pass@1
-//! and pass^k. Agent errors count as 0; judge errors are counted and reported, never dropped
+//! trials weigh the same), with mean, standard error, pass@1 and pass^k, and for the macro row a
+//! percentile-bootstrap 95% interval over problems. Agent errors count as 0; judge errors are counted and reported, never dropped
 //! silently and never scored.
 //!
 //! Differences from ITBench's aggregator, on purpose: the standard error always uses the sample
@@ -81,7 +81,7 @@ fn stat(values: &[f64], passes: usize, agent_errors: usize, judge_errors: usize,
         judge_errors,
         mean: mean(values),
         stderr: stderr(values),
-        ci95: bootstrap_ci(values),
+        ci95: None,
         pass_at_1: (!values.is_empty()).then(|| passes as f64 / values.len() as f64),
         pass_hat_k: pass_hat_k(values.len(), passes, k),
         k: Some(k),
@@ -142,6 +142,8 @@ pub fn agent_stats(items: &[&JudgedItem], threshold: f64, k: Option<usize>) -> A
                     }
                 }
             }
+            // No interval per problem: a handful of trials gives no useful one, and resampling every
+            // score of every problem would dominate re-judging time.
             let st = stat(&values, passes, agent_errors, judge_errors, k);
             if let Some(m) = st.mean {
                 problem_means.push(m);
@@ -172,6 +174,8 @@ pub fn agent_stats(items: &[&JudgedItem], threshold: f64, k: Option<usize>) -> A
                 k: Some(k),
             },
         );
+        // The interval is given for the macro row (problems resampled); resampling every pooled
+        // trial for every score would dominate the time of a cached re-judge.
         let mut micro = stat(&all, all_pass, all_agent_err, all_judge_err, k);
         // pass^k is defined per problem; pooling trials of different problems would not mean it.
         micro.pass_hat_k = None;

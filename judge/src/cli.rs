@@ -111,6 +111,9 @@ pub struct RunArgs {
     /// k for pass^k (default: fewest trials of any problem).
     #[arg(long)]
     pub pass_k: Option<usize>,
+    /// Also write ITBench's per-trial judge_output.json files (under OUT/trials/).
+    #[arg(long)]
+    pub judge_outputs: bool,
     /// Print the run summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -210,6 +213,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             exchanges: args.exchanges,
             pass_k: args.pass_k,
             progress: !args.json,
+            trial_outputs: args.judge_outputs,
         },
     )
     .await?;
@@ -217,6 +221,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let summary = serde_json::json!({
             "items": n_items, "verdicts": rep.verdicts, "judged": rep.judged, "from_cache": rep.from_cache,
             "resumed": rep.resumed, "requests": rep.requests, "judge_errors": rep.judge_errors,
+            "judging_seconds": rep.judging.as_secs_f64(),
             "out": args.out, "usage": results.usage,
         });
         println!("{}", serde_json::to_string_pretty(&summary)?);

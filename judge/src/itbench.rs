@@ -310,7 +310,12 @@ fn proximity(gt_rc: &[String], pf: &[String], path: &[String], decay: impl Fn(us
 
 impl Evaluation {
     pub fn new(gt: &GroundTruth, out: &AgentOutput) -> Self {
-        let idx = GtIndex::new(gt);
+        Self::with_index(gt, &GtIndex::new(gt), out)
+    }
+
+    /// As [`Evaluation::new`] with the ground truth already indexed (its filters compiled), for
+    /// judging many outputs against one ground truth.
+    pub fn with_index(gt: &GroundTruth, idx: &GtIndex, out: &AgentOutput) -> Self {
         let gt_entities: Vec<String> = gt.root_cause_ids().map(str::to_string).collect();
 
         // Root-cause entities.
@@ -362,7 +367,7 @@ impl Evaluation {
         let chain = Prf::new(ratio(common.len(), model_path.len()), ratio(common.len(), gt_path.len()));
 
         // Fault localization.
-        let (fl_component, fl_details) = first_impacted(gt, &idx, &gt_path);
+        let (fl_component, fl_details) = first_impacted(gt, idx, &gt_path);
         let found = fl_component.as_ref().is_some_and(|c| model_path.contains(c));
         let mut fl_details = fl_details;
         fl_details["found_in_model_path"] = json!(found);
@@ -392,12 +397,12 @@ impl Evaluation {
                     .and_then(|g| idx.component_of_group(g))
                     .unwrap_or(&p.component)
                     .to_string();
-                (0, gt_condition(gt, &idx, &comp), "root cause")
+                (0, gt_condition(gt, idx, &comp), "root cause")
             } else {
                 let h = gt_rc.iter().filter_map(|rc| hop(&gt_path, rc, &p.component)).min();
                 match h {
                     Some(h) if h > 0 && gt_path.contains(&p.component) => {
-                        (h, gt_condition(gt, &idx, &p.component), "symptom")
+                        (h, gt_condition(gt, idx, &p.component), "symptom")
                     }
                     _ => continue,
                 }

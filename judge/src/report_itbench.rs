@@ -1,6 +1,7 @@
 //! ITBench's result files, so dashboards built for ITBench-Evaluations keep working:
-//! `evaluation_results.json` (raw results, per-incident and overall statistics, config) and one
-//! `judge_output.json` per trial under `trials/<Scenario-N>/<trial>/`.
+//! `evaluation_results.json` (raw results, per-incident and overall statistics, config) and, on
+//! request, one `judge_output.json` per trial under `trials/<agent>/<Scenario-N>/<trial>/` (the
+//! layout of ITBench's leaderboard runs).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 use crate::aggregate::{mean, stderr};
 use crate::itbench::Evaluation;
 use crate::layout::Item;
-use crate::store::write_json;
+use crate::store::{write_json, write_json_with};
 
 /// Metric keys aggregated in `statistics` (ITBench's list, plus @1..@5 which ITBench leaves out).
 fn aggregated_keys() -> Vec<String> {
@@ -40,12 +41,15 @@ fn scenario_name(problem_id: &str) -> String {
     }
 }
 
+/// Writes `evaluation_results.json`, and with `trial_files` the per-trial `judge_output.json` files.
 pub fn write(
     out_dir: &Path,
     evaluated: &[(&Item, &Evaluation, &JudgedItem)],
     judge_model: Option<&str>,
+    trial_files: bool,
 ) -> anyhow::Result<()> {
     let mut raw = Vec::new();
+    let mut files: Vec<(std::path::PathBuf, Value)> = Vec::with_capacity(evaluated.len());
     let mut per_incident: BTreeMap<&str, Vec<&BTreeMap<String, f64>>> = BTreeMap::new();
     let mut bad_runs = 0usize;
     for (i, (item, eval, judged)) in evaluated.iter().enumerate() {
@@ -87,8 +91,25 @@ pub fn write(
             .join(scenario_name(&r.problem_id))
             .join(&r.trial)
             .join("judge_output.json");
-        write_json(&path, &judge_output)?;
+        if trial_files {
+            files.push((path, judge_output));
+        }
     }
+    // Per-trial copies of what evaluation_results.json holds durably: written without a flush
+    // each, on a few threads, since creating hundreds of small files is the slow part here.
+    let threads = 8.min(files.len().max(1));
+    let chunk = files.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || part.iter().try_for_each(|(path, v)| write_json_with(path, v, false)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().expect("a writer thread panicked"))
+    })?;
 
     let keys = aggregated_keys();
     let mut stats_per_incident = serde_json::Map::new();

@@ -17,6 +17,7 @@ use schemas::verdict::{
 use serde_json::json;
 use tokio::sync::Semaphore;
 
+use crate::entities::GtIndex;
 use crate::itbench::Evaluation;
 use crate::layout::Item;
 use crate::llm::{CallError, Conversation, Llm, StructuredMode, counting_requests};
@@ -44,6 +45,8 @@ pub struct RunConfig {
     pub exchanges: u32,
     pub pass_k: Option<usize>,
     pub progress: bool,
+    /// Also write ITBench's per-trial `judge_output.json` files.
+    pub trial_outputs: bool,
 }
 
 /// What a run did, besides its results.
@@ -55,6 +58,8 @@ pub struct RunReport {
     pub judged: usize,
     pub requests: u64,
     pub judge_errors: usize,
+    /// Time spent producing verdicts (cache lookups and judge calls), without writing reports.
+    pub judging: std::time::Duration,
 }
 
 /// Does the item have structure ITBench's metrics can be computed on?
@@ -70,20 +75,29 @@ struct Prepared {
     item: Item,
     evaluation: Option<Evaluation>,
     prompt: Option<Prompt>,
+    /// Hash of what is judged: ground truth, submission and prompt.
+    content: String,
 }
 
-fn prepare(item: Item, rubric: &Rubric, with_llm: bool) -> Prepared {
+fn prepare(item: Item, rubric: &Rubric, with_llm: bool, idx: &GtIndex, gt_hash: &str) -> Prepared {
     let output = item.output.clone().unwrap_or_default();
-    let evaluation = structured(&item).then(|| Evaluation::new(&item.truth.truth, &output));
+    let evaluation =
+        structured(&item).then(|| Evaluation::with_index(&item.truth.truth, idx, &output));
     let prompt = (with_llm && item.output.is_ok() && !output.is_empty()).then(|| {
         let checklist = rubric.checklist(&item.item.problem_id);
         let extra = evaluation.as_ref().map(|e| e.questions.as_slice()).unwrap_or(&[]);
         prompt::build(&item.truth.truth, &output, &checklist, extra)
     });
+    let content = content_key(&json!({
+        "ground_truth": gt_hash,
+        "submission": item.output.as_ref().map_err(|e| e.as_str()),
+        "prompt_hash": prompt.as_ref().map(Prompt::hash),
+    }));
     Prepared {
         item,
         evaluation,
         prompt,
+        content,
     }
 }
 
@@ -110,9 +124,7 @@ fn cache_key(p: &Prepared, rubric: &Rubric, llm: Option<&Llm>, sample: u32) -> S
         "verdict_version": VERDICT_VERSION,
         "rubric": [rubric.id, rubric.version],
         "judge": judge,
-        "prompt_hash": p.prompt.as_ref().map(Prompt::hash),
-        "ground_truth": p.item.truth.truth,
-        "submission": p.item.output.as_ref().map_err(|e| e.as_str()),
+        "content": p.content,
         "sample": sample,
     }))
 }
@@ -337,10 +349,7 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
     let previous = read_log(&log_path)?;
     let log = LogWriter::open(&log_path)?;
     let with_llm = cfg.llm.is_some();
-    let prepared: Vec<Arc<Prepared>> = items
-        .into_iter()
-        .map(|i| Arc::new(prepare(i, &cfg.rubric, with_llm)))
-        .collect();
+    // Per problem: the compiled ground truth and its hash, shared by all its trials.
     let ctx = Arc::new(Ctx {
         rubric: cfg.rubric.clone(),
         llm: cfg.llm.clone(),
@@ -348,7 +357,7 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
         exchanges: cfg.exchanges,
     });
     let samples = if with_llm { cfg.samples.max(1) } else { 1 };
-    let total = prepared.len() as u64 * u64::from(samples);
+    let total = items.len() as u64 * u64::from(samples);
     let bar = if cfg.progress {
         indicatif::ProgressBar::new(total)
     } else {
@@ -360,13 +369,24 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
             .progress_chars("=> "),
     );
 
+    let t0 = Instant::now();
     let semaphore = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
     let mut report = RunReport::default();
     let mut done: HashMap<(String, u32), Verdict> = HashMap::new();
     let mut tasks = tokio::task::JoinSet::new();
-    for (index, p) in prepared.iter().enumerate() {
+    // Per problem: the compiled ground truth and its hash, shared by all its trials.
+    let mut indexes: HashMap<String, (GtIndex, String)> = HashMap::new();
+    let mut prepared: Vec<Arc<Prepared>> = Vec::with_capacity(items.len());
+    // Items are prepared one by one as they are dispatched, so building prompts overlaps the
+    // judge calls already in flight.
+    for (index, item) in items.into_iter().enumerate() {
+        let (idx, gt_hash) = indexes
+            .entry(item.item.problem_id.clone())
+            .or_insert_with(|| (GtIndex::new(&item.truth.truth), content_key(&item.truth.truth)));
+        let p = Arc::new(prepare(item, &cfg.rubric, with_llm, idx, gt_hash));
+        prepared.push(p.clone());
         for sample in 0..samples {
-            let key = cache_key(p, &ctx.rubric, ctx.llm.as_deref(), sample);
+            let key = cache_key(&p, &ctx.rubric, ctx.llm.as_deref(), sample);
             let id = (p.item.item.id.clone(), sample);
             if let Some(v) = previous.get(&id).filter(|v| v.cache_key == key && v.status != VerdictStatus::JudgeError) {
                 report.resumed += 1;
@@ -384,32 +404,38 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
                 bar.inc(1);
                 continue;
             }
-            let (p, ctx, sem) = (p.clone(), ctx.clone(), semaphore.clone());
+            let (p, ctx, sem, cache) = (p.clone(), ctx.clone(), semaphore.clone(), cfg.cache.clone());
             tasks.spawn(async move {
                 let _permit = sem.acquire_owned().await.expect("semaphore open");
-                (index, judge_sample(&p, &ctx, sample, key).await)
+                let v = judge_sample(&p, &ctx, sample, key).await;
+                // Errors are never cached, so the next run tries them again.
+                let stored = match (&cache, v.status) {
+                    (Some(c), VerdictStatus::Scored | VerdictStatus::AgentError) => c.put(&v),
+                    _ => Ok(()),
+                };
+                (index, v, stored)
             });
         }
     }
     while let Some(joined) = tasks.join_next().await {
-        let (_, v) = joined.context("a judging task panicked")?;
+        let (_, v, stored) = joined.context("a judging task panicked")?;
+        stored?;
         report.judged += 1;
         report.requests += u64::from(v.requests);
         if v.status == VerdictStatus::JudgeError {
             report.judge_errors += 1;
             bar.set_message(format!("{} judge errors", report.judge_errors));
-        } else if let Some(c) = &cfg.cache {
-            // Errors are never cached, so the next run tries them again.
-            c.put(&v)?;
         }
         log.append(v.clone());
         done.insert((v.item.id.clone(), v.sample), v);
         bar.inc(1);
     }
     log.close().await?;
+    report.judging = t0.elapsed();
     bar.finish_and_clear();
     report.verdicts = done.len();
 
+    tracing::debug!(elapsed = ?t0.elapsed(), "verdicts ready");
     let items: Vec<JudgedItem> = prepared
         .iter()
         .map(|p| {
@@ -427,6 +453,7 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
             usage.cost_usd = Some(usage.cost_usd.unwrap_or(0.0) + c);
         }
     }
+    tracing::debug!(elapsed = ?t0.elapsed(), "items combined");
     let results = JudgeResults {
         schema_version: VERDICT_VERSION,
         rubric_id: cfg.rubric.id.clone(),
@@ -440,14 +467,22 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
         started_at,
         finished_at: Utc::now(),
     };
+    tracing::debug!(elapsed = ?t0.elapsed(), "statistics computed");
     write_json(&cfg.out_dir.join(RESULTS_FILE), &results)?;
+    tracing::debug!(elapsed = ?t0.elapsed(), "results written");
     let evaluated: Vec<(&Item, &Evaluation, &JudgedItem)> = prepared
         .iter()
         .zip(&results.items)
         .filter_map(|(p, j)| p.evaluation.as_ref().map(|e| (&p.item, e, j)))
         .collect();
     if !evaluated.is_empty() {
-        report_itbench::write(&cfg.out_dir, &evaluated, cfg.llm.as_deref().map(|l| l.config.model.as_str()))?;
+        report_itbench::write(
+            &cfg.out_dir,
+            &evaluated,
+            cfg.llm.as_deref().map(|l| l.config.model.as_str()),
+            cfg.trial_outputs,
+        )?;
     }
+    tracing::debug!(elapsed = ?t0.elapsed(), "ITBench results written");
     Ok((results, report))
 }

@@ -14,6 +14,13 @@ use tokio::sync::mpsc;
 
 /// Writes `bytes` to `path` atomically: temporary sibling, fsync, rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replacing(path, bytes, true)
+}
+
+/// Temporary sibling then rename, so a reader never sees half a file; `durable` adds the fsync
+/// before the rename. Files that can be regenerated at no cost (cache entries, per-trial copies of
+/// results) skip it: a disk flush per file would cap re-judging at a few hundred verdicts a second.
+pub fn write_replacing(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -25,7 +32,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if durable {
+            f.sync_all()?;
+        }
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {
@@ -34,18 +43,33 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
-/// Pretty JSON with a trailing newline, written atomically.
+/// Pretty JSON with a trailing newline, written atomically and durably.
 pub fn write_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
+    write_json_with(path, value, true)
+}
+
+pub fn write_json_with(path: &Path, value: &impl Serialize, durable: bool) -> anyhow::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes).with_context(|| format!("cannot write {}", path.display()))
+    write_replacing(path, &bytes, durable).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// sha256 over a canonical JSON rendering of the parts (object keys are sorted by serde_json's
 /// `Value` map when `preserve_order` is off; with it on, callers pass values built in a fixed order).
 pub fn content_key(parts: &impl Serialize) -> String {
-    let bytes = serde_json::to_vec(parts).expect("key parts serialise");
-    hex::encode(Sha256::digest(bytes))
+    struct Hashing(Sha256);
+    impl Write for Hashing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Hashing(Sha256::new());
+    serde_json::to_writer(&mut h, parts).expect("key parts serialise");
+    hex::encode(h.0.finalize())
 }
 
 /// The verdict cache: `<dir>/<first two hex>/<key>.json`.
@@ -78,7 +102,9 @@ impl Cache {
     pub fn put(&self, verdict: &Verdict) -> anyhow::Result<()> {
         let path = self.path(&verdict.cache_key);
         let bytes = serde_json::to_vec(verdict)?;
-        write_atomic(&path, &bytes).with_context(|| format!("cannot write cache entry {}", path.display()))
+        // A torn entry after a power loss fails to parse or to match its key, and is ignored.
+        write_replacing(&path, &bytes, false)
+            .with_context(|| format!("cannot write cache entry {}", path.display()))
     }
 }
 

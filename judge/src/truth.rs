@@ -66,10 +66,18 @@ pub fn read_value(path: &Path) -> anyhow::Result<Value> {
 /// Loads ground truths from a file or a directory.
 pub fn load(path: &Path) -> anyhow::Result<BTreeMap<String, LoadedTruth>> {
     let mut out = BTreeMap::new();
+    let mut inconsistent = Vec::new();
     if path.is_dir() {
-        load_dir(path, &mut out)?;
+        load_dir(path, &mut out, &mut inconsistent)?;
     } else {
-        load_file(path, None, &mut out)?;
+        load_file(path, None, &mut out, &mut inconsistent)?;
+    }
+    if let Some(first) = inconsistent.first() {
+        tracing::warn!(
+            "{}: {} ITBench ground truths have inconsistent references and are read as ITBench reads them (first: {first}; RUST_LOG=judge=debug lists all)",
+            path.display(),
+            inconsistent.len()
+        );
     }
     if out.is_empty() {
         bail!(
@@ -81,23 +89,27 @@ pub fn load(path: &Path) -> anyhow::Result<BTreeMap<String, LoadedTruth>> {
     Ok(out)
 }
 
-fn load_dir(dir: &Path, out: &mut BTreeMap<String, LoadedTruth>) -> anyhow::Result<()> {
+fn load_dir(
+    dir: &Path,
+    out: &mut BTreeMap<String, LoadedTruth>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<()> {
     let consolidated = dir.join("ground_truths.json");
     if consolidated.is_file() {
-        return load_file(&consolidated, None, out);
+        return load_file(&consolidated, None, out, notes);
     }
     for entry in sorted_entries(dir)? {
         if entry.is_dir() {
             let name = entry.file_name().map(|n| n.to_string_lossy().into_owned());
             if let Some(file) = CANDIDATES.iter().map(|c| entry.join(c)).find(|p| p.is_file()) {
-                load_file(&file, name.as_deref(), out)?;
+                load_file(&file, name.as_deref(), out, notes)?;
             }
         } else if entry
             .extension()
             .and_then(|e| e.to_str())
             .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
         {
-            load_file(&entry, None, out)?;
+            load_file(&entry, None, out, notes)?;
         }
     }
     Ok(())
@@ -122,6 +134,7 @@ fn load_file(
     path: &Path,
     dir_name: Option<&str>,
     out: &mut BTreeMap<String, LoadedTruth>,
+    notes: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     let value = read_value(path)?;
     let stem = path
@@ -136,10 +149,10 @@ fn load_file(
                 if item.get("id").is_none() {
                     bail!("{origin}: a ground truth in a list needs an `id`");
                 }
-                insert(one(item, &fallback, &origin)?, out)?;
+                insert(one(item, &fallback, &origin, notes)?, out)?;
             }
         }
-        item => insert(one(item, &fallback, &path.display().to_string())?, out)?,
+        item => insert(one(item, &fallback, &path.display().to_string(), notes)?, out)?,
     }
     Ok(())
 }
@@ -158,7 +171,12 @@ fn insert(t: LoadedTruth, out: &mut BTreeMap<String, LoadedTruth>) -> anyhow::Re
 }
 
 /// Reads one document of either family.
-fn one(value: Value, fallback_id: &str, origin: &str) -> anyhow::Result<LoadedTruth> {
+fn one(
+    value: Value,
+    fallback_id: &str,
+    origin: &str,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<LoadedTruth> {
     if !value.is_object() {
         bail!("{origin}: expected a ground-truth object, found {}", kind_of(&value));
     }
@@ -189,9 +207,10 @@ fn one(value: Value, fallback_id: &str, origin: &str) -> anyhow::Result<LoadedTr
     };
     let truth = GroundTruth::from(&doc.body);
     // Real ITBench files have dangling references (scenario 31 points a propagation at a group that
-    // does not exist); ITBench's judge reads them anyway, so this one warns instead of refusing.
+    // does not exist); ITBench's judge reads them anyway, so this one reports instead of refusing.
     if let Err(e) = truth.check() {
-        tracing::warn!("{origin}: {e}");
+        tracing::debug!("{origin}: {e}");
+        notes.push(format!("{origin}: {e}"));
     }
     Ok(LoadedTruth {
         problem_id: canonical_scenario_id(&raw_id),

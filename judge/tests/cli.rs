@@ -123,7 +123,7 @@ fn deterministic_run_on_the_itbench_fixtures_writes_itbench_files() {
     let out = dir.path().join("run");
     let fx = common::fixtures().join("judge_inputs");
     let status = judge()
-        .args(["run", "--no-llm", "--json", "--ground-truth", &fx.display().to_string(), "--outputs", &format!("itbench-agent={}", fx.join("agent_outputs").display()), "--out", &out.display().to_string()])
+        .args(["run", "--no-llm", "--json", "--judge-outputs", "--ground-truth", &fx.display().to_string(), "--outputs", &format!("itbench-agent={}", fx.join("agent_outputs").display()), "--out", &out.display().to_string()])
         .status()
         .unwrap();
     assert!(status.success());

@@ -94,5 +94,6 @@ pub fn run_config(llm: LlmConfig, out_dir: &Path, cache: Option<&Path>) -> RunCo
         exchanges: 3,
         pass_k: None,
         progress: false,
+        trial_outputs: false,
     }
 }
