@@ -1,4 +1,11 @@
 //! faultline's collector: environments (embedded simulator, real Kubernetes, recorded dataset),
 //! capture, the API facades, the problem runner and the `collector` command line.
 
+pub mod api;
 pub mod cli;
+pub mod clock;
+pub mod env;
+pub mod replay;
+pub mod store;
+pub mod sim;
+pub mod run;

@@ -6,6 +6,9 @@ use clap::{Parser, Subcommand};
 
 pub mod dataset;
 pub mod problems;
+pub mod replay;
+pub mod snapshot;
+pub mod sweep;
 
 /// Exit code for a failed command (bad input, IO error, invalid dataset).
 pub const EXIT_FAILURE: u8 = 1;
@@ -30,6 +33,12 @@ pub enum Command {
     Dataset(dataset::Args),
     /// List, show and validate the problem catalog.
     Problems(problems::Args),
+    /// Serve a dataset through the Kubernetes, Prometheus, Jaeger and Loki APIs, read-only.
+    Replay(replay::Args),
+    /// Run a problem in the embedded simulator and write its dataset and ground truth.
+    Snapshot(snapshot::Args),
+    /// Run many problems and seeds in parallel, with an index.
+    Sweep(sweep::Args),
 }
 
 /// Runs a parsed command line.
@@ -37,6 +46,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Dataset(args) => dataset::run(args),
         Command::Problems(args) => problems::run(args),
+        Command::Replay(args) => replay::run(args),
+        Command::Snapshot(args) => snapshot::run(args),
+        Command::Sweep(args) => sweep::run(args),
     }
 }
 

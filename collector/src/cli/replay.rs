@@ -1,0 +1,67 @@
+//! `collector replay DATASET`: serve a dataset through the Kubernetes API (and the other APIs), frozen
+//! at its virtual now.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::replay::{Replay, ReplayOptions, write_file};
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  collector replay out/dataset --write-kubeconfig /tmp/replay.kubeconfig\n  KUBECONFIG=/tmp/replay.kubeconfig kubectl get pods -A\n  collector replay out/dataset --time-shift --listen 127.0.0.1:8080 --env-file /tmp/replay.env")]
+pub struct Args {
+    /// The dataset directory (the one holding manifest.json).
+    pub dataset: PathBuf,
+    /// Address of the first API; the others take the following ports. Port 0 picks free ports.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Serve the system as it was at this RFC 3339 time instead of the dataset's virtual now.
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Move every served time so the recording looks live (ages count from the real now).
+    #[arg(long)]
+    pub time_shift: bool,
+    /// Write a kubeconfig for kubectl here.
+    #[arg(long)]
+    pub write_kubeconfig: Option<PathBuf>,
+    /// Write the endpoints as KEY=URL lines here.
+    #[arg(long)]
+    pub env_file: Option<PathBuf>,
+    /// Print the endpoints as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        let replay = Replay::start(&ReplayOptions {
+            dataset: args.dataset.clone(),
+            listen: args.listen,
+            at: args.at.clone(),
+            time_shift: args.time_shift,
+        })
+        .await?;
+        let e = &replay.endpoints;
+        if let Some(path) = &args.write_kubeconfig {
+            write_file(path, &e.kubeconfig())?;
+        }
+        if let Some(path) = &args.env_file {
+            write_file(path, &e.env_lines())?;
+        }
+        if args.json {
+            println!("{}", serde_json::to_string(e)?);
+        } else {
+            println!("replaying {} (read-only)", args.dataset.display());
+            print!("{}", e.env_lines());
+            if let Some(path) = &args.write_kubeconfig {
+                println!("kubeconfig: {}", path.display());
+            }
+            println!("press Ctrl-C to stop");
+        }
+        use std::io::Write;
+        std::io::stdout().flush()?;
+        replay.wait().await?;
+        Ok(ExitCode::SUCCESS)
+    })
+}

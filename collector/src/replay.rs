@@ -1,0 +1,122 @@
+//! `collector replay`: serve a recorded dataset through the APIs agents use, frozen at a virtual now.
+//!
+//! Each API gets its own listener (the Kubernetes and Prometheus path spaces overlap under
+//! `/api/v1`). The endpoints are printed and, on request, written as a kubeconfig and an env file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::api::kube::{KubeFacade, router as kube_router};
+use crate::clock::{Clock, parse_rfc3339};
+use crate::env::load_dataset;
+
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    pub dataset: PathBuf,
+    /// Host and first port; port 0 picks free ports.
+    pub listen: SocketAddr,
+    /// Serve the cluster as of this time instead of the dataset's virtual now.
+    pub at: Option<String>,
+    pub time_shift: bool,
+}
+
+/// Where each API listens.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Endpoints {
+    pub kubernetes: String,
+}
+
+impl Endpoints {
+    pub fn env_lines(&self) -> String {
+        format!("KUBERNETES_URL={}\n", self.kubernetes)
+    }
+
+    pub fn kubeconfig(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: faultline-replay\n  cluster:\n    server: {}\ncontexts:\n- name: faultline-replay\n  context:\n    cluster: faultline-replay\n    user: faultline-replay\ncurrent-context: faultline-replay\nusers:\n- name: faultline-replay\n  user: {{}}\n",
+            self.kubernetes
+        )
+    }
+}
+
+/// A running replay: its endpoints, and the server task.
+pub struct Replay {
+    pub endpoints: Endpoints,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Replay {
+    /// Loads the dataset and starts listening.
+    pub async fn start(opts: &ReplayOptions) -> anyhow::Result<Replay> {
+        let dir = opts.dataset.clone();
+        let obs = tokio::task::spawn_blocking(move || load_dataset(&dir))
+            .await
+            .context("loading the dataset")??;
+        let window = obs.manifest.window;
+        let virtual_now = match &opts.at {
+            None => obs.manifest.virtual_now,
+            Some(at) => {
+                let t = parse_rfc3339(at).with_context(|| {
+                    format!("--at: `{at}` is not an RFC 3339 time (e.g. 2026-01-01T00:10:00Z)")
+                })?;
+                let t = chrono::DateTime::<chrono::Utc>::from_timestamp_nanos(t);
+                anyhow::ensure!(
+                    window.contains(t),
+                    "--at: {at} is outside the dataset's window {} .. {}",
+                    window.start.to_rfc3339(),
+                    window.end.to_rfc3339()
+                );
+                t
+            }
+        };
+        let now_ns = virtual_now
+            .timestamp_nanos_opt()
+            .context("virtual now is out of range")?;
+        let clock = if opts.time_shift {
+            Clock::shifted(now_ns)
+        } else {
+            Clock::frozen(now_ns)
+        };
+        let kube = Arc::new(KubeFacade::new(obs.timeline.clone(), obs.logs.clone(), clock));
+        let kube_listener = bind(opts.listen, 0).await?;
+        let kube_addr = kube_listener.local_addr()?;
+        let app = kube_router(kube);
+        let server = tokio::spawn(async move { axum::serve(kube_listener, app).await });
+        Ok(Replay {
+            endpoints: Endpoints {
+                kubernetes: format!("http://{kube_addr}"),
+            },
+            server,
+        })
+    }
+
+    /// Serves until the server fails or the process is interrupted.
+    pub async fn wait(self) -> anyhow::Result<()> {
+        tokio::select! {
+            r = self.server => { r??; }
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(())
+    }
+}
+
+/// Binds `base` with its port moved by `offset` (or a free port when the base port is 0).
+async fn bind(base: SocketAddr, offset: u16) -> anyhow::Result<TcpListener> {
+    let mut addr = base;
+    if base.port() != 0 {
+        addr.set_port(base.port() + offset);
+    }
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// Writes a small text file atomically.
+pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    datasets::write_atomically(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
