@@ -18,7 +18,10 @@ const CONCURRENCY: usize = 16;
 
 fn main() {
     common::setup();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let outputs = dir.path().join("outputs");

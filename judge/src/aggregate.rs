@@ -55,7 +55,12 @@ pub fn bootstrap_ci(v: &[f64]) -> Option<[f64; 2]> {
     }
     let mut rng = ChaCha8Rng::seed_from_u64(BOOTSTRAP_SEED);
     let mut means: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
-        .map(|_| (0..v.len()).map(|_| v[rng.random_range(0..v.len())]).sum::<f64>() / v.len() as f64)
+        .map(|_| {
+            (0..v.len())
+                .map(|_| v[rng.random_range(0..v.len())])
+                .sum::<f64>()
+                / v.len() as f64
+        })
         .collect();
     means.sort_by(f64::total_cmp);
     let at = |q: f64| means[((q * (means.len() - 1) as f64).round() as usize).min(means.len() - 1)];
@@ -158,7 +163,10 @@ pub fn agent_stats(items: &[&JudgedItem], threshold: f64, k: Option<usize>) -> A
             all_pass += passes;
             all_agent_err += agent_errors;
             all_judge_err += judge_errors;
-            per_problem.entry(pid.to_string()).or_default().insert(name.clone(), st);
+            per_problem
+                .entry(pid.to_string())
+                .or_default()
+                .insert(name.clone(), st);
         }
         macro_overall.insert(
             name.clone(),
@@ -190,7 +198,11 @@ pub fn agent_stats(items: &[&JudgedItem], threshold: f64, k: Option<usize>) -> A
 }
 
 /// Statistics for every agent of a run.
-pub fn run_stats(items: &[JudgedItem], threshold: f64, k: Option<usize>) -> BTreeMap<String, AgentStats> {
+pub fn run_stats(
+    items: &[JudgedItem],
+    threshold: f64,
+    k: Option<usize>,
+) -> BTreeMap<String, AgentStats> {
     let mut by_agent: BTreeMap<&str, Vec<&JudgedItem>> = BTreeMap::new();
     for it in items {
         by_agent.entry(it.item.agent.as_str()).or_default().push(it);

@@ -54,33 +54,45 @@ pub fn load(path: &Path, by: RaterKey, into: &mut Ratings) -> anyhow::Result<()>
         .unwrap_or_default();
     let shown = path.display().to_string();
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let add_verdict = |into: &mut Ratings, item: &str, rater: String, answers: &[schemas::verdict::Answer]| {
-        for a in answers {
-            into.entry((item.to_string(), a.id.clone()))
-                .or_default()
-                .insert(rater.clone(), a.answer == YesNo::Yes);
-        }
-    };
+    let add_verdict =
+        |into: &mut Ratings, item: &str, rater: String, answers: &[schemas::verdict::Answer]| {
+            for a in answers {
+                into.entry((item.to_string(), a.id.clone()))
+                    .or_default()
+                    .insert(rater.clone(), a.answer == YesNo::Yes);
+            }
+        };
     if ext == "csv" {
         let mut r = csv::Reader::from_path(path).with_context(|| format!("cannot read {shown}"))?;
         for (i, row) in r.deserialize::<Label>().enumerate() {
             let origin = format!("{shown}: row {}", i + 2);
-            let l = row.with_context(|| format!("{origin}: expected columns item, question, answer[, rater]"))?;
+            let l = row.with_context(|| {
+                format!("{origin}: expected columns item, question, answer[, rater]")
+            })?;
             let rater = l.rater.clone().unwrap_or_else(|| file_rater.clone());
-            into.entry((l.item, l.question)).or_default().insert(rater, yes(&l.answer, &origin)?);
+            into.entry((l.item, l.question))
+                .or_default()
+                .insert(rater, yes(&l.answer, &origin)?);
         }
         return Ok(());
     }
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {shown}"))?;
     if ext == "jsonl" {
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
             let v: Verdict = serde_json::from_str(line)
                 .with_context(|| format!("{shown}:{}: not a verdict", i + 1))?;
             if v.status != VerdictStatus::Scored {
                 continue;
             }
             let rater = match by {
-                RaterKey::Model => v.judge.as_ref().map_or_else(|| "none".into(), |j| j.model.clone()),
+                RaterKey::Model => v
+                    .judge
+                    .as_ref()
+                    .map_or_else(|| "none".into(), |j| j.model.clone()),
                 RaterKey::Sample => format!("sample-{}", v.sample),
                 RaterKey::File => file_rater.clone(),
             };
@@ -94,7 +106,10 @@ pub fn load(path: &Path, by: RaterKey, into: &mut Ratings) -> anyhow::Result<()>
         let r: JudgeResults = serde_json::from_value(value)
             .with_context(|| format!("{shown}: not a judge results file"))?;
         let rater = match by {
-            RaterKey::Model => r.judge.as_ref().map_or_else(|| file_rater.clone(), |j| j.model.clone()),
+            RaterKey::Model => r
+                .judge
+                .as_ref()
+                .map_or_else(|| file_rater.clone(), |j| j.model.clone()),
             _ => file_rater.clone(),
         };
         for it in r.items.iter().filter(|i| i.status == VerdictStatus::Scored) {
@@ -102,12 +117,15 @@ pub fn load(path: &Path, by: RaterKey, into: &mut Ratings) -> anyhow::Result<()>
         }
         return Ok(());
     }
-    let labels: Vec<Label> = serde_json::from_value(value)
-        .with_context(|| format!("{shown}: expected a list of {{item, question, answer, rater?}}"))?;
+    let labels: Vec<Label> = serde_json::from_value(value).with_context(|| {
+        format!("{shown}: expected a list of {{item, question, answer, rater?}}")
+    })?;
     for (i, l) in labels.into_iter().enumerate() {
         let origin = format!("{shown}[{i}]");
         let rater = l.rater.clone().unwrap_or_else(|| file_rater.clone());
-        into.entry((l.item, l.question)).or_default().insert(rater, yes(&l.answer, &origin)?);
+        into.entry((l.item, l.question))
+            .or_default()
+            .insert(rater, yes(&l.answer, &origin)?);
     }
     Ok(())
 }
@@ -162,25 +180,30 @@ pub fn agreement<'a>(units: impl IntoIterator<Item = &'a BTreeMap<String, bool>>
     let raw = (!raw_each.is_empty()).then(|| raw_each.iter().sum::<f64>() / raw_each.len() as f64);
 
     // Cohen: two raters, units rated by both.
-    let cohen_kappa = (m == 2).then(|| {
-        let (a, b) = {
-            let mut it = raters.iter();
-            (*it.next().expect("two raters"), *it.next().expect("two raters"))
-        };
-        let pairs: Vec<(bool, bool)> = units
-            .iter()
-            .filter_map(|u| Some((*u.get(a)?, *u.get(b)?)))
-            .collect();
-        let n = pairs.len() as f64;
-        if n == 0.0 {
-            return None;
-        }
-        let po = pairs.iter().filter(|(x, y)| x == y).count() as f64 / n;
-        let pa = pairs.iter().filter(|(x, _)| *x).count() as f64 / n;
-        let pb = pairs.iter().filter(|(_, y)| *y).count() as f64 / n;
-        let pe = pa * pb + (1.0 - pa) * (1.0 - pb);
-        ratio(po - pe, 1.0 - pe)
-    }).flatten();
+    let cohen_kappa = (m == 2)
+        .then(|| {
+            let (a, b) = {
+                let mut it = raters.iter();
+                (
+                    *it.next().expect("two raters"),
+                    *it.next().expect("two raters"),
+                )
+            };
+            let pairs: Vec<(bool, bool)> = units
+                .iter()
+                .filter_map(|u| Some((*u.get(a)?, *u.get(b)?)))
+                .collect();
+            let n = pairs.len() as f64;
+            if n == 0.0 {
+                return None;
+            }
+            let po = pairs.iter().filter(|(x, y)| x == y).count() as f64 / n;
+            let pa = pairs.iter().filter(|(x, _)| *x).count() as f64 / n;
+            let pb = pairs.iter().filter(|(_, y)| *y).count() as f64 / n;
+            let pe = pa * pb + (1.0 - pa) * (1.0 - pb);
+            ratio(po - pe, 1.0 - pe)
+        })
+        .flatten();
 
     // Fleiss and Gwet: complete units (every rater rated).
     let complete: Vec<&&BTreeMap<String, bool>> = units.iter().filter(|u| u.len() == m).collect();
@@ -202,7 +225,10 @@ pub fn agreement<'a>(units: impl IntoIterator<Item = &'a BTreeMap<String, bool>>
         let pe_fleiss = p_yes * p_yes + (1.0 - p_yes) * (1.0 - p_yes);
         // Gwet: chance agreement = Σ_k π_k (1 − π_k) / (q − 1), q = 2 categories.
         let pe_gwet = 2.0 * p_yes * (1.0 - p_yes);
-        (ratio(p_bar - pe_fleiss, 1.0 - pe_fleiss), ratio(p_bar - pe_gwet, 1.0 - pe_gwet))
+        (
+            ratio(p_bar - pe_fleiss, 1.0 - pe_fleiss),
+            ratio(p_bar - pe_gwet, 1.0 - pe_gwet),
+        )
     };
     Agreement {
         units: units.len(),
@@ -245,7 +271,12 @@ mod tests {
 
     fn units(rows: &[&[bool]]) -> Vec<BTreeMap<String, bool>> {
         rows.iter()
-            .map(|r| r.iter().enumerate().map(|(i, v)| (format!("r{i}"), *v)).collect())
+            .map(|r| {
+                r.iter()
+                    .enumerate()
+                    .map(|(i, v)| (format!("r{i}"), *v))
+                    .collect()
+            })
             .collect()
     }
 
@@ -273,7 +304,12 @@ mod tests {
     #[test]
     fn fleiss_by_hand_and_the_prevalence_paradox() {
         // Three raters, four units.
-        let u = units(&[&[true, true, true], &[true, true, false], &[false, false, false], &[true, false, false]]);
+        let u = units(&[
+            &[true, true, true],
+            &[true, true, false],
+            &[false, false, false],
+            &[true, false, false],
+        ]);
         let a = agreement(&u);
         // P_i: 1, 1/3, 1, 1/3 → P̄ = 2/3; p_yes = 6/12 = .5 → P̄e = .5 → κ = (2/3 − .5)/.5 = 1/3
         assert!((a.fleiss_kappa.unwrap() - 1.0 / 3.0).abs() < 1e-12);

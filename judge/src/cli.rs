@@ -19,7 +19,11 @@ use crate::store::{Cache, write_atomic, write_json};
 use crate::truth;
 
 #[derive(Debug, Parser)]
-#[command(name = "judge", version, about = "Judge AI SRE agents' diagnoses against ground truth")]
+#[command(
+    name = "judge",
+    version,
+    about = "Judge AI SRE agents' diagnoses against ground truth"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -28,14 +32,18 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Judge agent outputs: checklist LLM judge plus ITBench's metrics computed in code.
-    #[command(after_help = "Example: judge run --ground-truth itbench/ground_truths.json --outputs react=itbench/agent_outputs --out runs/react --model gpt-4o-mini\n\
-Exit codes: 0 every item judged; 1 some items are judge errors (re-run to retry them) or bad input; 2 usage.")]
-    Run(RunArgs),
+    #[command(
+        after_help = "Example: judge run --ground-truth itbench/ground_truths.json --outputs react=itbench/agent_outputs --out runs/react --model gpt-4o-mini\n\
+Exit codes: 0 every item judged; 1 some items are judge errors (re-run to retry them) or bad input; 2 usage."
+    )]
+    Run(Box<RunArgs>),
     /// Build a leaderboard (JSON and a static HTML page with plots) from judge runs.
     #[command(after_help = "Example: judge report runs/react runs/baseline --out board/")]
     Report(ReportArgs),
     /// Agreement between judges, samples or people: Cohen's and Fleiss' kappa, raw agreement, Gwet's AC1.
-    #[command(after_help = "Example: judge agree runs/gpt4o/verdicts.jsonl runs/llama/verdicts.jsonl labels/human.csv --by model")]
+    #[command(
+        after_help = "Example: judge agree runs/gpt4o/verdicts.jsonl runs/llama/verdicts.jsonl labels/human.csv --by model"
+    )]
     Agree(AgreeArgs),
 }
 
@@ -60,9 +68,18 @@ pub struct RunArgs {
     /// Compute only the deterministic metrics; make no LLM call.
     #[arg(long)]
     pub no_llm: bool,
-    #[arg(long, env = "JUDGE_BASE_URL", default_value = "https://api.openai.com/v1")]
+    #[arg(
+        long,
+        env = "JUDGE_BASE_URL",
+        default_value = "https://api.openai.com/v1"
+    )]
     pub base_url: String,
-    #[arg(long, env = "JUDGE_API_KEY", default_value = "dummy", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "JUDGE_API_KEY",
+        default_value = "dummy",
+        hide_env_values = true
+    )]
     pub api_key: String,
     #[arg(long, env = "JUDGE_MODEL", default_value = "gpt-4o-mini")]
     pub model: String,
@@ -155,7 +172,7 @@ fn default_cache_dir() -> PathBuf {
         .join("judge")
 }
 
-pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
     let rubric = rubric::load_or_default(args.rubric.as_deref())?;
     let truths = truth::load(&args.ground_truth)?;
     let mut scan = Scan::default();
@@ -173,7 +190,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         tracing::warn!("no ground truth for {w}; skipped");
     }
     if scan.items.is_empty() {
-        bail!("no agent output matches a ground truth (read {} ground truths)", truths.len());
+        bail!(
+            "no agent output matches a ground truth (read {} ground truths)",
+            truths.len()
+        );
     }
     let llm = if args.no_llm {
         None
@@ -198,7 +218,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Some(p) => PriceTable::load(p)?,
         None => PriceTable::built_in(),
     };
-    let cache = (!args.no_cache).then(|| Cache::new(args.cache.clone().unwrap_or_else(default_cache_dir)));
+    let cache =
+        (!args.no_cache).then(|| Cache::new(args.cache.clone().unwrap_or_else(default_cache_dir)));
     let n_items = scan.items.len();
     let (results, rep) = runner::run(
         scan.items,
@@ -244,7 +265,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         println!("wrote {}", args.out.display());
     }
-    Ok(if rep.judge_errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if rep.judge_errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
@@ -253,9 +278,13 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|p| report::load_results(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let metric = args.metric.clone().unwrap_or_else(|| report::default_metric(&runs));
+    let metric = args
+        .metric
+        .clone()
+        .unwrap_or_else(|| report::default_metric(&runs));
     let lb = report::leaderboard(&runs, &metric)?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
     write_json(&args.out.join("leaderboard.json"), &lb)?;
     let html_path = args.out.join("index.html");
     write_atomic(&html_path, report::html(&lb).as_bytes())
@@ -264,9 +293,19 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&lb)?);
     } else {
         for r in &lb.rows {
-            println!("{:>3}. {:<30} {} {}", r.rank, r.agent, metric, r.score.map_or("–".into(), |s| format!("{s:.3}")));
+            println!(
+                "{:>3}. {:<30} {} {}",
+                r.rank,
+                r.agent,
+                metric,
+                r.score.map_or("–".into(), |s| format!("{s:.3}"))
+            );
         }
-        println!("wrote {} and {}", args.out.join("leaderboard.json").display(), html_path.display());
+        println!(
+            "wrote {} and {}",
+            args.out.join("leaderboard.json").display(),
+            html_path.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -278,19 +317,36 @@ pub fn agree(args: AgreeArgs) -> anyhow::Result<ExitCode> {
     }
     let rep = agree::report(&ratings);
     if rep.raters.len() < 2 {
-        bail!("agreement needs at least two raters; found {:?} (try --by sample or --by file)", rep.raters);
+        bail!(
+            "agreement needs at least two raters; found {:?} (try --by sample or --by file)",
+            rep.raters
+        );
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rep)?);
         return Ok(ExitCode::SUCCESS);
     }
     println!("raters: {}", rep.raters.join(", "));
-    println!("{:<14} {:>6} {:>8} {:>8} {:>8} {:>8}  band", "question", "units", "raw", "cohen", "fleiss", "ac1");
+    println!(
+        "{:<14} {:>6} {:>8} {:>8} {:>8} {:>8}  band",
+        "question", "units", "raw", "cohen", "fleiss", "ac1"
+    );
     let f = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.3}"));
-    for (q, a) in rep.per_question.iter().map(|(q, a)| (q.as_str(), a)).chain([("pooled", &rep.pooled)]) {
+    for (q, a) in rep
+        .per_question
+        .iter()
+        .map(|(q, a)| (q.as_str(), a))
+        .chain([("pooled", &rep.pooled)])
+    {
         println!(
             "{:<14} {:>6} {:>8} {:>8} {:>8} {:>8}  {}",
-            q, a.units, f(a.raw), f(a.cohen_kappa), f(a.fleiss_kappa), f(a.gwet_ac1), a.band.unwrap_or("–")
+            q,
+            a.units,
+            f(a.raw),
+            f(a.cohen_kappa),
+            f(a.fleiss_kappa),
+            f(a.gwet_ac1),
+            a.band.unwrap_or("–")
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -27,9 +27,8 @@ static POD_SUFFIX: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(.+?)(?:-[bcdfghjklmnpqrstvwxz2-9]{6,10}-[bcdfghjklmnpqrstvwxz2-9]{5}|-[0-9]+|-[bcdfghjklmnpqrstvwxz2-9]{5})$")
         .expect("valid regex")
 });
-static RS_SUFFIX: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(.+?)-[bcdfghjklmnpqrstvwxz2-9]{6,10}$").expect("valid regex")
-});
+static RS_SUFFIX: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(.+?)-[bcdfghjklmnpqrstvwxz2-9]{6,10}$").expect("valid regex"));
 
 /// Kinds of one application service: grouped into a single semantic component by service name.
 const WORKLOAD_KINDS: [&str; 8] = [
@@ -83,7 +82,8 @@ pub fn canonical_kind(raw: &str) -> String {
 }
 
 fn is_kind_word(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && s.chars().all(|c| c.is_ascii_alphanumeric())
+    s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && s.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 fn same_kind(a: &str, b: &str) -> bool {
@@ -109,9 +109,17 @@ impl EntityRef {
             [first, name] => {
                 let looks_like_kind = canonical_kind(first) != *first || is_kind_word(first);
                 if looks_like_kind {
-                    Self { namespace: None, kind: Some(canonical_kind(first)), name: name.to_string() }
+                    Self {
+                        namespace: None,
+                        kind: Some(canonical_kind(first)),
+                        name: name.to_string(),
+                    }
                 } else {
-                    Self { namespace: Some(first.to_string()), kind: None, name: name.to_string() }
+                    Self {
+                        namespace: Some(first.to_string()),
+                        kind: None,
+                        name: name.to_string(),
+                    }
                 }
             }
             _ => {
@@ -128,7 +136,11 @@ impl EntityRef {
                         kind: Some(canonical_kind(kind)),
                         name: name.trim().to_string(),
                     },
-                    _ => Self { namespace: None, kind: None, name: s.to_string() },
+                    _ => Self {
+                        namespace: None,
+                        kind: None,
+                        name: s.to_string(),
+                    },
                 }
             }
         }
@@ -195,7 +207,11 @@ fn group_base(c: &Component) -> String {
     if let Some(n) = &c.name {
         return n.to_ascii_lowercase();
     }
-    let from_filter = c.filter.first().map(|f| literal_prefix(f)).unwrap_or_default();
+    let from_filter = c
+        .filter
+        .first()
+        .map(|f| literal_prefix(f))
+        .unwrap_or_default();
     if from_filter.is_empty() {
         c.id.to_ascii_lowercase()
     } else {
@@ -218,14 +234,17 @@ pub struct GtIndex {
 impl GtIndex {
     pub fn new(gt: &GroundTruth) -> Self {
         // Alias classes: union of alias sets sharing a member.
-        let mut class_of: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut next = 0;
-        for c in &gt.components {
-            class_of.insert(c.id.as_str(), next);
-            next += 1;
-        }
+        let mut class_of: BTreeMap<&str, usize> = gt
+            .components
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.as_str(), i))
+            .collect();
         for set in &gt.aliases {
-            let classes: Vec<usize> = set.iter().filter_map(|id| class_of.get(id.as_str()).copied()).collect();
+            let classes: Vec<usize> = set
+                .iter()
+                .filter_map(|id| class_of.get(id.as_str()).copied())
+                .collect();
             if let Some(&target) = classes.iter().min() {
                 for v in class_of.values_mut() {
                     if classes.contains(v) {
@@ -242,7 +261,12 @@ impl GtIndex {
                 let component = if is_workload(&c.kind) {
                     app_key(c.namespace.as_deref(), &base)
                 } else {
-                    format!("obj:{}/{}/{}", c.namespace.as_deref().unwrap_or("*"), c.kind, c.id)
+                    format!(
+                        "obj:{}/{}/{}",
+                        c.namespace.as_deref().unwrap_or("*"),
+                        c.kind,
+                        c.id
+                    )
                 };
                 GtGroup {
                     id: c.id.clone(),
@@ -257,10 +281,17 @@ impl GtIndex {
                 }
             })
             .collect();
-        let mut rc: Vec<usize> = groups.iter().filter(|g| g.root_cause).map(|g| g.class).collect();
+        let mut rc: Vec<usize> = groups
+            .iter()
+            .filter(|g| g.root_cause)
+            .map(|g| g.class)
+            .collect();
         rc.sort_unstable();
         rc.dedup();
-        Self { root_cause_classes: rc.len(), groups }
+        Self {
+            root_cause_classes: rc.len(),
+            groups,
+        }
     }
 
     pub fn group(&self, id: &str) -> Option<&GtGroup> {
@@ -269,14 +300,14 @@ impl GtIndex {
 
     /// Is this group a root cause, or aliased to one?
     pub fn in_root_cause_class(&self, g: &GtGroup) -> bool {
-        self.groups.iter().any(|o| o.root_cause && o.class == g.class)
+        self.groups
+            .iter()
+            .any(|o| o.root_cause && o.class == g.class)
     }
 
     fn name_matches(g: &GtGroup, name: &str) -> bool {
-        if let Some(n) = &g.name {
-            if n == name {
-                return true;
-            }
+        if g.name.as_deref() == Some(name) {
+            return true;
         }
         if g.patterns.is_empty() && g.name.is_none() {
             return g.id == name;
@@ -288,7 +319,9 @@ impl GtIndex {
     /// equal to the group's name or matching one of its filters. Groups of the entity's own
     /// application service come first, then ground-truth order.
     pub fn matches(&self, e: &EntityRef) -> Vec<&GtGroup> {
-        let Some(kind) = &e.kind else { return Vec::new() };
+        let Some(kind) = &e.kind else {
+            return Vec::new();
+        };
         let mut found: Vec<&GtGroup> = self
             .groups
             .iter()
@@ -383,14 +416,24 @@ mod tests {
         let p = EntityRef::parse;
         assert_eq!(
             p("otel-demo/ConfigMap/flagd-config"),
-            EntityRef { namespace: Some("otel-demo".into()), kind: Some("ConfigMap".into()), name: "flagd-config".into() }
+            EntityRef {
+                namespace: Some("otel-demo".into()),
+                kind: Some("ConfigMap".into()),
+                name: "flagd-config".into()
+            }
         );
         assert_eq!(p("service/flagd").kind.as_deref(), Some("Service"));
         assert_eq!(p("flagd-config ConfigMap").name, "flagd-config");
-        assert_eq!(p("currency-68d8484df8-c2rsg (Pod)").kind.as_deref(), Some("Pod"));
+        assert_eq!(
+            p("currency-68d8484df8-c2rsg (Pod)").kind.as_deref(),
+            Some("Pod")
+        );
         assert_eq!(p("load-generator").kind, None);
         assert_eq!(p("currency-68d8484df8-c2rsg Pod").base(), "currency");
-        assert_eq!(p("frontend-proxy-7f8bf5c55d-lm7z6 Pod").base(), "frontend-proxy");
+        assert_eq!(
+            p("frontend-proxy-7f8bf5c55d-lm7z6 Pod").base(),
+            "frontend-proxy"
+        );
         assert_eq!(p("valkey-cart-0 Pod").base(), "valkey-cart");
         assert_eq!(p("frontend-proxy Service").base(), "frontend-proxy");
     }

@@ -54,7 +54,11 @@ impl Prf {
         } else {
             0.0
         };
-        Self { precision, recall, f1 }
+        Self {
+            precision,
+            recall,
+            f1,
+        }
     }
 }
 
@@ -168,11 +172,19 @@ pub fn lcs(a: &[String], b: &[String]) -> Vec<String> {
 }
 
 fn ratio(num: usize, den: usize) -> f64 {
-    if den == 0 { 0.0 } else { num as f64 / den as f64 }
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
 }
 
 fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
 }
 
 /// Does `name` occur in `text` as a whole word (hyphens and underscores count as word characters)?
@@ -248,7 +260,12 @@ fn agent_reasoning(out: &AgentOutput, index: usize) -> String {
 fn gt_condition(gt: &GroundTruth, idx: &GtIndex, component: &str) -> String {
     let mut parts: Vec<String> = Vec::new();
     for f in &gt.faults {
-        let at = match f.target.component.as_deref().and_then(|c| idx.component_of_group(c)) {
+        let at = match f
+            .target
+            .component
+            .as_deref()
+            .and_then(|c| idx.component_of_group(c))
+        {
             Some(c) => c == component,
             None => {
                 let target = EntityRef {
@@ -290,12 +307,29 @@ fn hop(path: &[String], a: &str, b: &str) -> Option<usize> {
     if a == b {
         return Some(0);
     }
-    let pa: Vec<usize> = path.iter().enumerate().filter(|(_, c)| *c == a).map(|(i, _)| i).collect();
-    let pb: Vec<usize> = path.iter().enumerate().filter(|(_, c)| *c == b).map(|(i, _)| i).collect();
-    pa.iter().flat_map(|i| pb.iter().map(move |j| i.abs_diff(*j))).min()
+    let pa: Vec<usize> = path
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| *c == a)
+        .map(|(i, _)| i)
+        .collect();
+    let pb: Vec<usize> = path
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| *c == b)
+        .map(|(i, _)| i)
+        .collect();
+    pa.iter()
+        .flat_map(|i| pb.iter().map(move |j| i.abs_diff(*j)))
+        .min()
 }
 
-fn proximity(gt_rc: &[String], pf: &[String], path: &[String], decay: impl Fn(usize) -> f64) -> Prf {
+fn proximity(
+    gt_rc: &[String],
+    pf: &[String],
+    path: &[String],
+    decay: impl Fn(usize) -> f64,
+) -> Prf {
     let best = |a: &str, others: &[String]| {
         others
             .iter()
@@ -322,14 +356,30 @@ impl Evaluation {
         let mut claimed: BTreeSet<usize> = BTreeSet::new();
         let mut claims_in_order: Vec<Option<usize>> = Vec::new();
         let mut predictions = Vec::new();
-        for (i, e) in out.entities.iter().enumerate().filter(|(_, e)| e.contributing_factor) {
+        for (i, e) in out
+            .entities
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.contributing_factor)
+        {
             let r = EntityRef::parse(&e.name);
             let cands = idx.matches(&r);
-            let rc: Vec<_> = cands.iter().filter(|g| idx.in_root_cause_class(g)).collect();
-            let chosen = rc.iter().find(|g| !claimed.contains(&g.class)).or(rc.first());
+            let rc: Vec<_> = cands
+                .iter()
+                .filter(|g| idx.in_root_cause_class(g))
+                .collect();
+            let chosen = rc
+                .iter()
+                .find(|g| !claimed.contains(&g.class))
+                .or(rc.first());
             let (matches_gt, matched_to, class, component) = match chosen {
                 Some(g) => (true, Some(g.id.clone()), Some(g.class), g.component.clone()),
-                None => (false, cands.first().map(|g| g.id.clone()), None, idx.component_of(&r)),
+                None => (
+                    false,
+                    cands.first().map(|g| g.id.clone()),
+                    None,
+                    idx.component_of(&r),
+                ),
             };
             if let Some(c) = class {
                 claimed.insert(c);
@@ -347,7 +397,11 @@ impl Evaluation {
         let at = |k: usize| {
             let top = &predictions[..k.min(predictions.len())];
             let tp = top.iter().filter(|p| p.matches_gt).count();
-            let classes: BTreeSet<usize> = claims_in_order[..top.len()].iter().flatten().copied().collect();
+            let classes: BTreeSet<usize> = claims_in_order[..top.len()]
+                .iter()
+                .flatten()
+                .copied()
+                .collect();
             Prf::new(ratio(tp, top.len()), ratio(classes.len(), n))
         };
         let entity = at(predictions.len());
@@ -357,18 +411,33 @@ impl Evaluation {
         let gt_path = if gt.propagations.is_empty() {
             idx.root_cause_components()
         } else {
-            walk(gt.propagations.iter().map(|p| (idx.component_of_id(&p.source), idx.component_of_id(&p.target))))
+            walk(gt.propagations.iter().map(|p| {
+                (
+                    idx.component_of_id(&p.source),
+                    idx.component_of_id(&p.target),
+                )
+            }))
         };
         let model_path = walk(out.propagations.iter().map(|p| {
-            let c = |raw: &str, name: Option<&str>| idx.component_of(&EntityRef::parse(&endpoint(out, raw, name)));
-            (c(&p.source, p.source_name.as_deref()), c(&p.target, p.target_name.as_deref()))
+            let c = |raw: &str, name: Option<&str>| {
+                idx.component_of(&EntityRef::parse(&endpoint(out, raw, name)))
+            };
+            (
+                c(&p.source, p.source_name.as_deref()),
+                c(&p.target, p.target_name.as_deref()),
+            )
         }));
         let common = lcs(&model_path, &gt_path);
-        let chain = Prf::new(ratio(common.len(), model_path.len()), ratio(common.len(), gt_path.len()));
+        let chain = Prf::new(
+            ratio(common.len(), model_path.len()),
+            ratio(common.len(), gt_path.len()),
+        );
 
         // Fault localization.
         let (fl_component, fl_details) = first_impacted(gt, idx, &gt_path);
-        let found = fl_component.as_ref().is_some_and(|c| model_path.contains(c));
+        let found = fl_component
+            .as_ref()
+            .is_some_and(|c| model_path.contains(c));
         let mut fl_details = fl_details;
         fl_details["found_in_model_path"] = json!(found);
 
@@ -383,7 +452,11 @@ impl Evaluation {
         let l = gt_path.len();
         let proximity_no_fp = proximity(&gt_rc, &pf, &gt_path, |h| 1.0 / (1.0 + h as f64));
         let proximity_with_fp = proximity(&gt_rc, &pf, &gt_path, |h| {
-            if l == 0 { 1.0 / (1.0 + h as f64) } else { 1.0 / (1.0 + h as f64 / l as f64) }
+            if l == 0 {
+                1.0 / (1.0 + h as f64)
+            } else {
+                1.0 / (1.0 + h as f64 / l as f64)
+            }
         });
 
         // Reasoning questions: only for entities that carry reasoning.
@@ -399,7 +472,10 @@ impl Evaluation {
                     .to_string();
                 (0, gt_condition(gt, idx, &comp), "root cause")
             } else {
-                let h = gt_rc.iter().filter_map(|rc| hop(&gt_path, rc, &p.component)).min();
+                let h = gt_rc
+                    .iter()
+                    .filter_map(|rc| hop(&gt_path, rc, &p.component))
+                    .min();
                 match h {
                     Some(h) if h > 0 && gt_path.contains(&p.component) => {
                         (h, gt_condition(gt, idx, &p.component), "symptom")
@@ -427,7 +503,12 @@ impl Evaluation {
                     p.entity
                 ),
             });
-            targets.push(ReasoningTarget { prediction: k, hop_away, same_id, detail_id });
+            targets.push(ReasoningTarget {
+                prediction: k,
+                hop_away,
+                same_id,
+                detail_id,
+            });
         }
         Self {
             gt_entities,
@@ -496,12 +577,21 @@ impl Evaluation {
         let mut s = serde_json::Map::new();
         let mut entity = prf(&self.entity);
         entity["gt_entities"] = json!(self.gt_entities);
-        entity["predicted_entities"] = json!(self.predictions.iter().map(|p| {
-            let mut v = json!({"entity": p.entity, "matches_gt": p.matches_gt});
-            if let Some(m) = &p.matched_to { v["matched_to"] = json!(m); }
-            v
-        }).collect::<Vec<_>>());
-        entity["justification"] = json!("computed by rule: kind, namespace and name/filter match against root-cause groups and their aliases");
+        entity["predicted_entities"] = json!(
+            self.predictions
+                .iter()
+                .map(|p| {
+                    let mut v = json!({"entity": p.entity, "matches_gt": p.matches_gt});
+                    if let Some(m) = &p.matched_to {
+                        v["matched_to"] = json!(m);
+                    }
+                    v
+                })
+                .collect::<Vec<_>>()
+        );
+        entity["justification"] = json!(
+            "computed by rule: kind, namespace and name/filter match against root-cause groups and their aliases"
+        );
         s.insert("root_cause_entity".into(), entity);
         for (k, p) in self.entity_at.iter().enumerate() {
             s.insert(format!("root_cause_entity_k@{}", k + 1), prf(p));
@@ -521,19 +611,34 @@ impl Evaluation {
                 "normalization_map": self.predictions.iter().map(|p| (p.entity.clone(), json!(display(&p.component)))).collect::<serde_json::Map<_, _>>(),
             }
         }));
-        s.insert("fault_localization_component_identification".into(), json!({
-            "calculation": self.fault_localization,
-            "details": self.fl_details,
-        }));
+        s.insert(
+            "fault_localization_component_identification".into(),
+            json!({
+                "calculation": self.fault_localization,
+                "details": self.fl_details,
+            }),
+        );
         let mut no_fp = prf(&self.proximity_no_fp);
-        no_fp["precision_details"] = json!(names(&self.predictions.iter().map(|p| p.component.clone()).collect::<Vec<_>>()));
+        no_fp["precision_details"] = json!(names(
+            &self
+                .predictions
+                .iter()
+                .map(|p| p.component.clone())
+                .collect::<Vec<_>>()
+        ));
         s.insert("root_cause_proximity_no_fp".into(), no_fp);
         let mut with_fp = prf(&self.proximity_with_fp);
         with_fp["gt_path_length"] = json!(self.gt_path.len());
         s.insert("root_cause_proximity_with_fp".into(), with_fp);
         if let Some(r) = reasoning {
-            s.insert("root_cause_reasoning".into(), json!({"calculation": r.root_cause_reasoning, "details": r.details}));
-            s.insert("root_cause_reasoning_partial".into(), json!({"calculation": r.root_cause_reasoning_partial, "details": r.details}));
+            s.insert(
+                "root_cause_reasoning".into(),
+                json!({"calculation": r.root_cause_reasoning, "details": r.details}),
+            );
+            s.insert(
+                "root_cause_reasoning_partial".into(),
+                json!({"calculation": r.root_cause_reasoning_partial, "details": r.details}),
+            );
         }
         Value::Object(s)
     }
@@ -554,10 +659,16 @@ impl Evaluation {
         prf("root_cause_proximity_no_fp", &self.proximity_no_fp);
         prf("root_cause_proximity_with_fp", &self.proximity_with_fp);
         v.push(("propagation_chain".into(), self.chain.f1));
-        v.push(("fault_localization_component_identification".into(), self.fault_localization));
+        v.push((
+            "fault_localization_component_identification".into(),
+            self.fault_localization,
+        ));
         if let Some(r) = reasoning {
             v.push(("root_cause_reasoning".into(), r.root_cause_reasoning));
-            v.push(("root_cause_reasoning_partial".into(), r.root_cause_reasoning_partial));
+            v.push((
+                "root_cause_reasoning_partial".into(),
+                r.root_cause_reasoning_partial,
+            ));
         }
         v
     }
@@ -573,21 +684,36 @@ fn first_impacted(gt: &GroundTruth, idx: &GtIndex, gt_path: &[String]) -> (Optio
         if !FAILURE_WORDS.iter().any(|w| effect.contains(w)) {
             continue;
         }
-        let (src, tgt) = (idx.component_of_id(&p.source), idx.component_of_id(&p.target));
+        let (src, tgt) = (
+            idx.component_of_id(&p.source),
+            idx.component_of_id(&p.target),
+        );
         let source_group = idx.group(&p.source);
         // P1: candidates named in the effect, the edge's own ends first.
         let mut named: Vec<(usize, String)> = Vec::new();
         for g in &idx.groups {
-            let name = g.name.as_deref().map(str::to_ascii_lowercase).unwrap_or_else(|| g.base.clone());
+            let name = g
+                .name
+                .as_deref()
+                .map(str::to_ascii_lowercase)
+                .unwrap_or_else(|| g.base.clone());
             if let Some(pos) = names(&effect, &name) {
-                let rank = if g.component == tgt { 0 } else if g.component == src { 1 } else { 2 + pos };
+                let rank = if g.component == tgt {
+                    0
+                } else if g.component == src {
+                    1
+                } else {
+                    2 + pos
+                };
                 named.push((rank, g.component.clone()));
             }
         }
         named.sort();
         let (chosen, rule) = if let Some((_, c)) = named.first() {
             (c.clone(), "P1: component named in the effect")
-        } else if source_group.is_some_and(|g| g.kind.to_ascii_lowercase().ends_with("chaos") || g.kind == "Schedule") {
+        } else if source_group
+            .is_some_and(|g| g.kind.to_ascii_lowercase().ends_with("chaos") || g.kind == "Schedule")
+        {
             (tgt.clone(), "P2: target of a chaos object")
         } else if source_group.is_some_and(|g| g.base.contains("flagd") || g.id.contains("flagd")) {
             (tgt.clone(), "P3: target of flagd")

@@ -9,7 +9,8 @@ pub fn parse_lenient(text: &str) -> Result<Value, String> {
     if let Ok(v) = serde_json::from_str(text) {
         return Ok(v);
     }
-    let candidate = extract(text).ok_or_else(|| "no JSON object or array in the text".to_string())?;
+    let candidate =
+        extract(text).ok_or_else(|| "no JSON object or array in the text".to_string())?;
     serde_json::from_str(candidate)
         .or_else(|first| {
             let repaired = repair(candidate);
@@ -23,8 +24,15 @@ pub fn parse_lenient(text: &str) -> Result<Value, String> {
 pub fn extract(text: &str) -> Option<&str> {
     let body = fenced(text).unwrap_or(text);
     let start = body.find(['{', '['])?;
-    let closer = if body[start..].starts_with('{') { '}' } else { ']' };
-    let end = body.rfind(closer).filter(|&e| e > start).map_or(body.len(), |e| e + 1);
+    let closer = if body[start..].starts_with('{') {
+        '}'
+    } else {
+        ']'
+    };
+    let end = body
+        .rfind(closer)
+        .filter(|&e| e > start)
+        .map_or(body.len(), |e| e + 1);
     Some(body[start..end].trim())
 }
 
@@ -127,7 +135,10 @@ mod tests {
     fn repairs_what_models_get_wrong() {
         for (broken, want) in [
             (r#"{"a": [1, 2,], }"#, json!({"a": [1, 2]})),
-            (r#"[{"id": "x"} {"id": "y"}]"#, json!([{"id": "x"}, {"id": "y"}])),
+            (
+                r#"[{"id": "x"} {"id": "y"}]"#,
+                json!([{"id": "x"}, {"id": "y"}]),
+            ),
             (r#"{"a": "b" "c": "d"}"#, json!({"a": "b", "c": "d"})),
             (r#"{"a": [{"b": "c, d"}"#, json!({"a": [{"b": "c, d"}]})),
             (r#"{"a": "unterminated"#, json!({"a": "unterminated"})),

@@ -57,7 +57,10 @@ pub fn scan(
             }
             Ok(())
         }
-    } else if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) {
+    } else if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+    {
         scan_sregym_csv(path, agent, truths, scan)
     } else if path.file_name().is_some_and(|n| n == "run.json") {
         scan_run(path, truths, scan)
@@ -69,7 +72,15 @@ pub fn scan(
             );
         };
         let problem_id = resolve_id(problem, truths);
-        push(scan, truths, agent, &problem_id, "1", path, read_output(path));
+        push(
+            scan,
+            truths,
+            agent,
+            &problem_id,
+            "1",
+            path,
+            read_output(path),
+        );
         Ok(())
     }
 }
@@ -125,7 +136,9 @@ fn push(
             output,
             truth: t.clone(),
         }),
-        None => scan.without_truth.push(format!("{id} ({})", source.display())),
+        None => scan
+            .without_truth
+            .push(format!("{id} ({})", source.display())),
     }
 }
 
@@ -135,7 +148,10 @@ fn scan_itbench(
     truths: &BTreeMap<String, LoadedTruth>,
     scan: &mut Scan,
 ) -> anyhow::Result<()> {
-    for incident in truth::sorted_entries(root)?.into_iter().filter(|p| p.is_dir()) {
+    for incident in truth::sorted_entries(root)?
+        .into_iter()
+        .filter(|p| p.is_dir())
+    {
         let name = incident.file_name().unwrap_or_default().to_string_lossy();
         let problem_id = resolve_id(&name, truths);
         // Trials are the numeric subdirectories, in numeric order (ITBench's loader rule).
@@ -149,7 +165,10 @@ fn scan_itbench(
             .collect();
         trials.sort();
         for (n, dir) in trials {
-            let file = ITBENCH_FILES.iter().map(|f| dir.join(f)).find(|p| p.is_file());
+            let file = ITBENCH_FILES
+                .iter()
+                .map(|f| dir.join(f))
+                .find(|p| p.is_file());
             let (source, output) = match file {
                 Some(f) => {
                     let out = read_output(&f);
@@ -160,7 +179,15 @@ fn scan_itbench(
                     Err(format!("{}: no agent_output.json", dir.display())),
                 ),
             };
-            push(scan, truths, agent, &problem_id, &n.to_string(), &source, output);
+            push(
+                scan,
+                truths,
+                agent,
+                &problem_id,
+                &n.to_string(),
+                &source,
+                output,
+            );
         }
     }
     Ok(())
@@ -185,11 +212,33 @@ fn scan_run(
         let loaded = truth::load(&gt_path)?;
         let mut own = BTreeMap::new();
         if let Some(t) = loaded.into_values().next() {
-            own.insert(run.problem_id.clone(), LoadedTruth { problem_id: run.problem_id.clone(), ..t });
+            own.insert(
+                run.problem_id.clone(),
+                LoadedTruth {
+                    problem_id: run.problem_id.clone(),
+                    ..t
+                },
+            );
         }
-        push(scan, &own, &run.agent, &run.problem_id, &run.trial, path, output);
+        push(
+            scan,
+            &own,
+            &run.agent,
+            &run.problem_id,
+            &run.trial,
+            path,
+            output,
+        );
     } else {
-        push(scan, truths, &run.agent, &run.problem_id, &run.trial, path, output);
+        push(
+            scan,
+            truths,
+            &run.agent,
+            &run.problem_id,
+            &run.trial,
+            path,
+            output,
+        );
     }
     Ok(())
 }
@@ -219,7 +268,15 @@ fn scan_sregym_csv(
             .filter(|s| !s.is_empty())
             .map_or_else(|| (i + 1).to_string(), str::to_string);
         let text = row.get(sub).unwrap_or_default();
-        push(scan, truths, agent, &problem_id, &trial, path, Ok(AgentOutput::from_text(text.trim())));
+        push(
+            scan,
+            truths,
+            agent,
+            &problem_id,
+            &trial,
+            path,
+            Ok(AgentOutput::from_text(text.trim())),
+        );
     }
     Ok(())
 }

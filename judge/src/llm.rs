@@ -100,7 +100,9 @@ struct RetryPolicy {
 impl RetryPolicy {
     /// Full jitter: uniform in [0, min(cap, base·2^attempt)].
     fn backoff(&self, attempt: u32) -> Duration {
-        let exp = self.base.saturating_mul(2u32.saturating_pow(attempt.min(20)));
+        let exp = self
+            .base
+            .saturating_mul(2u32.saturating_pow(attempt.min(20)));
         let ceiling = exp.min(self.cap);
         ceiling.mul_f64(rand::rng().random::<f64>())
     }
@@ -123,7 +125,11 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     {
         return Some(Duration::from_secs_f64(ms / 1000.0));
     }
-    let raw = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let raw = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
     if let Ok(secs) = raw.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
     }
@@ -290,9 +296,9 @@ impl Llm {
                         .first()
                         .and_then(|c| c.message.content.clone())
                         .unwrap_or_default();
-                    let (p, c) = resp
-                        .usage
-                        .map_or((0, 0), |u| (u64::from(u.prompt_tokens), u64::from(u.completion_tokens)));
+                    let (p, c) = resp.usage.map_or((0, 0), |u| {
+                        (u64::from(u.prompt_tokens), u64::from(u.completion_tokens))
+                    });
                     return Ok(Completion {
                         text,
                         prompt_tokens: p,
@@ -309,7 +315,9 @@ impl Llm {
                         && api.status_code.as_u16() == 400
                         && mentions_response_format(&api.api_error.message) =>
                 {
-                    tracing::warn!("endpoint refuses response_format json_schema; asking for plain JSON from now on");
+                    tracing::warn!(
+                        "endpoint refuses response_format json_schema; asking for plain JSON from now on"
+                    );
                     self.structured_ok.store(false, Ordering::Relaxed);
                     attempt -= 1;
                     continue;
@@ -364,7 +372,10 @@ mod tests {
         h.insert("retry-after-ms", "40".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::from_millis(40)));
         let mut h = HeaderMap::new();
-        h.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        h.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
         assert_eq!(retry_after(&h), Some(Duration::ZERO));
         h.insert("retry-after", "soon".parse().unwrap());
         assert_eq!(retry_after(&h), None);
@@ -379,7 +390,8 @@ mod tests {
             limiter: None,
         };
         for attempt in 0..10 {
-            let ceiling = Duration::from_millis(100 * 2u64.pow(attempt)).min(Duration::from_millis(700));
+            let ceiling =
+                Duration::from_millis(100 * 2u64.pow(attempt)).min(Duration::from_millis(700));
             for _ in 0..50 {
                 assert!(p.backoff(attempt) <= ceiling);
             }

@@ -29,7 +29,10 @@ impl PriceTable {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read price table {}", path.display()))?;
         let map = serde_norway::from_str(&text).with_context(|| {
-            format!("{}: expected `model: {{input: <$/Mtok>, output: <$/Mtok>}}` entries", path.display())
+            format!(
+                "{}: expected `model: {{input: <$/Mtok>, output: <$/Mtok>}}` entries",
+                path.display()
+            )
         })?;
         Ok(Self(map))
     }

@@ -47,11 +47,14 @@ fn render_truth(gt: &GroundTruth) -> String {
         s.push_str(&format!("Description: {}\n", gt.description.trim()));
     }
     let comp = |c: &schemas::ground_truth::Component| {
-        let name = c
-            .name
-            .clone()
-            .unwrap_or_else(|| c.filter.join(" | "));
-        format!("{}/{}/{} (id {})", c.namespace.as_deref().unwrap_or("-"), c.kind, name, c.id)
+        let name = c.name.clone().unwrap_or_else(|| c.filter.join(" | "));
+        format!(
+            "{}/{}/{} (id {})",
+            c.namespace.as_deref().unwrap_or("-"),
+            c.kind,
+            name,
+            c.id
+        )
     };
     s.push_str("Root cause components:\n");
     for c in gt.components.iter().filter(|c| c.root_cause) {
@@ -81,7 +84,10 @@ fn render_truth(gt: &GroundTruth) -> String {
             f.condition
         ));
         if let Some(c) = &f.change {
-            s.push_str(&format!("  changed {}: from {} to {}\n", c.field, c.from, c.to));
+            s.push_str(&format!(
+                "  changed {}: from {} to {}\n",
+                c.field, c.from, c.to
+            ));
         }
     }
     if !gt.propagations.is_empty() {
@@ -305,13 +311,34 @@ mod tests {
         assert_eq!(a[0].id, "D1-Q1");
         assert_eq!(a[1].answer, YesNo::No);
         for (bad, why) in [
-            (r#"{"answers":[{"id":"D1-Q1","answer":"yes","confidence":"high","evidence":"y"}]}"#, "missing answers for D1-Q2"),
-            (r#"{"answers":[{"id":"D1-Q1","answer":"maybe","confidence":"high","evidence":"y"},{"id":"D1-Q2","answer":"no","confidence":"high","evidence":"y"}]}"#, "not yes or no"),
-            (r#"{"answers":[{"id":"D1-Q1","answer":"yes","confidence":"sure","evidence":"y"},{"id":"D1-Q2","answer":"no","confidence":"high","evidence":"y"}]}"#, "confidence"),
-            (r#"{"answers":[{"id":"D1-Q1","answer":"yes","confidence":"high"},{"id":"D1-Q2","answer":"no","confidence":"high","evidence":"y"}]}"#, "evidence"),
-            (r#"{"answers":[{"id":"D9","answer":"yes","confidence":"high","evidence":"y"}]}"#, "not a question id"),
-            (r#"{"answers":[{"id":"D1-Q1","answer":"yes","confidence":"high","evidence":"y"},{"id":"D1-Q1","answer":"no","confidence":"high","evidence":"y"}]}"#, "twice"),
-            (r#"{"answers":[{"id":"D1-Q1","answer":"yes""#, "not valid JSON"),
+            (
+                r#"{"answers":[{"id":"D1-Q1","answer":"yes","confidence":"high","evidence":"y"}]}"#,
+                "missing answers for D1-Q2",
+            ),
+            (
+                r#"{"answers":[{"id":"D1-Q1","answer":"maybe","confidence":"high","evidence":"y"},{"id":"D1-Q2","answer":"no","confidence":"high","evidence":"y"}]}"#,
+                "not yes or no",
+            ),
+            (
+                r#"{"answers":[{"id":"D1-Q1","answer":"yes","confidence":"sure","evidence":"y"},{"id":"D1-Q2","answer":"no","confidence":"high","evidence":"y"}]}"#,
+                "confidence",
+            ),
+            (
+                r#"{"answers":[{"id":"D1-Q1","answer":"yes","confidence":"high"},{"id":"D1-Q2","answer":"no","confidence":"high","evidence":"y"}]}"#,
+                "evidence",
+            ),
+            (
+                r#"{"answers":[{"id":"D9","answer":"yes","confidence":"high","evidence":"y"}]}"#,
+                "not a question id",
+            ),
+            (
+                r#"{"answers":[{"id":"D1-Q1","answer":"yes","confidence":"high","evidence":"y"},{"id":"D1-Q1","answer":"no","confidence":"high","evidence":"y"}]}"#,
+                "twice",
+            ),
+            (
+                r#"{"answers":[{"id":"D1-Q1","answer":"yes""#,
+                "not valid JSON",
+            ),
         ] {
             let e = p.parse_answer(bad, true).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");

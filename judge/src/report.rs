@@ -14,9 +14,15 @@ use crate::runner::RESULTS_FILE;
 
 /// Reads a run's `results.json` (given the file or the run directory).
 pub fn load_results(path: &Path) -> anyhow::Result<JudgeResults> {
-    let file = if path.is_dir() { path.join(RESULTS_FILE) } else { path.to_path_buf() };
-    let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not a judge results file", file.display()))
+    let file = if path.is_dir() {
+        path.join(RESULTS_FILE)
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a judge results file", file.display()))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -55,7 +61,11 @@ pub fn default_metric(runs: &[JudgeResults]) -> String {
         .iter()
         .flat_map(|r| r.stats.values())
         .any(|s| s.macro_overall.contains_key("composite"));
-    if has_composite { "composite".into() } else { "root_cause_entity_f1".into() }
+    if has_composite {
+        "composite".into()
+    } else {
+        "root_cause_entity_f1".into()
+    }
 }
 
 pub fn leaderboard(runs: &[JudgeResults], metric: &str) -> anyhow::Result<Leaderboard> {
@@ -63,7 +73,9 @@ pub fn leaderboard(runs: &[JudgeResults], metric: &str) -> anyhow::Result<Leader
     for r in runs {
         for (a, s) in &r.stats {
             if agents.insert(a.clone(), s).is_some() {
-                bail!("agent `{a}` appears in two runs; give each run's agent a distinct name (judge run --outputs NAME=PATH)");
+                bail!(
+                    "agent `{a}` appears in two runs; give each run's agent a distinct name (judge run --outputs NAME=PATH)"
+                );
             }
         }
     }
@@ -110,12 +122,23 @@ pub fn leaderboard(runs: &[JudgeResults], metric: &str) -> anyhow::Result<Leader
             }
         })
         .collect();
-    rows.sort_by(|a, b| b.score.unwrap_or(-1.0).total_cmp(&a.score.unwrap_or(-1.0)).then(a.agent.cmp(&b.agent)));
+    rows.sort_by(|a, b| {
+        b.score
+            .unwrap_or(-1.0)
+            .total_cmp(&a.score.unwrap_or(-1.0))
+            .then(a.agent.cmp(&b.agent))
+    });
     for (i, r) in rows.iter_mut().enumerate() {
         r.rank = i + 1;
     }
-    let judges: BTreeSet<String> = runs.iter().filter_map(|r| r.judge.as_ref().map(|j| j.model.clone())).collect();
-    let rubric: BTreeSet<String> = runs.iter().map(|r| format!("{} {}", r.rubric_id, r.rubric_version)).collect();
+    let judges: BTreeSet<String> = runs
+        .iter()
+        .filter_map(|r| r.judge.as_ref().map(|j| j.model.clone()))
+        .collect();
+    let rubric: BTreeSet<String> = runs
+        .iter()
+        .map(|r| format!("{} {}", r.rubric_id, r.rubric_version))
+        .collect();
     Ok(Leaderboard {
         metric: metric.to_string(),
         rubric: rubric.into_iter().collect::<Vec<_>>().join(", "),
@@ -126,34 +149,64 @@ pub fn leaderboard(runs: &[JudgeResults], metric: &str) -> anyhow::Result<Leader
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn fmt(v: Option<f64>) -> String {
     v.map_or_else(|| "–".into(), |x| format!("{x:.3}"))
 }
 
-const PALETTE: [&str; 6] = ["#2563eb", "#16a34a", "#ea580c", "#9333ea", "#0891b2", "#dc2626"];
+const PALETTE: [&str; 6] = [
+    "#2563eb", "#16a34a", "#ea580c", "#9333ea", "#0891b2", "#dc2626",
+];
 
 /// Horizontal bars, one per agent, with the 95% interval as a whisker.
 fn bars_svg(lb: &Leaderboard) -> String {
     let (w, row_h, left) = (720.0, 34.0, 200.0);
     let h = 40.0 + row_h * lb.rows.len() as f64;
     let scale = |v: f64| left + v.clamp(0.0, 1.0) * (w - left - 30.0);
-    let mut s = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="score per agent">"#);
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="score per agent">"#
+    );
     for t in 0..=4 {
         let x = scale(f64::from(t) / 4.0);
-        let _ = write!(s, r##"<line x1="{x}" y1="20" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="14" font-size="11" text-anchor="middle">{:.2}</text>"##, h - 10.0, f64::from(t) / 4.0);
+        let _ = write!(
+            s,
+            r##"<line x1="{x}" y1="20" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="14" font-size="11" text-anchor="middle">{:.2}</text>"##,
+            h - 10.0,
+            f64::from(t) / 4.0
+        );
     }
     for (i, r) in lb.rows.iter().enumerate() {
         let y = 26.0 + row_h * i as f64;
         let v = r.score.unwrap_or(0.0);
-        let _ = write!(s, r#"<text x="{}" y="{}" font-size="13" text-anchor="end">{}</text>"#, left - 8.0, y + 16.0, esc(&r.agent));
-        let _ = write!(s, r#"<rect x="{left}" y="{y}" width="{}" height="22" fill="{}"/>"#, scale(v) - left, PALETTE[i % PALETTE.len()]);
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" font-size="13" text-anchor="end">{}</text>"#,
+            left - 8.0,
+            y + 16.0,
+            esc(&r.agent)
+        );
+        let _ = write!(
+            s,
+            r#"<rect x="{left}" y="{y}" width="{}" height="22" fill="{}"/>"#,
+            scale(v) - left,
+            PALETTE[i % PALETTE.len()]
+        );
         if let Some([lo, hi]) = r.ci95 {
             let (a, b) = (scale(lo), scale(hi));
             let m = y + 11.0;
-            let _ = write!(s, r##"<line x1="{a}" y1="{m}" x2="{b}" y2="{m}" stroke="#111" stroke-width="2"/><line x1="{a}" y1="{}" x2="{a}" y2="{}" stroke="#111"/><line x1="{b}" y1="{}" x2="{b}" y2="{}" stroke="#111"/>"##, m - 6.0, m + 6.0, m - 6.0, m + 6.0);
+            let _ = write!(
+                s,
+                r##"<line x1="{a}" y1="{m}" x2="{b}" y2="{m}" stroke="#111" stroke-width="2"/><line x1="{a}" y1="{}" x2="{a}" y2="{}" stroke="#111"/><line x1="{b}" y1="{}" x2="{b}" y2="{}" stroke="#111"/>"##,
+                m - 6.0,
+                m + 6.0,
+                m - 6.0,
+                m + 6.0
+            );
         }
     }
     s.push_str("</svg>");
@@ -168,19 +221,40 @@ fn dimensions_svg(lb: &Leaderboard) -> String {
     let gw = (w - 60.0) / groups;
     let bw = (gw - 20.0) / agents;
     let y = |v: f64| top + (1.0 - v.clamp(0.0, 1.0)) * (h - top - bottom);
-    let mut s = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="per-dimension scores">"#);
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="per-dimension scores">"#
+    );
     for t in 0..=4 {
         let v = f64::from(t) / 4.0;
-        let _ = write!(s, r##"<line x1="50" y1="{0}" x2="{w}" y2="{0}" stroke="#ddd"/><text x="44" y="{1}" font-size="11" text-anchor="end">{v:.2}</text>"##, y(v), y(v) + 4.0);
+        let _ = write!(
+            s,
+            r##"<line x1="50" y1="{0}" x2="{w}" y2="{0}" stroke="#ddd"/><text x="44" y="{1}" font-size="11" text-anchor="end">{v:.2}</text>"##,
+            y(v),
+            y(v) + 4.0
+        );
     }
     for (g, (id, name)) in lb.dimensions.iter().enumerate() {
         let x0 = 60.0 + gw * g as f64;
         for (i, r) in lb.rows.iter().enumerate() {
             let v = r.scores.get(id).copied().unwrap_or(0.0);
             let x = x0 + bw * i as f64;
-            let _ = write!(s, r#"<rect x="{x}" y="{}" width="{}" height="{}" fill="{}"><title>{}: {v:.3}</title></rect>"#, y(v), (bw - 2.0).max(1.0), y(0.0) - y(v), PALETTE[i % PALETTE.len()], esc(&r.agent));
+            let _ = write!(
+                s,
+                r#"<rect x="{x}" y="{}" width="{}" height="{}" fill="{}"><title>{}: {v:.3}</title></rect>"#,
+                y(v),
+                (bw - 2.0).max(1.0),
+                y(0.0) - y(v),
+                PALETTE[i % PALETTE.len()],
+                esc(&r.agent)
+            );
         }
-        let _ = write!(s, r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">{}</text>"#, x0 + (gw - 20.0) / 2.0, h - bottom + 18.0, esc(name));
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">{}</text>"#,
+            x0 + (gw - 20.0) / 2.0,
+            h - bottom + 18.0,
+            esc(name)
+        );
     }
     s.push_str("</svg>");
     s
@@ -193,14 +267,28 @@ fn heatmap_svg(lb: &Leaderboard) -> String {
     let (cell, left, top) = (34.0, 200.0, 70.0);
     let w = left + cell * problems.len() as f64 + 20.0;
     let h = top + cell * lb.rows.len() as f64 + 10.0;
-    let mut s = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="per-problem heatmap">"#);
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="per-problem heatmap">"#
+    );
     for (j, p) in problems.iter().enumerate() {
         let x = left + cell * j as f64 + cell / 2.0;
-        let _ = write!(s, r#"<text x="{x}" y="{}" font-size="11" transform="rotate(-45 {x} {})">{}</text>"#, top - 6.0, top - 6.0, esc(p));
+        let _ = write!(
+            s,
+            r#"<text x="{x}" y="{}" font-size="11" transform="rotate(-45 {x} {})">{}</text>"#,
+            top - 6.0,
+            top - 6.0,
+            esc(p)
+        );
     }
     for (i, r) in lb.rows.iter().enumerate() {
         let y = top + cell * i as f64;
-        let _ = write!(s, r#"<text x="{}" y="{}" font-size="13" text-anchor="end">{}</text>"#, left - 8.0, y + cell / 2.0 + 4.0, esc(&r.agent));
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" font-size="13" text-anchor="end">{}</text>"#,
+            left - 8.0,
+            y + cell / 2.0 + 4.0,
+            esc(&r.agent)
+        );
         for (j, p) in problems.iter().enumerate() {
             let x = left + cell * j as f64;
             let (fill, label) = match r.per_problem.get(*p) {
@@ -213,7 +301,14 @@ fn heatmap_svg(lb: &Leaderboard) -> String {
                 }
                 None => ("#eee".to_string(), "n/a".to_string()),
             };
-            let _ = write!(s, r#"<rect x="{x}" y="{y}" width="{}" height="{}" fill="{fill}"><title>{} / {}: {label}</title></rect>"#, cell - 2.0, cell - 2.0, esc(&r.agent), esc(p));
+            let _ = write!(
+                s,
+                r#"<rect x="{x}" y="{y}" width="{}" height="{}" fill="{fill}"><title>{} / {}: {label}</title></rect>"#,
+                cell - 2.0,
+                cell - 2.0,
+                esc(&r.agent),
+                esc(p)
+            );
         }
     }
     s.push_str("</svg>");
@@ -221,9 +316,13 @@ fn heatmap_svg(lb: &Leaderboard) -> String {
 }
 
 pub fn html(lb: &Leaderboard) -> String {
-    let mut table = String::from("<table><thead><tr><th>#</th><th>agent</th><th>score</th><th>95% CI</th><th>pass@1</th><th>pass^k</th><th>problems</th><th>trials</th><th>agent errors</th><th>judge errors</th></tr></thead><tbody>");
+    let mut table = String::from(
+        "<table><thead><tr><th>#</th><th>agent</th><th>score</th><th>95% CI</th><th>pass@1</th><th>pass^k</th><th>problems</th><th>trials</th><th>agent errors</th><th>judge errors</th></tr></thead><tbody>",
+    );
     for r in &lb.rows {
-        let ci = r.ci95.map_or_else(|| "–".into(), |[a, b]| format!("{a:.3} – {b:.3}"));
+        let ci = r
+            .ci95
+            .map_or_else(|| "–".into(), |[a, b]| format!("{a:.3} – {b:.3}"));
         let _ = write!(
             table,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{ci}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -262,7 +361,11 @@ pub fn html(lb: &Leaderboard) -> String {
 "#,
         metric = esc(&lb.metric),
         rubric = esc(&lb.rubric),
-        judges = esc(&if lb.judges.is_empty() { "none (deterministic metrics only)".to_string() } else { lb.judges.join(", ") }),
+        judges = esc(&if lb.judges.is_empty() {
+            "none (deterministic metrics only)".to_string()
+        } else {
+            lb.judges.join(", ")
+        }),
         bars = bars_svg(lb),
         heat = heatmap_svg(lb),
     )

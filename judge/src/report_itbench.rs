@@ -17,7 +17,12 @@ use crate::store::{write_json, write_json_with};
 /// Metric keys aggregated in `statistics` (ITBench's list, plus @1..@5 which ITBench leaves out).
 fn aggregated_keys() -> Vec<String> {
     let mut keys = Vec::new();
-    for base in ["root_cause_entity", "root_cause_entity_k", "root_cause_proximity_no_fp", "root_cause_proximity_with_fp"] {
+    for base in [
+        "root_cause_entity",
+        "root_cause_entity_k",
+        "root_cause_proximity_no_fp",
+        "root_cause_proximity_with_fp",
+    ] {
         for m in ["precision", "recall", "f1"] {
             keys.push(format!("{base}_{m}"));
         }
@@ -27,7 +32,12 @@ fn aggregated_keys() -> Vec<String> {
             keys.push(format!("root_cause_entity_k@{k}_{m}"));
         }
     }
-    for k in ["root_cause_reasoning", "propagation_chain", "fault_localization_component_identification", "root_cause_reasoning_partial"] {
+    for k in [
+        "root_cause_reasoning",
+        "propagation_chain",
+        "fault_localization_component_identification",
+        "root_cause_reasoning_partial",
+    ] {
         keys.push(k.to_string());
     }
     keys
@@ -71,7 +81,10 @@ pub fn write(
                     entry["agent_error"] = json!(e);
                 }
                 raw.push(entry);
-                per_incident.entry(r.problem_id.as_str()).or_default().push(&judged.metrics);
+                per_incident
+                    .entry(r.problem_id.as_str())
+                    .or_default()
+                    .push(&judged.metrics);
             }
         }
         let judge_output = json!({
@@ -103,7 +116,10 @@ pub fn write(
         let handles: Vec<_> = files
             .chunks(chunk)
             .map(|part| {
-                scope.spawn(move || part.iter().try_for_each(|(path, v)| write_json_with(path, v, false)))
+                scope.spawn(move || {
+                    part.iter()
+                        .try_for_each(|(path, v)| write_json_with(path, v, false))
+                })
             })
             .collect();
         handles
@@ -120,8 +136,12 @@ pub fn write(
         for k in &keys {
             let values: Vec<f64> = trials.iter().filter_map(|t| t.get(k).copied()).collect();
             let Some(mu) = mean(&values) else { continue };
-            let pass = values.iter().filter(|v| **v >= 1.0 - 1e-12).count() as f64 / values.len() as f64;
-            m.insert(k.clone(), json!({"mean": mu, "stderr": stderr(&values), "n": values.len(), "pass@1": pass}));
+            let pass =
+                values.iter().filter(|v| **v >= 1.0 - 1e-12).count() as f64 / values.len() as f64;
+            m.insert(
+                k.clone(),
+                json!({"mean": mu, "stderr": stderr(&values), "n": values.len(), "pass@1": pass}),
+            );
             incident_means.entry(k.as_str()).or_default().push(mu);
             incident_pass.entry(k.as_str()).or_default().push(pass);
         }

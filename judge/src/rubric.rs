@@ -73,7 +73,8 @@ pub struct ChecklistDimension {
 
 impl Rubric {
     pub fn default_rubric() -> Self {
-        Self::from_yaml(DEFAULT_RUBRIC_YAML, "built-in rubric").expect("the built-in rubric is valid")
+        Self::from_yaml(DEFAULT_RUBRIC_YAML, "built-in rubric")
+            .expect("the built-in rubric is valid")
     }
 
     pub fn load(path: &Path) -> anyhow::Result<Self> {
@@ -85,7 +86,9 @@ impl Rubric {
     pub fn from_yaml(text: &str, origin: &str) -> anyhow::Result<Self> {
         let rubric: Rubric = serde_norway::from_str(text)
             .with_context(|| format!("{origin}: not a rubric (expected id, version, threshold, dimensions[{{id, name, weight, questions[{{id, text}}]}}])"))?;
-        rubric.check().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        rubric
+            .check()
+            .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         Ok(rubric)
     }
 
@@ -106,7 +109,9 @@ impl Rubric {
             if let Some(w) = d.weight
                 && !(w.is_finite() && w >= 0.0)
             {
-                return Err(format!("dimensions[{i}].weight: {w} is not a non-negative number"));
+                return Err(format!(
+                    "dimensions[{i}].weight: {w} is not a non-negative number"
+                ));
             }
             if d.questions.is_empty() {
                 return Err(format!("dimensions[{i}].questions: at least one is needed"));
@@ -147,7 +152,11 @@ impl Rubric {
     /// Effective weights, in dimension order: explicit ones as given, the rest sharing what is left.
     fn weights(&self) -> Vec<f64> {
         let given: f64 = self.dimensions.iter().filter_map(|d| d.weight).sum();
-        let missing = self.dimensions.iter().filter(|d| d.weight.is_none()).count();
+        let missing = self
+            .dimensions
+            .iter()
+            .filter(|d| d.weight.is_none())
+            .count();
         let share = if missing == 0 {
             0.0
         } else {
@@ -161,29 +170,33 @@ impl Rubric {
 
     /// The checklist for one problem.
     pub fn checklist(&self, problem_id: &str) -> Checklist {
-        let extras = self.problems.get(problem_id).map(Vec::as_slice).unwrap_or(&[]);
-        let dimensions = self
-            .dimensions
-            .iter()
-            .zip(self.weights())
-            .map(|(d, weight)| {
-                let mut questions = d.questions.clone();
-                questions.extend(extras.iter().filter(|q| q.dimension == d.id).map(|q| {
-                    Question {
-                        id: q.id.clone(),
-                        text: q.text.clone(),
-                        hint: q.hint.clone(),
+        let extras = self
+            .problems
+            .get(problem_id)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let dimensions =
+            self.dimensions
+                .iter()
+                .zip(self.weights())
+                .map(|(d, weight)| {
+                    let mut questions = d.questions.clone();
+                    questions.extend(extras.iter().filter(|q| q.dimension == d.id).map(|q| {
+                        Question {
+                            id: q.id.clone(),
+                            text: q.text.clone(),
+                            hint: q.hint.clone(),
+                        }
+                    }));
+                    ChecklistDimension {
+                        id: d.id.clone(),
+                        name: d.name.clone(),
+                        weight,
+                        definition: d.definition.clone(),
+                        questions,
                     }
-                }));
-                ChecklistDimension {
-                    id: d.id.clone(),
-                    name: d.name.clone(),
-                    weight,
-                    definition: d.definition.clone(),
-                    questions,
-                }
-            })
-            .collect();
+                })
+                .collect();
         Checklist { dimensions }
     }
 }
@@ -244,7 +257,11 @@ mod tests {
         all.question_ids()
             .map(|id| Answer {
                 id: id.into(),
-                answer: if yes.contains(&id) { YesNo::Yes } else { YesNo::No },
+                answer: if yes.contains(&id) {
+                    YesNo::Yes
+                } else {
+                    YesNo::No
+                },
                 confidence: Confidence::High,
                 evidence: String::new(),
             })
@@ -255,7 +272,9 @@ mod tests {
     fn seven_of_nine_passes_and_six_fails() {
         let r = Rubric::default_rubric();
         let c = r.checklist("any");
-        let seven = ["D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q2"];
+        let seven = [
+            "D1-Q1", "D1-Q2", "D1-Q3", "D2-Q1", "D2-Q2", "D3-Q1", "D3-Q2",
+        ];
         let (dims, composite, pass) = c.score(&answers(&seven, &c), r.threshold);
         assert_eq!(dims[0].score, 1.0);
         assert!((dims[1].score - 2.0 / 3.0).abs() < 1e-12);

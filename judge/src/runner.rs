@@ -65,7 +65,9 @@ pub struct RunReport {
 /// Does the item have structure ITBench's metrics can be computed on?
 fn structured(item: &Item) -> bool {
     match &item.output {
-        Ok(o) => !o.entities.is_empty() || !o.propagations.is_empty() || o.diagnosis.trim().is_empty(),
+        Ok(o) => {
+            !o.entities.is_empty() || !o.propagations.is_empty() || o.diagnosis.trim().is_empty()
+        }
         // An unreadable structured answer scores 0 on every metric.
         Err(_) => true,
     }
@@ -85,7 +87,10 @@ fn prepare(item: Item, rubric: &Rubric, with_llm: bool, idx: &GtIndex, gt_hash: 
         structured(&item).then(|| Evaluation::with_index(&item.truth.truth, idx, &output));
     let prompt = (with_llm && item.output.is_ok() && !output.is_empty()).then(|| {
         let checklist = rubric.checklist(&item.item.problem_id);
-        let extra = evaluation.as_ref().map(|e| e.questions.as_slice()).unwrap_or(&[]);
+        let extra = evaluation
+            .as_ref()
+            .map(|e| e.questions.as_slice())
+            .unwrap_or(&[]);
         prompt::build(&item.truth.truth, &output, &checklist, extra)
     });
     let content = content_key(&json!({
@@ -186,8 +191,13 @@ fn fill_scores(v: &mut Verdict, p: &Prepared, rubric: &Rubric) {
         v.pass = Some(pass);
     }
     if let Some(e) = &p.evaluation {
-        let reasoning = (!v.answers.is_empty() || e.questions.is_empty()).then(|| e.reasoning(&v.answers));
-        let with_reasoning = if v.judge.is_some() { reasoning.as_ref() } else { None };
+        let reasoning =
+            (!v.answers.is_empty() || e.questions.is_empty()).then(|| e.reasoning(&v.answers));
+        let with_reasoning = if v.judge.is_some() {
+            reasoning.as_ref()
+        } else {
+            None
+        };
         v.metrics = e.flat(with_reasoning).into_iter().collect();
     }
 }
@@ -198,7 +208,11 @@ async fn judge_sample(p: &Prepared, ctx: &Ctx, sample: u32, key: String) -> Verd
         v.status = VerdictStatus::AgentError;
         v.error = Some(e.clone());
         if ctx.llm.is_some() {
-            v.answers = empty_answers(&ctx.rubric, &p.item.item.problem_id, "the agent output could not be read");
+            v.answers = empty_answers(
+                &ctx.rubric,
+                &p.item.item.problem_id,
+                "the agent output could not be read",
+            );
         }
         fill_scores(&mut v, p, &ctx.rubric);
         return v;
@@ -206,7 +220,11 @@ async fn judge_sample(p: &Prepared, ctx: &Ctx, sample: u32, key: String) -> Verd
     let (Some(llm), Some(prompt)) = (ctx.llm.as_deref(), &p.prompt) else {
         if ctx.llm.is_some() {
             // An empty diagnosis: nothing to credit, no call needed.
-            v.answers = empty_answers(&ctx.rubric, &p.item.item.problem_id, "the diagnosis is empty");
+            v.answers = empty_answers(
+                &ctx.rubric,
+                &p.item.item.problem_id,
+                "the diagnosis is empty",
+            );
         }
         fill_scores(&mut v, p, &ctx.rubric);
         return v;
@@ -229,7 +247,9 @@ async fn judge_sample(p: &Prepared, ctx: &Ctx, sample: u32, key: String) -> Verd
                 let c = match llm.complete(&conv, &schema, seed).await {
                     Ok(c) => c,
                     Err(e @ CallError::Api(_)) => return (Err(e.to_string()), last_raw, usage),
-                    Err(e @ CallError::Exhausted { .. }) => return (Err(e.to_string()), last_raw, usage),
+                    Err(e @ CallError::Exhausted { .. }) => {
+                        return (Err(e.to_string()), last_raw, usage);
+                    }
                 };
                 usage.0 += c.prompt_tokens;
                 usage.1 += c.completion_tokens;
@@ -238,7 +258,8 @@ async fn judge_sample(p: &Prepared, ctx: &Ctx, sample: u32, key: String) -> Verd
                     Err(problem) => {
                         tracing::debug!(item = %p.item.item.id, round, %problem, "invalid answer");
                         last_error = format!("invalid answer: {problem}");
-                        conv.follow_ups.push((c.text.clone(), prompt.repair_request(&problem)));
+                        conv.follow_ups
+                            .push((c.text.clone(), prompt.repair_request(&problem)));
                         last_raw = Some(c.text);
                     }
                 }
@@ -275,7 +296,10 @@ async fn judge_sample(p: &Prepared, ctx: &Ctx, sample: u32, key: String) -> Verd
 
 /// Majority vote over an item's scored samples (a tie is No), then scoring of the majority.
 fn combine(p: &Prepared, verdicts: &[&Verdict], requested: u32, rubric: &Rubric) -> JudgedItem {
-    let scored: Vec<&&Verdict> = verdicts.iter().filter(|v| v.status != VerdictStatus::JudgeError).collect();
+    let scored: Vec<&&Verdict> = verdicts
+        .iter()
+        .filter(|v| v.status != VerdictStatus::JudgeError)
+        .collect();
     let mut usage = Usage::default();
     for v in verdicts.iter().filter(|v| !v.cached) {
         usage.prompt_tokens += v.usage.prompt_tokens;
@@ -305,7 +329,9 @@ fn combine(p: &Prepared, verdicts: &[&Verdict], requested: u32, rubric: &Rubric)
         metrics: BTreeMap::new(),
         usage,
     };
-    let Some(first) = scored.first() else { return item };
+    let Some(first) = scored.first() else {
+        return item;
+    };
     if scored.len() == 1 {
         item.answers = first.answers.clone();
         item.dimensions = first.dimensions.clone();
@@ -318,15 +344,26 @@ fn combine(p: &Prepared, verdicts: &[&Verdict], requested: u32, rubric: &Rubric)
     for a in &first.answers {
         let yes = scored
             .iter()
-            .filter(|v| v.answers.iter().any(|b| b.id == a.id && b.answer == YesNo::Yes))
+            .filter(|v| {
+                v.answers
+                    .iter()
+                    .any(|b| b.id == a.id && b.answer == YesNo::Yes)
+            })
             .count();
-        let answer = if 2 * yes > scored.len() { YesNo::Yes } else { YesNo::No };
+        let answer = if 2 * yes > scored.len() {
+            YesNo::Yes
+        } else {
+            YesNo::No
+        };
         let source = scored
             .iter()
             .flat_map(|v| v.answers.iter())
             .find(|b| b.id == a.id && b.answer == answer)
             .unwrap_or(a);
-        majority.push(Answer { answer, ..source.clone() });
+        majority.push(Answer {
+            answer,
+            ..source.clone()
+        });
     }
     let mut v = (**first).clone();
     v.answers = majority;
@@ -364,9 +401,11 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
         indicatif::ProgressBar::hidden()
     };
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} judging [{bar:40}] {pos}/{len} {per_sec} eta {eta} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} judging [{bar:40}] {pos}/{len} {per_sec} eta {eta} {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
 
     let t0 = Instant::now();
@@ -382,13 +421,21 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
     for (index, item) in items.into_iter().enumerate() {
         let (idx, gt_hash) = indexes
             .entry(item.item.problem_id.clone())
-            .or_insert_with(|| (GtIndex::new(&item.truth.truth), content_key(&item.truth.truth)));
+            .or_insert_with(|| {
+                (
+                    GtIndex::new(&item.truth.truth),
+                    content_key(&item.truth.truth),
+                )
+            });
         let p = Arc::new(prepare(item, &cfg.rubric, with_llm, idx, gt_hash));
         prepared.push(p.clone());
         for sample in 0..samples {
             let key = cache_key(&p, &ctx.rubric, ctx.llm.as_deref(), sample);
             let id = (p.item.item.id.clone(), sample);
-            if let Some(v) = previous.get(&id).filter(|v| v.cache_key == key && v.status != VerdictStatus::JudgeError) {
+            if let Some(v) = previous
+                .get(&id)
+                .filter(|v| v.cache_key == key && v.status != VerdictStatus::JudgeError)
+            {
                 report.resumed += 1;
                 done.insert(id, v.clone());
                 bar.inc(1);
@@ -404,7 +451,8 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
                 bar.inc(1);
                 continue;
             }
-            let (p, ctx, sem, cache) = (p.clone(), ctx.clone(), semaphore.clone(), cfg.cache.clone());
+            let (p, ctx, sem, cache) =
+                (p.clone(), ctx.clone(), semaphore.clone(), cfg.cache.clone());
             tasks.spawn(async move {
                 let _permit = sem.acquire_owned().await.expect("semaphore open");
                 let v = judge_sample(&p, &ctx, sample, key).await;

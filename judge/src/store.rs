@@ -23,7 +23,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub fn write_replacing(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(
         ".{name}.{}.{}.tmp",
         std::process::id(),
@@ -51,7 +54,8 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
 pub fn write_json_with(path: &Path, value: &impl Serialize, durable: bool) -> anyhow::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
-    write_replacing(path, &bytes, durable).with_context(|| format!("cannot write {}", path.display()))
+    write_replacing(path, &bytes, durable)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// sha256 over a canonical JSON rendering of the parts (object keys are sorted by serde_json's
@@ -84,7 +88,9 @@ impl Cache {
     }
 
     fn path(&self, key: &str) -> PathBuf {
-        self.dir.join(&key[..2.min(key.len())]).join(format!("{key}.json"))
+        self.dir
+            .join(&key[..2.min(key.len())])
+            .join(format!("{key}.json"))
     }
 
     /// A cached verdict; a damaged entry counts as absent (and is overwritten later).
@@ -126,7 +132,11 @@ pub fn read_log(path: &Path) -> anyhow::Result<HashMap<(String, u32), Verdict>> 
             Ok(v) => {
                 out.insert((v.item.id.clone(), v.sample), v);
             }
-            Err(e) => tracing::warn!("{}:{}: skipping an unreadable line: {e}", path.display(), i + 1),
+            Err(e) => tracing::warn!(
+                "{}:{}: skipping an unreadable line: {e}",
+                path.display(),
+                i + 1
+            ),
         }
     }
     Ok(out)

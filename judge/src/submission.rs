@@ -63,13 +63,16 @@ mod tests {
         let o = parse(modern, true).unwrap();
         assert_eq!(o.entities[0].name, "otel-demo/ConfigMap/flagd-config");
 
-        let wrapped = serde_json::to_string(&format!("Here it is:\n```json\n{modern}\n```")).unwrap();
+        let wrapped =
+            serde_json::to_string(&format!("Here it is:\n```json\n{modern}\n```")).unwrap();
         assert_eq!(parse(&wrapped, true).unwrap(), o);
 
-        let damaged = r#"{"entities":[{"name":"a/Pod/b","contributing_factor":true,},],"propagations":[]"#;
+        let damaged =
+            r#"{"entities":[{"name":"a/Pod/b","contributing_factor":true,},],"propagations":[]"#;
         assert_eq!(parse(damaged, true).unwrap().entities[0].name, "a/Pod/b");
 
-        let sregym = r#"{"solution": "  The checkout Service targetPort is 8081 instead of 8080. "}"#;
+        let sregym =
+            r#"{"solution": "  The checkout Service targetPort is 8081 instead of 8080. "}"#;
         assert_eq!(
             parse(sregym, true).unwrap().diagnosis,
             "The checkout Service targetPort is 8081 instead of 8080."

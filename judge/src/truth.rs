@@ -44,7 +44,11 @@ pub fn canonical_scenario_id(raw: &str) -> String {
     match SCENARIO_ID.captures(s) {
         Some(c) => {
             let digits = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
-            if digits.is_empty() { "0".into() } else { digits.into() }
+            if digits.is_empty() {
+                "0".into()
+            } else {
+                digits.into()
+            }
         }
         None => s.to_string(),
     }
@@ -55,7 +59,9 @@ pub fn canonical_scenario_id(raw: &str) -> String {
 pub fn read_value(path: &Path) -> anyhow::Result<Value> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let is_json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     if is_json {
         serde_json::from_str(&text).with_context(|| format!("{}: not valid JSON", path.display()))
     } else {
@@ -101,7 +107,11 @@ fn load_dir(
     for entry in sorted_entries(dir)? {
         if entry.is_dir() {
             let name = entry.file_name().map(|n| n.to_string_lossy().into_owned());
-            if let Some(file) = CANDIDATES.iter().map(|c| entry.join(c)).find(|p| p.is_file()) {
+            if let Some(file) = CANDIDATES
+                .iter()
+                .map(|c| entry.join(c))
+                .find(|p| p.is_file())
+            {
                 load_file(&file, name.as_deref(), out, notes)?;
             }
         } else if entry
@@ -152,7 +162,10 @@ fn load_file(
                 insert(one(item, &fallback, &origin, notes)?, out)?;
             }
         }
-        item => insert(one(item, &fallback, &path.display().to_string(), notes)?, out)?,
+        item => insert(
+            one(item, &fallback, &path.display().to_string(), notes)?,
+            out,
+        )?,
     }
     Ok(())
 }
@@ -178,13 +191,18 @@ fn one(
     notes: &mut Vec<String>,
 ) -> anyhow::Result<LoadedTruth> {
     if !value.is_object() {
-        bail!("{origin}: expected a ground-truth object, found {}", kind_of(&value));
+        bail!(
+            "{origin}: expected a ground-truth object, found {}",
+            kind_of(&value)
+        );
     }
     let is_faultline = value.get("components").is_some() && value.get("schema_version").is_some();
     if is_faultline {
         let truth: GroundTruth = serde_json::from_value(value)
             .map_err(|e| anyhow::anyhow!("{origin}: not a faultline ground truth: {e}"))?;
-        truth.check().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        truth
+            .check()
+            .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         let id = truth
             .extensions
             .get("problem_id")

@@ -22,21 +22,55 @@ async fn thirty_percent_faults_lose_no_verdict_and_a_rerun_hits_the_cache() {
     let dir = tempfile::tempdir().unwrap();
     let outputs = dir.path().join("outputs");
     // Even trials deny two questions, so scores differ between items.
-    common::write_outputs(&outputs, 20, 2, |_, trial| if trial % 2 == 0 { "no:D1-Q3 no:D3-Q1".into() } else { String::new() });
-    let srv = Server::start(Config { fault_rate: 0.3, stall: Duration::from_secs(3), ..Config::default() }).await;
+    common::write_outputs(&outputs, 20, 2, |_, trial| {
+        if trial % 2 == 0 {
+            "no:D1-Q3 no:D3-Q1".into()
+        } else {
+            String::new()
+        }
+    });
+    let srv = Server::start(Config {
+        fault_rate: 0.3,
+        stall: Duration::from_secs(3),
+        ..Config::default()
+    })
+    .await;
     let cache = dir.path().join("cache");
 
     let items = common::items(&outputs, "agent-a");
     assert_eq!(items.len(), 40);
-    let cfg = common::run_config(common::llm_config(&srv.base_url()), &dir.path().join("run1"), Some(&cache));
+    let cfg = common::run_config(
+        common::llm_config(&srv.base_url()),
+        &dir.path().join("run1"),
+        Some(&cache),
+    );
     let (results, report) = runner::run(items.clone(), cfg).await.unwrap();
 
     assert_eq!(report.judge_errors, 0, "a verdict was lost");
-    assert!(results.items.iter().all(|i| i.status == VerdictStatus::Scored));
+    assert!(
+        results
+            .items
+            .iter()
+            .all(|i| i.status == VerdictStatus::Scored)
+    );
     for it in &results.items {
-        let expected = if it.item.trial == "2" { composite(2, 3, 2) } else { 1.0 };
-        assert!((it.composite.unwrap() - expected).abs() < 1e-9, "{}: {:?}", it.item.id, it.composite);
-        let no: Vec<&str> = it.answers.iter().filter(|a| a.answer == YesNo::No).map(|a| a.id.as_str()).collect();
+        let expected = if it.item.trial == "2" {
+            composite(2, 3, 2)
+        } else {
+            1.0
+        };
+        assert!(
+            (it.composite.unwrap() - expected).abs() < 1e-9,
+            "{}: {:?}",
+            it.item.id,
+            it.composite
+        );
+        let no: Vec<&str> = it
+            .answers
+            .iter()
+            .filter(|a| a.answer == YesNo::No)
+            .map(|a| a.id.as_str())
+            .collect();
         if it.item.trial == "2" {
             assert_eq!(no, ["D1-Q3", "D3-Q1"]);
         } else {
@@ -46,16 +80,30 @@ async fn thirty_percent_faults_lose_no_verdict_and_a_rerun_hits_the_cache() {
     // Every kind of fault happened, and each cost extra requests.
     let log = srv.log();
     for f in server::ALL_FAULTS {
-        assert!(log.iter().any(|l| l.fault == Some(f)), "fault {f:?} never injected");
+        assert!(
+            log.iter().any(|l| l.fault == Some(f)),
+            "fault {f:?} never injected"
+        );
     }
     let faulted = log.iter().filter(|l| l.fault.is_some()).count();
-    assert!(faulted * 5 >= log.len(), "fault rate too low: {faulted}/{}", log.len());
+    assert!(
+        faulted * 5 >= log.len(),
+        "fault rate too low: {faulted}/{}",
+        log.len()
+    );
     assert_eq!(report.requests as usize, log.len());
-    assert!(log.iter().any(|l| l.follow_ups > 0), "no repair request was sent");
+    assert!(
+        log.iter().any(|l| l.follow_ups > 0),
+        "no repair request was sent"
+    );
 
     // Re-judging unchanged inputs: every verdict from the cache, zero requests.
     let before = srv.requests();
-    let cfg = common::run_config(common::llm_config(&srv.base_url()), &dir.path().join("run2"), Some(&cache));
+    let cfg = common::run_config(
+        common::llm_config(&srv.base_url()),
+        &dir.path().join("run2"),
+        Some(&cache),
+    );
     let (again, report2) = runner::run(items, cfg).await.unwrap();
     assert_eq!(srv.requests(), before, "a cached re-run sent requests");
     assert_eq!(report2.from_cache, 40);
@@ -74,7 +122,12 @@ async fn answers_that_stay_invalid_are_error_verdicts_never_no() {
     let items = common::items(&outputs, "a");
     let cache = dir.path().join("cache");
     let out = dir.path().join("run");
-    let bad = Server::start(Config { fault_rate: 1.0, faults: vec![Fault::InvalidJson, Fault::MissingIds], ..Config::default() }).await;
+    let bad = Server::start(Config {
+        fault_rate: 1.0,
+        faults: vec![Fault::InvalidJson, Fault::MissingIds],
+        ..Config::default()
+    })
+    .await;
     let mut cfg = common::run_config(common::llm_config(&bad.base_url()), &out, Some(&cache));
     cfg.exchanges = 2;
     let (results, report) = runner::run(items.clone(), cfg).await.unwrap();
@@ -83,7 +136,11 @@ async fn answers_that_stay_invalid_are_error_verdicts_never_no() {
         assert_eq!(it.status, VerdictStatus::JudgeError);
         assert_eq!(it.composite, None);
         assert!(it.answers.is_empty());
-        assert!(it.error.as_deref().unwrap().contains("invalid answer"), "{:?}", it.error);
+        assert!(
+            it.error.as_deref().unwrap().contains("invalid answer"),
+            "{:?}",
+            it.error
+        );
     }
     // Two exchanges of (answer + one repair) per item.
     assert_eq!(bad.requests(), 3 * 4);
@@ -95,8 +152,16 @@ async fn answers_that_stay_invalid_are_error_verdicts_never_no() {
     let good = Server::start(Config::default()).await;
     let cfg = common::run_config(common::llm_config(&good.base_url()), &out, Some(&cache));
     let (results, report) = runner::run(items, cfg).await.unwrap();
-    assert_eq!((report.judged, report.from_cache, report.judge_errors), (3, 0, 0));
-    assert!(results.items.iter().all(|i| i.status == VerdictStatus::Scored && i.composite == Some(1.0)));
+    assert_eq!(
+        (report.judged, report.from_cache, report.judge_errors),
+        (3, 0, 0)
+    );
+    assert!(
+        results
+            .items
+            .iter()
+            .all(|i| i.status == VerdictStatus::Scored && i.composite == Some(1.0))
+    );
     assert_eq!(good.requests(), 3);
 }
 
@@ -106,9 +171,21 @@ async fn missing_ids_are_repaired_in_one_follow_up() {
     let dir = tempfile::tempdir().unwrap();
     let outputs = dir.path().join("outputs");
     common::write_outputs(&outputs, 2, 1, |_, _| String::new());
-    let srv = Server::start(Config { fault_rate: 1.0, faults: vec![Fault::MissingIds], faults_on_repair: false, ..Config::default() }).await;
-    let cfg = common::run_config(common::llm_config(&srv.base_url()), &dir.path().join("run"), None);
-    let (results, report) = runner::run(common::items(&outputs, "a"), cfg).await.unwrap();
+    let srv = Server::start(Config {
+        fault_rate: 1.0,
+        faults: vec![Fault::MissingIds],
+        faults_on_repair: false,
+        ..Config::default()
+    })
+    .await;
+    let cfg = common::run_config(
+        common::llm_config(&srv.base_url()),
+        &dir.path().join("run"),
+        None,
+    );
+    let (results, report) = runner::run(common::items(&outputs, "a"), cfg)
+        .await
+        .unwrap();
     assert_eq!(report.judge_errors, 0);
     assert!(results.items.iter().all(|i| i.composite == Some(1.0)));
     let log = srv.log();
@@ -123,17 +200,26 @@ async fn without_structured_output_support_the_judge_falls_back_to_plain_json() 
     let dir = tempfile::tempdir().unwrap();
     let outputs = dir.path().join("outputs");
     common::write_outputs(&outputs, 3, 1, |_, _| String::new());
-    let srv = Server::start(Config { structured_supported: false, ..Config::default() }).await;
+    let srv = Server::start(Config {
+        structured_supported: false,
+        ..Config::default()
+    })
+    .await;
     let mut llm = common::llm_config(&srv.base_url());
     llm.structured = StructuredMode::Auto;
     let mut cfg = common::run_config(llm, &dir.path().join("run"), None);
     cfg.concurrency = 1;
-    let (results, report) = runner::run(common::items(&outputs, "a"), cfg).await.unwrap();
+    let (results, report) = runner::run(common::items(&outputs, "a"), cfg)
+        .await
+        .unwrap();
     assert_eq!(report.judge_errors, 0);
     assert!(results.items.iter().all(|i| i.composite == Some(1.0)));
     let log = srv.log();
     assert!(log[0].structured, "the first request asks for a schema");
-    assert!(log[1..].iter().all(|l| !l.structured), "later requests must not");
+    assert!(
+        log[1..].iter().all(|l| !l.structured),
+        "later requests must not"
+    );
     let verdicts = std::fs::read_to_string(dir.path().join("run").join(runner::LOG_FILE)).unwrap();
     assert!(verdicts.contains(r#""structured_output":false"#));
 }
@@ -144,9 +230,20 @@ async fn retry_after_in_seconds_is_waited_out() {
     let dir = tempfile::tempdir().unwrap();
     let outputs = dir.path().join("outputs");
     common::write_outputs(&outputs, 1, 1, |_, _| String::new());
-    let srv = Server::start(Config { first_rate_limited: 1, retry_after: RetryAfter::Seconds(1), ..Config::default() }).await;
-    let cfg = common::run_config(common::llm_config(&srv.base_url()), &dir.path().join("run"), None);
-    let (results, _) = runner::run(common::items(&outputs, "a"), cfg).await.unwrap();
+    let srv = Server::start(Config {
+        first_rate_limited: 1,
+        retry_after: RetryAfter::Seconds(1),
+        ..Config::default()
+    })
+    .await;
+    let cfg = common::run_config(
+        common::llm_config(&srv.base_url()),
+        &dir.path().join("run"),
+        None,
+    );
+    let (results, _) = runner::run(common::items(&outputs, "a"), cfg)
+        .await
+        .unwrap();
     assert_eq!(results.items[0].status, VerdictStatus::Scored);
     let log = srv.log();
     assert_eq!(log.len(), 2);
@@ -164,21 +261,28 @@ async fn temperature_and_seed_are_sent_recorded_and_samples_vote() {
     // Seed 101 says no to D3-Q3 (outvoted 2:1); seeds 101 and 102 say no to D3-Q2 (wins 2:1).
     let script: server::Script = Arc::new(|_user: &str, ids: &[String], seed: Option<i64>| {
         ids.iter()
-            .map(|id| match (id.as_str(), seed) {
-                ("D3-Q3", Some(101)) => false,
-                ("D3-Q2", Some(101 | 102)) => false,
-                _ => true,
+            .map(|id| {
+                !matches!(
+                    (id.as_str(), seed),
+                    ("D3-Q3", Some(101)) | ("D3-Q2", Some(101 | 102))
+                )
             })
             .collect()
     });
-    let srv = Server::start(Config { script, ..Config::default() }).await;
+    let srv = Server::start(Config {
+        script,
+        ..Config::default()
+    })
+    .await;
     let mut llm = common::llm_config(&srv.base_url());
     llm.temperature = 0.25;
     llm.seed = Some(100);
     let out = dir.path().join("run");
     let mut cfg = common::run_config(llm, &out, None);
     cfg.samples = 3;
-    let (results, report) = runner::run(common::items(&outputs, "a"), cfg).await.unwrap();
+    let (results, report) = runner::run(common::items(&outputs, "a"), cfg)
+        .await
+        .unwrap();
     assert_eq!(report.verdicts, 6);
     let mut seeds: Vec<i64> = srv.log().iter().map(|l| l.seed.unwrap()).collect();
     seeds.sort_unstable();
@@ -195,7 +299,10 @@ async fn temperature_and_seed_are_sent_recorded_and_samples_vote() {
     let log = judge::store::read_log(&out.join(runner::LOG_FILE)).unwrap();
     for v in log.values() {
         let j = v.judge.as_ref().unwrap();
-        assert_eq!((j.model.as_str(), j.temperature, j.seed), ("judge-test", 0.25, Some(100 + i64::from(v.sample))));
+        assert_eq!(
+            (j.model.as_str(), j.temperature, j.seed),
+            ("judge-test", 0.25, Some(100 + i64::from(v.sample)))
+        );
         assert_eq!(v.rubric_version, "1.0");
         assert_eq!(v.prompt_hash.len(), 64);
         assert!(v.raw_response.as_deref().unwrap().contains("answers"));

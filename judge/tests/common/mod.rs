@@ -36,22 +36,41 @@ pub fn truths() -> std::collections::BTreeMap<String, LoadedTruth> {
 
 /// Writes `trials` outputs for each of the first `problems` fixture ground truths, in ITBench's
 /// layout. Each names the right root cause and carries a unique tag plus `extra` in its diagnosis.
-pub fn write_outputs(dir: &Path, problems: usize, trials: usize, extra: impl Fn(&str, usize) -> String) {
+pub fn write_outputs(
+    dir: &Path,
+    problems: usize,
+    trials: usize,
+    extra: impl Fn(&str, usize) -> String,
+) {
     for (id, t) in truths().iter().take(problems) {
         let rc = t.truth.components.iter().find(|c| c.root_cause).unwrap();
-        let name = rc.name.clone().unwrap_or_else(|| rc.filter[0].replace(".*", "x").replace("\\b", ""));
+        let name = rc
+            .name
+            .clone()
+            .unwrap_or_else(|| rc.filter[0].replace(".*", "x").replace("\\b", ""));
         for trial in 1..=trials {
             let out = AgentOutput {
-                diagnosis: format!("case-{id}-{trial}: the fault is in {name}. {}", extra(id, trial)),
+                diagnosis: format!(
+                    "case-{id}-{trial}: the fault is in {name}. {}",
+                    extra(id, trial)
+                ),
                 entities: vec![AgentEntity {
-                    name: format!("{}/{}/{}", rc.namespace.as_deref().unwrap_or("default"), rc.kind, name),
+                    name: format!(
+                        "{}/{}/{}",
+                        rc.namespace.as_deref().unwrap_or("default"),
+                        rc.kind,
+                        name
+                    ),
                     contributing_factor: true,
                     reasoning: format!("{name} was changed"),
                     ..Default::default()
                 }],
                 ..Default::default()
             };
-            let path = dir.join(id).join(trial.to_string()).join("outputs/agent_output.json");
+            let path = dir
+                .join(id)
+                .join(trial.to_string())
+                .join("outputs/agent_output.json");
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, serde_json::to_vec(&out).unwrap()).unwrap();
         }

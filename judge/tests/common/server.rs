@@ -67,7 +67,11 @@ pub struct Config {
 
 /// Yes for every id, except those the diagnosis marks `no:<id>`.
 pub fn default_script() -> Script {
-    Arc::new(|user: &str, ids: &[String], _seed| ids.iter().map(|id| !user.contains(&format!("no:{id}"))).collect())
+    Arc::new(|user: &str, ids: &[String], _seed| {
+        ids.iter()
+            .map(|id| !user.contains(&format!("no:{id}")))
+            .collect()
+    })
 }
 
 impl Default for Config {
@@ -162,12 +166,19 @@ fn mix(mut x: u64) -> u64 {
 }
 
 fn hash(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 fn error(status: StatusCode, message: &str, kind: &str) -> Response {
     let body = json!({"error": {"message": message, "type": kind, "param": null, "code": null}});
-    (status, [("content-type", "application/json")], body.to_string()).into_response()
+    (
+        status,
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 async fn chat(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -175,7 +186,13 @@ async fn chat(State(state): State<AppState>, headers: HeaderMap, body: Bytes) ->
     let cfg = &state.config;
     let req: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
-        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("bad json: {e}"), "invalid_request_error"),
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("bad json: {e}"),
+                "invalid_request_error",
+            );
+        }
     };
     let messages = req["messages"].as_array().cloned().unwrap_or_default();
     let user = messages
@@ -222,14 +239,23 @@ async fn chat(State(state): State<AppState>, headers: HeaderMap, body: Bytes) ->
         tokio::time::sleep(cfg.latency).await;
     }
     if structured && !cfg.structured_supported {
-        return error(StatusCode::BAD_REQUEST, "response_format json_schema is not supported by this model", "invalid_request_error");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "response_format json_schema is not supported by this model",
+            "invalid_request_error",
+        );
     }
     match fault {
         Some(Fault::RateLimited) => {
-            let mut r = error(StatusCode::TOO_MANY_REQUESTS, "rate limit reached", "rate_limit_error");
+            let mut r = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate limit reached",
+                "rate_limit_error",
+            );
             match cfg.retry_after {
                 RetryAfter::Millis(ms) => {
-                    r.headers_mut().insert("retry-after-ms", HeaderValue::from(ms));
+                    r.headers_mut()
+                        .insert("retry-after-ms", HeaderValue::from(ms));
                 }
                 RetryAfter::Seconds(s) => {
                     r.headers_mut().insert("retry-after", HeaderValue::from(s));
@@ -237,7 +263,13 @@ async fn chat(State(state): State<AppState>, headers: HeaderMap, body: Bytes) ->
             }
             return r;
         }
-        Some(Fault::ServerError) => return error(StatusCode::INTERNAL_SERVER_ERROR, "internal error", "server_error"),
+        Some(Fault::ServerError) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error",
+                "server_error",
+            );
+        }
         Some(Fault::Stall) => {
             tokio::time::sleep(cfg.stall).await;
         }
@@ -260,7 +292,9 @@ async fn chat(State(state): State<AppState>, headers: HeaderMap, body: Bytes) ->
     let mut content = json!({"answers": answers}).to_string();
     match fault {
         Some(Fault::TruncatedJson) => content.truncate(content.len() / 2),
-        Some(Fault::InvalidJson) => content = content.replace("\"yes\"", "yes").replace("\"no\"", "no"),
+        Some(Fault::InvalidJson) => {
+            content = content.replace("\"yes\"", "yes").replace("\"no\"", "no")
+        }
         _ => {}
     }
     let completion = json!({
