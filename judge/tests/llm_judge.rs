@@ -309,3 +309,97 @@ async fn temperature_and_seed_are_sent_recorded_and_samples_vote() {
         assert!(v.usage.prompt_tokens > 0 && v.requests == 1);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sregym_csv_and_faultline_runs_are_judged_too() {
+    common::setup();
+    let dir = tempfile::tempdir().unwrap();
+    let truths = common::truths();
+    // A SREGym results CSV: free-text submissions, the problem id and the attempt.
+    let csv_path = dir.path().join("claude_ALL_results.csv");
+    let mut w = csv::Writer::from_path(&csv_path).unwrap();
+    w.write_record(["problem_id", "attempt", "Diagnosis.submission", "TTL"])
+        .unwrap();
+    w.write_record([
+        "Scenario-2",
+        "1",
+        "flagd-config turned cartFailure on",
+        "12.5",
+    ])
+    .unwrap();
+    w.write_record([
+        "scenario_2",
+        "2",
+        "no:D2-Q2 the cart service is broken",
+        "9.0",
+    ])
+    .unwrap();
+    w.write_record(["unknown-problem", "1", "whatever", "1"])
+        .unwrap();
+    w.flush().unwrap();
+    // A faultline run tree: <agent>/<problem>/<trial>/run.json; one run ended without output.
+    let run = |trial: &str, output: Option<&str>| {
+        serde_json::json!({
+            "schema_version": 1, "agent": "fl-agent", "problem_id": "2", "trial": trial, "mode": "replay",
+            "started_at": "2026-11-22T08:00:00Z",
+            "output": output.map(|d| serde_json::json!({"diagnosis": d})),
+            "error": output.is_none().then_some("agent timed out"),
+        })
+    };
+    for (trial, out) in [
+        ("1", Some("the flagd-config ConfigMap enabled cartFailure")),
+        ("2", None),
+    ] {
+        let p = dir
+            .path()
+            .join("runs/fl-agent/2")
+            .join(trial)
+            .join("run.json");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, serde_json::to_vec(&run(trial, out)).unwrap()).unwrap();
+    }
+    let mut scan = judge::layout::Scan::default();
+    judge::layout::scan(&csv_path, "sregym-agent", None, &truths, &mut scan).unwrap();
+    judge::layout::scan(
+        &dir.path().join("runs"),
+        "ignored",
+        None,
+        &truths,
+        &mut scan,
+    )
+    .unwrap();
+    assert_eq!(scan.items.len(), 4);
+    assert_eq!(scan.without_truth.len(), 1, "{:?}", scan.without_truth);
+    let ids: Vec<&str> = scan.items.iter().map(|i| i.item.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "sregym-agent/2/1",
+            "sregym-agent/2/2",
+            "fl-agent/2/1",
+            "fl-agent/2/2"
+        ]
+    );
+
+    let srv = Server::start(Config::default()).await;
+    let cfg = common::run_config(
+        common::llm_config(&srv.base_url()),
+        &dir.path().join("out"),
+        None,
+    );
+    let (results, report) = runner::run(scan.items, cfg).await.unwrap();
+    // The run without output is the agent's failure: scored 0 without a call, and counted.
+    assert_eq!(report.requests, 3);
+    let by_id = |id: &str| results.items.iter().find(|i| i.item.id == id).unwrap();
+    assert_eq!(by_id("sregym-agent/2/1").composite, Some(1.0));
+    assert!((by_id("sregym-agent/2/2").composite.unwrap() - composite(3, 2, 3)).abs() < 1e-9);
+    let failed = by_id("fl-agent/2/2");
+    assert_eq!(
+        (failed.status, failed.composite),
+        (VerdictStatus::AgentError, Some(0.0))
+    );
+    let fl = &results.stats["fl-agent"].micro_overall["composite"];
+    assert_eq!((fl.n, fl.agent_errors, fl.mean), (2, 1, Some(0.5)));
+    // Free text has no entities: ITBench's structured metrics are not invented for it.
+    assert!(by_id("sregym-agent/2/1").metrics.is_empty());
+}
