@@ -4,8 +4,8 @@
 
 use schemars::{JsonSchema, Schema, schema_for};
 
-use crate::ground_truth::{EvaluatorRecord, GroundTruth};
 use crate::agent_output::AgentOutput;
+use crate::ground_truth::{EvaluatorRecord, GroundTruth};
 use crate::manifest::Manifest;
 use crate::run_result::RunResult;
 use crate::verdict::{JudgeResults, Verdict};

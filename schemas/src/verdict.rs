@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 pub const VERDICT_VERSION: u32 = 1;
 
 /// Which agent output was judged.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct ItemRef {
     /// Stable id of the item within a run: `<agent>/<problem>/<trial>`.
