@@ -11,6 +11,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::api::kube::{KubeFacade, router as kube_router};
+use crate::api::prometheus;
 use crate::clock::{Clock, parse_rfc3339};
 use crate::env::load_dataset;
 
@@ -28,11 +29,15 @@ pub struct ReplayOptions {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Endpoints {
     pub kubernetes: String,
+    pub prometheus: String,
 }
 
 impl Endpoints {
     pub fn env_lines(&self) -> String {
-        format!("KUBERNETES_URL={}\n", self.kubernetes)
+        format!(
+            "KUBERNETES_URL={}\nPROMETHEUS_URL={}\n",
+            self.kubernetes, self.prometheus
+        )
     }
 
     pub fn kubeconfig(&self) -> String {
@@ -43,10 +48,10 @@ impl Endpoints {
     }
 }
 
-/// A running replay: its endpoints, and the server task.
+/// A running replay: its endpoints, and one server task per API.
 pub struct Replay {
     pub endpoints: Endpoints,
-    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    servers: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl Replay {
@@ -82,26 +87,53 @@ impl Replay {
             Clock::frozen(now_ns)
         };
         let kube = Arc::new(KubeFacade::new(obs.timeline.clone(), obs.logs.clone(), clock));
-        let kube_listener = bind(opts.listen, 0).await?;
-        let kube_addr = kube_listener.local_addr()?;
-        let app = kube_router(kube);
-        let server = tokio::spawn(async move { axum::serve(kube_listener, app).await });
+        let metrics = {
+            let (metrics, metadata, alerts) = (obs.metrics, obs.metric_metadata, obs.alerts.clone());
+            tokio::task::spawn_blocking(move || {
+                prometheus::storage(&metrics, &metadata, &alerts, now_ns)
+            })
+            .await?
+        };
+        let mut servers = Vec::new();
+        let kubernetes = serve(opts.listen, 0, kube_router(kube), &mut servers).await?;
+        let prometheus = serve(
+            opts.listen,
+            1,
+            prometheus::router(metrics, obs.alerts, clock),
+            &mut servers,
+        )
+        .await?;
         Ok(Replay {
             endpoints: Endpoints {
-                kubernetes: format!("http://{kube_addr}"),
+                kubernetes,
+                prometheus,
             },
-            server,
+            servers,
         })
     }
 
-    /// Serves until the server fails or the process is interrupted.
+    /// Serves until a server fails or the process is interrupted.
     pub async fn wait(self) -> anyhow::Result<()> {
+        let failed = futures_util::future::select_all(self.servers);
         tokio::select! {
-            r = self.server => { r??; }
+            (r, _, _) = failed => { r??; }
             _ = tokio::signal::ctrl_c() => {}
         }
         Ok(())
     }
+}
+
+/// Starts serving `app` on the base address's port moved by `offset`; returns its URL.
+async fn serve(
+    base: SocketAddr,
+    offset: u16,
+    app: axum::Router,
+    servers: &mut Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+) -> anyhow::Result<String> {
+    let listener = bind(base, offset).await?;
+    let addr = listener.local_addr()?;
+    servers.push(tokio::spawn(async move { axum::serve(listener, app).await }));
+    Ok(format!("http://{addr}"))
 }
 
 /// Binds `base` with its port moved by `offset` (or a free port when the base port is 0).

@@ -2,3 +2,4 @@
 //! virtual clock; none can change anything.
 
 pub mod kube;
+pub mod prometheus;

@@ -1,0 +1,147 @@
+//! The Prometheus HTTP API over the recorded metrics: the promql crate's query API, plus
+//! `/api/v1/alerts` and `/api/v1/rules` from the recorded alert states, and the `ALERTS` series
+//! Prometheus keeps for its alerting rules.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+use promql::api::{PromApi, VirtualClock};
+use promql::{MemStorage, StorageBuilder};
+use schemas::tables::{AlertRow, Labels, MetricMeta, MetricSample};
+use serde_json::{Value, json};
+
+use crate::clock::{Clock, rfc3339_nanos};
+
+/// An alert observation counts as current for this long after it was recorded: a few rule
+/// evaluation intervals.
+const ALERT_FRESHNESS_NS: i64 = 60_000_000_000;
+
+/// Builds the series store from samples up to the virtual now (later samples stay hidden).
+pub fn storage(
+    metrics: &[MetricSample],
+    metadata: &[MetricMeta],
+    alerts: &[AlertRow],
+    now_ns: i64,
+) -> MemStorage {
+    let mut b = StorageBuilder::new();
+    for m in metrics.iter().filter(|m| m.time_ns <= now_ns) {
+        b.add_sample(
+            &m.metric,
+            m.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            m.time_ns.div_euclid(1_000_000),
+            m.value,
+        );
+    }
+    for a in alerts.iter().filter(|a| a.time_ns <= now_ns) {
+        let mut labels = a.labels.clone();
+        labels.insert("alertname".into(), a.alertname.clone());
+        labels.insert("alertstate".into(), a.state.clone());
+        b.add_sample(
+            "ALERTS",
+            labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            a.time_ns.div_euclid(1_000_000),
+            1.0,
+        );
+    }
+    for m in metadata {
+        b.set_metadata(&m.metric, &m.metric_type, &m.help, &m.unit);
+    }
+    b.build()
+}
+
+struct AlertsState {
+    alerts: Vec<AlertRow>,
+    clock: Clock,
+}
+
+/// The query API with the alert routes merged in.
+pub fn router(storage: MemStorage, alerts: Vec<AlertRow>, clock: Clock) -> Router {
+    let now_ms = clock.read().virtual_now_ns.div_euclid(1_000_000);
+    let api = PromApi::new(Arc::new(storage), VirtualClock::fixed(now_ms));
+    let state = Arc::new(AlertsState { alerts, clock });
+    promql::api::router(api).merge(
+        Router::new()
+            .route("/api/v1/alerts", get(alerts_handler))
+            .route("/api/v1/rules", get(rules_handler))
+            .with_state(state),
+    )
+}
+
+/// The latest observation of every alert that is still current at the virtual now.
+fn active(state: &AlertsState) -> Vec<&AlertRow> {
+    let now = state.clock.read().virtual_now_ns;
+    let mut latest: BTreeMap<(&str, &Labels), &AlertRow> = BTreeMap::new();
+    for a in state.alerts.iter().filter(|a| a.time_ns <= now) {
+        let slot = latest.entry((a.alertname.as_str(), &a.labels)).or_insert(a);
+        if a.time_ns >= slot.time_ns {
+            *slot = a;
+        }
+    }
+    latest
+        .into_values()
+        .filter(|a| now - a.time_ns <= ALERT_FRESHNESS_NS)
+        .collect()
+}
+
+fn alert_json(a: &AlertRow, state: &AlertsState) -> Value {
+    let clock = state.clock.read();
+    let mut labels = a.labels.clone();
+    labels.insert("alertname".into(), a.alertname.clone());
+    json!({
+        "labels": labels,
+        "annotations": a.annotations,
+        "state": a.state,
+        "activeAt": a.active_at_ns.map(|t| rfc3339_nanos(clock.serve(t))),
+        "value": a.value.map_or_else(|| "0".to_string(), promql::value::format_float),
+    })
+}
+
+async fn alerts_handler(State(state): State<Arc<AlertsState>>) -> axum::Json<Value> {
+    let alerts: Vec<Value> = active(&state).into_iter().map(|a| alert_json(a, &state)).collect();
+    axum::Json(json!({"status": "success", "data": {"alerts": alerts}}))
+}
+
+/// The recording holds alert states, not rule definitions: each alert name seen becomes an
+/// alerting rule with its labels and annotations and its current alerts; the expression is not
+/// known and is served empty.
+async fn rules_handler(State(state): State<Arc<AlertsState>>) -> axum::Json<Value> {
+    let current = active(&state);
+    let mut rules: BTreeMap<&str, (&AlertRow, Vec<Value>)> = BTreeMap::new();
+    for a in &state.alerts {
+        rules.entry(a.alertname.as_str()).or_insert((a, Vec::new()));
+    }
+    for a in &current {
+        if let Some((_, list)) = rules.get_mut(a.alertname.as_str()) {
+            list.push(alert_json(a, &state));
+        }
+    }
+    let rules: Vec<Value> = rules
+        .into_iter()
+        .map(|(name, (example, alerts))| {
+            let state_name = if alerts.iter().any(|a| a["state"] == "firing") {
+                "firing"
+            } else if alerts.is_empty() {
+                "inactive"
+            } else {
+                "pending"
+            };
+            let severity: Labels = example
+                .labels
+                .iter()
+                .filter(|(k, _)| k.as_str() == "severity")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            json!({
+                "name": name, "query": "", "duration": 0, "labels": severity,
+                "annotations": example.annotations, "alerts": alerts, "health": "ok",
+                "type": "alerting", "state": state_name,
+            })
+        })
+        .collect();
+    axum::Json(json!({"status": "success", "data": {"groups": [
+        {"name": "recorded", "file": "", "rules": rules, "interval": 15}
+    ]}}))
+}
