@@ -89,7 +89,22 @@ impl Ctx<'_> {
         if let Some(d) = self.w.deployments.get_mut(&k) {
             f(&mut d.template, &mut d.replicas);
             d.meta.generation += 1;
+            let uid = d.meta.uid.clone();
             self.w.touch(Kind::Deployment, &k);
+            // Like the delete-and-apply of the real injectors, the change reaches every pod at
+            // once: the old ReplicaSets go to zero and their pods are deleted.
+            let old: Vec<Key> = self.w.replicasets.iter().filter(|(_, rs)| rs.meta.owner.as_ref().is_some_and(|o| o.uid == uid)).map(|(rk, _)| rk.clone()).collect();
+            for rk in old {
+                if let Some(rs) = self.w.replicasets.get_mut(&rk) {
+                    rs.replicas = 0;
+                    let rs_uid = rs.meta.uid.clone();
+                    self.w.touch(Kind::ReplicaSet, &rk);
+                    let pods: Vec<Key> = self.w.pods.iter().filter(|(_, p)| p.meta.owner.as_ref().is_some_and(|o| o.uid == rs_uid)).map(|(pk, _)| pk.clone()).collect();
+                    for pk in pods {
+                        delete_pod(self.w, &pk);
+                    }
+                }
+            }
         } else if let Some(s) = self.w.statefulsets.get_mut(&k) {
             f(&mut s.template, &mut s.replicas);
             s.meta.generation += 1;
