@@ -30,14 +30,29 @@ fn replicate(app: &problems::AppSpec, copies: usize) -> problems::AppSpec {
                     call.service = rename(&call.service);
                 }
             }
-            c.env = c.env.iter().map(|(key, v)| (key.clone(), v.clone())).collect();
+            c.env = c
+                .env
+                .iter()
+                .map(|(key, v)| (key.clone(), v.clone()))
+                .collect();
             c.config_mounts.clear();
-            c.volumes = c.volumes.iter().map(|v| problems::app::VolumeSpec { claim: format!("{}-{k}", v.claim), ..v.clone() }).collect();
+            c.volumes = c
+                .volumes
+                .iter()
+                .map(|v| problems::app::VolumeSpec {
+                    claim: format!("{}-{k}", v.claim),
+                    ..v.clone()
+                })
+                .collect();
             out.services.push(c);
         }
         // The copies take load too: the entry service fans out to its copies in parallel.
         let target = app.workload.target.clone();
-        let entry = out.services.iter_mut().find(|s| s.name == target).expect("entry service");
+        let entry = out
+            .services
+            .iter_mut()
+            .find(|s| s.name == target)
+            .expect("entry service");
         for op in &mut entry.operations {
             op.calls.push(problems::app::CallSpec {
                 service: format!("{target}-{k}"),
@@ -53,35 +68,69 @@ fn replicate(app: &problems::AppSpec, copies: usize) -> problems::AppSpec {
 
 fn main() {
     let catalog = Catalog::builtin().expect("catalog");
-    let problem = catalog.problem("hotel-geo-target-port").expect("problem").clone();
-    let hour = Options { seed: 1, duration: Some(Dur::from_secs(3600)), ..Options::default() };
+    let problem = catalog
+        .problem("hotel-geo-target-port")
+        .expect("problem")
+        .clone();
+    let hour = Options {
+        seed: 1,
+        duration: Some(Dur::from_secs(3600)),
+        ..Options::default()
+    };
 
     let mut problem_hour = problem.clone();
     problem_hour.duration = Dur::from_secs(3600);
     let t = Instant::now();
     let mut rows = 0u64;
-    let outcome = snapshot::simulate(&catalog, &problem_hour, &hour, &mut |_| {
-        rows += 1;
-        Ok(())
-    }, &mut |_, _| {})
+    let outcome = snapshot::simulate(
+        &catalog,
+        &problem_hour,
+        &hour,
+        &mut |_| {
+            rows += 1;
+            Ok(())
+        },
+        &mut |_, _| {},
+    )
     .expect("simulate");
     let secs = t.elapsed().as_secs_f64();
-    println!("P5 hotel-reservation, 1 h simulated with noise ({} disturbances), full telemetry:", outcome.noise.len());
-    println!("  simulate only : {secs:8.2} s wall, {rows} rows, {:8.0}x real time (goal >= 1000x)", 3600.0 / secs);
+    println!(
+        "P5 hotel-reservation, 1 h simulated with noise ({} disturbances), full telemetry:",
+        outcome.noise.len()
+    );
+    println!(
+        "  simulate only : {secs:8.2} s wall, {rows} rows, {:8.0}x real time (goal >= 1000x)",
+        3600.0 / secs
+    );
 
     let dir = tempfile::tempdir().expect("tempdir");
     let t = Instant::now();
-    let report = snapshot::snapshot(&catalog, &problem_hour, &hour, &dir.path().join("hour"), &mut |_, _| {}).expect("snapshot");
+    let report = snapshot::snapshot(
+        &catalog,
+        &problem_hour,
+        &hour,
+        &dir.path().join("hour"),
+        &mut |_, _| {},
+    )
+    .expect("snapshot");
     let secs = t.elapsed().as_secs_f64();
     let total_rows: u64 = report.rows.values().sum();
-    println!("  with dataset  : {secs:8.2} s wall, {total_rows} rows written + read back + checked, {:8.0}x real time", 3600.0 / secs);
+    println!(
+        "  with dataset  : {secs:8.2} s wall, {total_rows} rows written + read back + checked, {:8.0}x real time",
+        3600.0 / secs
+    );
 
     println!("Scaling with the number of services (10 simulated minutes each):");
     let app = catalog.app(&problem.application).expect("app").clone();
     for copies in [1usize, 2, 4] {
         let scaled = replicate(&app, copies);
         let n_services = scaled.services.len();
-        let mut sim = collector::sim::Sim::new(&scaled, 1, 1_800_000_000_000_000_000, collector::sim::SimConfig::default());
+        let mut sim = collector::sim::Sim::new(
+            &scaled,
+            1,
+            1_800_000_000_000_000_000,
+            collector::sim::SimConfig::default(),
+        );
         let t = Instant::now();
         let mut rows = 0usize;
         for _ in 0..600 {
@@ -89,6 +138,9 @@ fn main() {
             rows += sim.drain().len();
         }
         let secs = t.elapsed().as_secs_f64();
-        println!("  {n_services:3} services: {secs:7.2} s wall, {rows:8} rows, {:7.0}x real time", 600.0 / secs);
+        println!(
+            "  {n_services:3} services: {secs:7.2} s wall, {rows:8} rows, {:7.0}x real time",
+            600.0 / secs
+        );
     }
 }

@@ -12,7 +12,9 @@ use crate::run::snapshot::{self, Options, Report};
 use crate::sim::SimConfig;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  collector snapshot --problem hotel-geo-target-port --seed 7 --out out/geo\n  collector snapshot --problem hotel-profile-oom --duration 3m --json")]
+#[command(
+    after_help = "Example:\n  collector snapshot --problem hotel-geo-target-port --seed 7 --out out/geo\n  collector snapshot --problem hotel-profile-oom --duration 3m --json"
+)]
 pub struct Args {
     /// Problem id (see `collector problems list`).
     #[arg(long)]
@@ -55,21 +57,36 @@ pub fn load_catalog(dir: Option<&std::path::Path>) -> anyhow::Result<Catalog> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let catalog = load_catalog(args.catalog.as_deref())?;
-    let problem = catalog
-        .problem(&args.problem)
-        .with_context(|| format!("no problem `{}` in the catalog (see `collector problems list`)", args.problem))?;
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("out/{}-seed{}", problem.id, args.seed)));
+    let problem = catalog.problem(&args.problem).with_context(|| {
+        format!(
+            "no problem `{}` in the catalog (see `collector problems list`)",
+            args.problem
+        )
+    })?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("out/{}-seed{}", problem.id, args.seed)));
     let opts = Options {
         seed: args.seed,
         duration: args.duration,
         no_noise: args.no_noise,
-        sim: SimConfig { scrape_interval: args.scrape_interval, ..SimConfig::default() },
+        sim: SimConfig {
+            scrape_interval: args.scrape_interval,
+            ..SimConfig::default()
+        },
     };
-    let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    let bar = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(0)
+    };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} simulating {msg} [{bar:30}] {pos}/{len} s ({elapsed})")
-            .expect("valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} simulating {msg} [{bar:30}] {pos}/{len} s ({elapsed})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
     bar.set_message(problem.application.clone());
     let report = snapshot::snapshot(&catalog, problem, &opts, &out, &mut |done, total| {
@@ -83,32 +100,63 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print_summary(&report);
     }
     let clean = report.checks_passed() == report.checks.len() && report.leaks.is_empty();
-    Ok(if args.strict && !clean { ExitCode::from(super::EXIT_FAILURE) } else { ExitCode::SUCCESS })
+    Ok(if args.strict && !clean {
+        ExitCode::from(super::EXIT_FAILURE)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn print_summary(r: &Report) {
     let rows = |t: &str| r.rows.get(t).copied().unwrap_or(0);
-    println!("snapshot of {} (seed {}, {})", r.problem, r.seed, r.application);
-    println!("  dataset       {}  (id {})", r.dataset.display(), &r.dataset_id[..r.dataset_id.len().min(16)]);
-    println!("  window        {} .. {}  ({} s simulated)", r.window_start, r.window_end, r.simulated_secs);
+    println!(
+        "snapshot of {} (seed {}, {})",
+        r.problem, r.seed, r.application
+    );
+    println!(
+        "  dataset       {}  (id {})",
+        r.dataset.display(),
+        &r.dataset_id[..r.dataset_id.len().min(16)]
+    );
+    println!(
+        "  window        {} .. {}  ({} s simulated)",
+        r.window_start, r.window_end, r.simulated_secs
+    );
     println!(
         "  rows          objects {} · events {} · logs {} · metrics {} · spans {} · alerts {}",
-        rows("objects"), rows("events"), rows("logs"), rows("metrics"), rows("spans"), rows("alerts")
+        rows("objects"),
+        rows("events"),
+        rows("logs"),
+        rows("metrics"),
+        rows("spans"),
+        rows("alerts")
     );
     for i in &r.injections {
         println!("  injected      {i}");
     }
     println!("  noise         {} transient disturbances", r.noise_events);
-    println!("  capture       {}/{} visibility checks passed", r.checks_passed(), r.checks.len());
+    println!(
+        "  capture       {}/{} visibility checks passed",
+        r.checks_passed(),
+        r.checks.len()
+    );
     for c in r.checks.iter().filter(|c| !c.passed) {
         println!("    not seen:   {} ({})", c.expectation, c.observed);
     }
     if r.leaks.is_empty() {
         println!("  leak scan     clean");
     } else {
-        println!("  leak scan     {} findings, e.g. {}", r.leaks.len(), r.leaks[0]);
+        println!(
+            "  leak scan     {} findings, e.g. {}",
+            r.leaks.len(),
+            r.leaks[0]
+        );
     }
     println!("  ground truth  {}", r.ground_truth.display());
     println!("  evaluation    {}", r.evaluation.display());
-    println!("  took          {:.1} s ({:.0}x real time)", r.wall_secs, r.simulated_secs as f64 / r.wall_secs.max(1e-3));
+    println!(
+        "  took          {:.1} s ({:.0}x real time)",
+        r.wall_secs,
+        r.simulated_secs as f64 / r.wall_secs.max(1e-3)
+    );
 }

@@ -11,7 +11,9 @@ use crate::run::sweep;
 use crate::sim::SimConfig;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  collector sweep --problems 'hotel-*' --seeds 3 --jobs 2 --duration 5m --out out/sweep")]
+#[command(
+    after_help = "Example:\n  collector sweep --problems 'hotel-*' --seeds 3 --jobs 2 --duration 5m --out out/sweep"
+)]
 pub struct Args {
     /// Problem ids or glob patterns, comma-separated (`hotel-*,astro-ad-*`).
     #[arg(long)]
@@ -41,34 +43,86 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let catalog = super::snapshot::load_catalog(args.catalog.as_deref())?;
-    let selected = catalog.problems_matching(&args.problems).map_err(anyhow::Error::msg)?;
+    let selected = catalog
+        .problems_matching(&args.problems)
+        .map_err(anyhow::Error::msg)?;
     if selected.is_empty() {
-        anyhow::bail!("--problems {:?} matches no problem (see `collector problems list`)", args.problems);
+        anyhow::bail!(
+            "--problems {:?} matches no problem (see `collector problems list`)",
+            args.problems
+        );
     }
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
-    let base = Options { seed: 1, duration: args.duration, no_noise: args.no_noise, sim: SimConfig::default() };
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    });
+    let base = Options {
+        seed: 1,
+        duration: args.duration,
+        no_noise: args.no_noise,
+        sim: SimConfig::default(),
+    };
     let total = selected.len() as u64 * args.seeds;
-    let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new(total) };
-    bar.set_style(ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} runs ({elapsed}, eta {eta}) {msg}").expect("valid template").progress_chars("=> "));
-    let index = sweep::sweep(&catalog, &selected, args.seeds, jobs, &base, &args.out, &|e| {
-        bar.set_message(format!("{} seed {}", e.problem, e.seed));
-        bar.inc(1);
-        if !e.ok {
-            bar.println(format!("failed: {} seed {}: {}", e.problem, e.seed, e.error.as_deref().unwrap_or("")));
-        }
-    })?;
+    let bar = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(total)
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{bar:30}] {pos}/{len} runs ({elapsed}, eta {eta}) {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let index = sweep::sweep(
+        &catalog,
+        &selected,
+        args.seeds,
+        jobs,
+        &base,
+        &args.out,
+        &|e| {
+            bar.set_message(format!("{} seed {}", e.problem, e.seed));
+            bar.inc(1);
+            if !e.ok {
+                bar.println(format!(
+                    "failed: {} seed {}: {}",
+                    e.problem,
+                    e.seed,
+                    e.error.as_deref().unwrap_or("")
+                ));
+            }
+        },
+    )?;
     bar.finish_and_clear();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&index)?);
     } else {
-        println!("sweep of {} runs into {}", index.runs.len(), args.out.display());
+        println!(
+            "sweep of {} runs into {}",
+            index.runs.len(),
+            args.out.display()
+        );
         println!("  ok            {}", index.runs.len() - index.failed);
         println!("  failed        {}", index.failed);
         println!("  with checks not seen  {}", index.checks_failed);
-        for r in index.runs.iter().filter(|r| r.ok && r.checks_passed < r.checks_total) {
-            println!("    {} seed {}: {}/{} checks", r.problem, r.seed, r.checks_passed, r.checks_total);
+        for r in index
+            .runs
+            .iter()
+            .filter(|r| r.ok && r.checks_passed < r.checks_total)
+        {
+            println!(
+                "    {} seed {}: {}/{} checks",
+                r.problem, r.seed, r.checks_passed, r.checks_total
+            );
         }
         println!("  index         {}", args.out.join("index.json").display());
     }
-    Ok(if index.failed > 0 { ExitCode::from(super::EXIT_FAILURE) } else { ExitCode::SUCCESS })
+    Ok(if index.failed > 0 {
+        ExitCode::from(super::EXIT_FAILURE)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

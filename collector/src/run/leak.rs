@@ -39,7 +39,10 @@ pub fn markers(problem_id: &str) -> Vec<String> {
     for name in PRIMITIVE_NAMES {
         if name.contains('_') {
             m.push(format!(r"(?i)\b{}\b", regex::escape(name)));
-            m.push(format!(r"(?i)\b{}\b", regex::escape(&name.replace('_', "-"))));
+            m.push(format!(
+                r"(?i)\b{}\b",
+                regex::escape(&name.replace('_', "-"))
+            ));
         }
     }
     m
@@ -97,7 +100,10 @@ pub fn scan(t: &Tables, markers: &[String]) -> Vec<Leak> {
     for text in collect(t) {
         for i in set.matches(text).into_iter() {
             let short: String = text.chars().take(160).collect();
-            found.insert(Leak { marker: markers[i].clone(), text: short });
+            found.insert(Leak {
+                marker: markers[i].clone(),
+                text: short,
+            });
         }
     }
     found.into_iter().collect()
@@ -111,8 +117,17 @@ mod tests {
     #[test]
     fn finds_markers_and_spares_ordinary_words() {
         let mut t = Tables::default();
-        let log = |line: &str| LogRow { time_ns: 0, namespace: "ns".into(), pod: "p".into(), container: "c".into(), restart: 0, stream: "stdout".into(), line: line.into() };
-        t.logs.push(log("default-scheduler assigned pod; scaled up replica set"));
+        let log = |line: &str| LogRow {
+            time_ns: 0,
+            namespace: "ns".into(),
+            pod: "p".into(),
+            container: "c".into(),
+            restart: 0,
+            stream: "stdout".into(),
+            line: line.into(),
+        };
+        t.logs
+            .push(log("default-scheduler assigned pod; scaled up replica set"));
         assert!(scan(&t, &markers("hr-geo-oom")).is_empty());
         t.logs.push(log("applying service_target_port to geo"));
         t.logs.push(log("chaos experiment started"));

@@ -9,7 +9,9 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use chrono::Duration;
 use problems::{Catalog, Dur, NoiseProfile, ProblemSpec, Target};
-use schemas::ground_truth::{EvaluatorRecord, GROUND_TRUTH_VERSION, Injection, NoiseEvent, VisibilityCheck};
+use schemas::ground_truth::{
+    EvaluatorRecord, GROUND_TRUTH_VERSION, Injection, NoiseEvent, VisibilityCheck,
+};
 use schemas::manifest::TimeWindow;
 use schemas::tables::{Row, Table};
 use serde::Serialize;
@@ -36,7 +38,12 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { seed: 1, duration: None, no_noise: false, sim: SimConfig::default() }
+        Options {
+            seed: 1,
+            duration: None,
+            no_noise: false,
+            sim: SimConfig::default(),
+        }
     }
 }
 
@@ -73,13 +80,18 @@ pub fn simulate(
     sink: &mut dyn FnMut(Row) -> anyhow::Result<()>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> anyhow::Result<Outcome> {
-    let app = catalog
-        .app(&problem.application)
-        .with_context(|| format!("problem `{}` names application `{}`, which the catalog does not have", problem.id, problem.application))?;
+    let app = catalog.app(&problem.application).with_context(|| {
+        format!(
+            "problem `{}` names application `{}`, which the catalog does not have",
+            problem.id, problem.application
+        )
+    })?;
     let total = opts.duration.unwrap_or(problem.duration);
     let total_secs = (total.as_millis() / 1000) as i64;
     if total_secs < 30 {
-        bail!("--duration {total} is too short: a run needs at least 30s (a baseline and a faulty period)");
+        bail!(
+            "--duration {total} is too short: a run needs at least 30s (a baseline and a faulty period)"
+        );
     }
     // A shorter run keeps the problem's proportions.
     let scale = (total.as_millis() as f64 / problem.duration.as_millis().max(1) as f64).min(1.0);
@@ -99,21 +111,33 @@ pub fn simulate(
     let noise_plan = if opts.no_noise || problem.noise == problems::noise::NO_NOISE {
         vec![]
     } else {
-        let profile: &NoiseProfile = catalog
-            .noise(&problem.noise)
-            .with_context(|| format!("problem `{}` names noise profile `{}`, which the catalog does not have", problem.id, problem.noise))?;
+        let profile: &NoiseProfile = catalog.noise(&problem.noise).with_context(|| {
+            format!(
+                "problem `{}` names noise profile `{}`, which the catalog does not have",
+                problem.id, problem.noise
+            )
+        })?;
         let avoid: Vec<&str> = if profile.avoid_fault_targets {
-            injections.iter().flat_map(|(f, _)| f.primitive.targets()).filter_map(|t| match t {
-                Target::Service(s) => Some(s),
-                _ => None,
-            }).collect()
+            injections
+                .iter()
+                .flat_map(|(f, _)| f.primitive.targets())
+                .filter_map(|t| match t {
+                    Target::Service(s) => Some(s),
+                    _ => None,
+                })
+                .collect()
         } else {
             vec![]
         };
         let candidates: Vec<&str> = app
             .services
             .iter()
-            .filter(|s| !matches!(s.role, problems::app::Role::Loadgen | problems::app::Role::Infra))
+            .filter(|s| {
+                !matches!(
+                    s.role,
+                    problems::app::Role::Loadgen | problems::app::Role::Infra
+                )
+            })
             .map(|s| s.name.as_str())
             .filter(|s| !avoid.contains(s))
             .collect();
@@ -124,7 +148,15 @@ pub fn simulate(
         actions.push(((n.end.as_millis() / 1000) as i64, Action::NoiseOff(i)));
     }
     // Stable order: by time, reverts before applies at the same instant.
-    actions.sort_by_key(|(t, a)| (*t, match a { Action::Revert(_) | Action::NoiseOff(_) => 0, _ => 1 }));
+    actions.sort_by_key(|(t, a)| {
+        (
+            *t,
+            match a {
+                Action::Revert(_) | Action::NoiseOff(_) => 0,
+                _ => 1,
+            },
+        )
+    });
 
     let mut undos: Vec<Option<Undo>> = vec![None; injections.len()];
     let mut noise_undos: Vec<Option<Undo>> = vec![None; noise_plan.len()];
@@ -136,8 +168,17 @@ pub fn simulate(
             match &actions[next].1 {
                 Action::Apply(i) => {
                     let (f, decoy) = injections[*i];
-                    let undo = faults::apply(&mut sim.world, &sim.app, &f.primitive)
-                        .with_context(|| format!("problem `{}`: cannot apply {} #{} ({})", problem.id, if decoy { "decoy" } else { "fault" }, i, f.primitive.name()))?;
+                    let undo = faults::apply(&mut sim.world, &sim.app, &f.primitive).with_context(
+                        || {
+                            format!(
+                                "problem `{}`: cannot apply {} #{} ({})",
+                                problem.id,
+                                if decoy { "decoy" } else { "fault" },
+                                i,
+                                f.primitive.name()
+                            )
+                        },
+                    )?;
                     undos[*i] = Some(undo);
                     record_of[*i] = Some(records.len());
                     records.push(Injection {
@@ -159,7 +200,12 @@ pub fn simulate(
                 }
                 Action::NoiseOn(i) => {
                     let n = &noise_plan[*i];
-                    noise_undos[*i] = Some(faults::apply_noise(&mut sim.world, &sim.app, &n.kind, &n.target));
+                    noise_undos[*i] = Some(faults::apply_noise(
+                        &mut sim.world,
+                        &sim.app,
+                        &n.kind,
+                        &n.target,
+                    ));
                 }
                 Action::NoiseOff(i) => {
                     if let Some(u) = noise_undos[*i].take() {
@@ -175,10 +221,19 @@ pub fn simulate(
         }
         progress((t + 1) as u64, total_secs as u64);
     }
-    let end_ns = start_ns + (total_secs - 1) * NS_PER_SEC;
-    let onset_ns = records.iter().filter(|r| !r.decoy).map(|r| r.onset.timestamp_nanos_opt().unwrap_or(0)).min().unwrap_or(start_ns + baseline * NS_PER_SEC);
+    // The last step's rows (log lines inside that second, spans ending after it) stay inside.
+    let end_ns = start_ns + (total_secs + 30) * NS_PER_SEC;
+    let onset_ns = records
+        .iter()
+        .filter(|r| !r.decoy)
+        .map(|r| r.onset.timestamp_nanos_opt().unwrap_or(0))
+        .min()
+        .unwrap_or(start_ns + baseline * NS_PER_SEC);
     Ok(Outcome {
-        window: TimeWindow { start: instant(start_ns), end: instant(end_ns) },
+        window: TimeWindow {
+            start: instant(start_ns),
+            end: instant(end_ns),
+        },
         namespaces: sim.namespaces.clone(),
         injections: records,
         noise: noise_plan
@@ -225,16 +280,34 @@ impl Report {
 }
 
 /// Runs the problem and writes `out/dataset/`, `out/ground_truth.json`, `out/evaluation.json`.
-pub fn snapshot(catalog: &Catalog, problem: &ProblemSpec, opts: &Options, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> anyhow::Result<Report> {
+pub fn snapshot(
+    catalog: &Catalog,
+    problem: &ProblemSpec,
+    opts: &Options,
+    out: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> anyhow::Result<Report> {
     let started = Instant::now();
     let dataset_dir = out.join("dataset");
     if dataset_dir.exists() {
-        bail!("{} already exists: choose another --out or remove it", dataset_dir.display());
+        bail!(
+            "{} already exists: choose another --out or remove it",
+            dataset_dir.display()
+        );
     }
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut writer = datasets::DatasetWriter::create(&dataset_dir).with_context(|| format!("cannot create dataset {}", dataset_dir.display()))?;
-    let outcome = simulate(catalog, problem, opts, &mut |row| writer.push(row).map_err(anyhow::Error::from), progress)?;
-    let app = catalog.app(&problem.application).expect("checked by simulate");
+    let mut writer = datasets::DatasetWriter::create(&dataset_dir)
+        .with_context(|| format!("cannot create dataset {}", dataset_dir.display()))?;
+    let outcome = simulate(
+        catalog,
+        problem,
+        opts,
+        &mut |row| writer.push(row).map_err(anyhow::Error::from),
+        progress,
+    )?;
+    let app = catalog
+        .app(&problem.application)
+        .expect("checked by simulate");
     let manifest = writer
         .finish(datasets::DatasetInfo {
             environment: "sim".into(),
@@ -245,7 +318,11 @@ pub fn snapshot(catalog: &Catalog, problem: &ProblemSpec, opts: &Options, out: &
         })
         .with_context(|| format!("cannot finish dataset {}", dataset_dir.display()))?;
     let tables = read_tables(&dataset_dir)?;
-    let checks: Vec<VisibilityCheck> = problem.visibility.iter().map(|e| visibility::check(&tables, e, outcome.onset_ns)).collect();
+    let checks: Vec<VisibilityCheck> = problem
+        .visibility
+        .iter()
+        .map(|e| visibility::check(&tables, e, outcome.onset_ns))
+        .collect();
     let leaks = leak::scan(&tables, &leak::markers(&problem.id));
     let gt = problem.ground_truth(&app.namespace, outcome.window.start);
     let gt_path = out.join("ground_truth.json");
@@ -274,11 +351,29 @@ pub fn snapshot(catalog: &Catalog, problem: &ProblemSpec, opts: &Options, out: &
         dataset_id: manifest.dataset_id.clone(),
         window_start: outcome.window.start.to_rfc3339(),
         window_end: outcome.window.end.to_rfc3339(),
-        rows: manifest.tables.iter().map(|(t, e)| (t.name().to_string(), e.rows)).collect(),
-        injections: outcome.injections.iter().map(|i| format!("{}{} on {}", if i.decoy { "decoy " } else { "" }, i.primitive, i.target)).collect(),
+        rows: manifest
+            .tables
+            .iter()
+            .map(|(t, e)| (t.name().to_string(), e.rows))
+            .collect(),
+        injections: outcome
+            .injections
+            .iter()
+            .map(|i| {
+                format!(
+                    "{}{} on {}",
+                    if i.decoy { "decoy " } else { "" },
+                    i.primitive,
+                    i.target
+                )
+            })
+            .collect(),
         noise_events: outcome.noise.len(),
         checks,
-        leaks: leaks.iter().map(|l| format!("{}: {}", l.marker, l.text)).collect(),
+        leaks: leaks
+            .iter()
+            .map(|l| format!("{}: {}", l.marker, l.text))
+            .collect(),
         simulated_secs: outcome.simulated_secs,
         wall_secs: started.elapsed().as_secs_f64(),
     })
@@ -286,10 +381,14 @@ pub fn snapshot(catalog: &Catalog, problem: &ProblemSpec, opts: &Options, out: &
 
 /// Every table of a written dataset, as rows.
 pub fn read_tables(dir: &Path) -> anyhow::Result<Tables> {
-    let ds = datasets::Dataset::open(dir).with_context(|| format!("cannot open dataset {}", dir.display()))?;
+    let ds = datasets::Dataset::open(dir)
+        .with_context(|| format!("cannot open dataset {}", dir.display()))?;
     let mut rows = vec![];
     for t in Table::ALL {
-        rows.extend(ds.read_rows(t).with_context(|| format!("cannot read table {t} of {}", dir.display()))?);
+        rows.extend(
+            ds.read_rows(t)
+                .with_context(|| format!("cannot read table {t} of {}", dir.display()))?,
+        );
     }
     Ok(Tables::from_rows(rows))
 }

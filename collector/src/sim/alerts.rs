@@ -23,15 +23,60 @@ pub struct Rule {
 }
 
 pub const RULES: &[Rule] = &[
-    Rule { name: "KubePodCrashLooping", severity: "warning", for_secs: 120, summary: "Pod is crash looping." },
-    Rule { name: "KubePodNotReady", severity: "warning", for_secs: 180, summary: "Pod has been in a non-ready state for more than 3 minutes." },
-    Rule { name: "KubeDeploymentReplicasMismatch", severity: "warning", for_secs: 180, summary: "Deployment has not matched the expected number of replicas." },
-    Rule { name: "KubeStatefulSetReplicasMismatch", severity: "warning", for_secs: 180, summary: "StatefulSet has not matched the expected number of replicas." },
-    Rule { name: "KubeContainerWaiting", severity: "warning", for_secs: 180, summary: "Pod container waiting longer than 3 minutes" },
-    Rule { name: "CPUThrottlingHigh", severity: "info", for_secs: 180, summary: "Processes experience elevated CPU throttling." },
-    Rule { name: "KubeNodeNotReady", severity: "warning", for_secs: 120, summary: "Node is not ready." },
-    Rule { name: "HighRequestErrorRate", severity: "critical", for_secs: 60, summary: "High request error rate." },
-    Rule { name: "HighRequestLatency", severity: "warning", for_secs: 120, summary: "High request latency." },
+    Rule {
+        name: "KubePodCrashLooping",
+        severity: "warning",
+        for_secs: 120,
+        summary: "Pod is crash looping.",
+    },
+    Rule {
+        name: "KubePodNotReady",
+        severity: "warning",
+        for_secs: 180,
+        summary: "Pod has been in a non-ready state for more than 3 minutes.",
+    },
+    Rule {
+        name: "KubeDeploymentReplicasMismatch",
+        severity: "warning",
+        for_secs: 180,
+        summary: "Deployment has not matched the expected number of replicas.",
+    },
+    Rule {
+        name: "KubeStatefulSetReplicasMismatch",
+        severity: "warning",
+        for_secs: 180,
+        summary: "StatefulSet has not matched the expected number of replicas.",
+    },
+    Rule {
+        name: "KubeContainerWaiting",
+        severity: "warning",
+        for_secs: 180,
+        summary: "Pod container waiting longer than 3 minutes",
+    },
+    Rule {
+        name: "CPUThrottlingHigh",
+        severity: "info",
+        for_secs: 180,
+        summary: "Processes experience elevated CPU throttling.",
+    },
+    Rule {
+        name: "KubeNodeNotReady",
+        severity: "warning",
+        for_secs: 120,
+        summary: "Node is not ready.",
+    },
+    Rule {
+        name: "HighRequestErrorRate",
+        severity: "critical",
+        for_secs: 60,
+        summary: "High request error rate.",
+    },
+    Rule {
+        name: "HighRequestLatency",
+        severity: "warning",
+        for_secs: 120,
+        summary: "High request latency.",
+    },
 ];
 
 const RUNBOOK: &str = "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/";
@@ -50,12 +95,22 @@ pub struct Alerts {
 }
 
 fn l(pairs: &[(&str, &str)]) -> Labels {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 impl Alerts {
     /// Evaluates every rule now and appends a row per pending or firing alert.
-    pub fn evaluate(&mut self, w: &World, app: &AppSpec, wl: &Workload, namespaces: &[String], out: &mut Vec<Row>) {
+    pub fn evaluate(
+        &mut self,
+        w: &World,
+        app: &AppSpec,
+        wl: &Workload,
+        namespaces: &[String],
+        out: &mut Vec<Row>,
+    ) {
         let now = w.now;
         let mut hits: Vec<(&'static str, Labels, String, f64)> = vec![];
         let ksm = |extra: &[(&str, &str)]| {
@@ -64,14 +119,21 @@ impl Alerts {
             m
         };
         for p in w.pods.values() {
-            let Some(ns) = p.meta.namespace.clone().filter(|n| namespaces.contains(n)) else { continue };
+            let Some(ns) = p.meta.namespace.clone().filter(|n| namespaces.contains(n)) else {
+                continue;
+            };
             let pod = p.meta.name.clone();
             for s in &p.statuses {
                 let key = (ns.clone(), pod.clone(), s.name.clone());
                 if s.state.waiting_reason() == Some("CrashLoopBackOff") {
                     self.crashloop_seen.insert(key.clone(), now);
                 }
-                if self.crashloop_seen.get(&key).is_some_and(|t| now - t <= 300 * NS_PER_SEC) && p.meta.deleted_at.is_none() {
+                if self
+                    .crashloop_seen
+                    .get(&key)
+                    .is_some_and(|t| now - t <= 300 * NS_PER_SEC)
+                    && p.meta.deleted_at.is_none()
+                {
                     hits.push(("KubePodCrashLooping", ksm(&[("namespace", &ns), ("pod", &pod), ("container", &s.name)]), format!("Pod {ns}/{pod} ({}) is in waiting state (reason: \"CrashLoopBackOff\").", s.name), 1.0));
                 }
                 if s.state.waiting_reason().is_some() {
@@ -92,26 +154,43 @@ impl Alerts {
                     }
                 }
             }
-            let bad_phase = matches!(p.phase.as_str(), "Pending" | "Unknown" | "Failed") || (p.phase == "Running" && !p.ready() && p.statuses.iter().any(|s| !s.ready));
+            let bad_phase = matches!(p.phase.as_str(), "Pending" | "Unknown" | "Failed")
+                || (p.phase == "Running" && !p.ready() && p.statuses.iter().any(|s| !s.ready));
             if bad_phase && p.meta.deleted_at.is_none() {
-                hits.push(("KubePodNotReady", ksm(&[("namespace", &ns), ("pod", &pod)]), format!("Pod {ns}/{pod} has been in a non-ready state for longer than 3 minutes."), 1.0));
+                hits.push((
+                    "KubePodNotReady",
+                    ksm(&[("namespace", &ns), ("pod", &pod)]),
+                    format!(
+                        "Pod {ns}/{pod} has been in a non-ready state for longer than 3 minutes."
+                    ),
+                    1.0,
+                ));
             }
         }
         for d in w.deployments.values() {
-            let Some(ns) = d.meta.namespace.clone().filter(|n| namespaces.contains(n)) else { continue };
+            let Some(ns) = d.meta.namespace.clone().filter(|n| namespaces.contains(n)) else {
+                continue;
+            };
             if d.replicas != d.counts.available {
                 hits.push(("KubeDeploymentReplicasMismatch", ksm(&[("namespace", &ns), ("deployment", &d.meta.name)]), format!("Deployment {ns}/{} has not matched the expected number of replicas for longer than 3 minutes.", d.meta.name), f64::from(d.replicas - d.counts.available)));
             }
         }
         for s in w.statefulsets.values() {
-            let Some(ns) = s.meta.namespace.clone().filter(|n| namespaces.contains(n)) else { continue };
+            let Some(ns) = s.meta.namespace.clone().filter(|n| namespaces.contains(n)) else {
+                continue;
+            };
             if s.replicas != s.counts.ready {
                 hits.push(("KubeStatefulSetReplicasMismatch", ksm(&[("namespace", &ns), ("statefulset", &s.meta.name)]), format!("StatefulSet {ns}/{} has not matched the expected number of replicas for longer than 3 minutes.", s.meta.name), f64::from(s.replicas - s.counts.ready)));
             }
         }
         for n in w.nodes.values() {
             if !n.ready() {
-                hits.push(("KubeNodeNotReady", ksm(&[("node", &n.meta.name), ("condition", "Ready")]), format!("{} has been unready for more than 2 minutes.", n.meta.name), 1.0));
+                hits.push((
+                    "KubeNodeNotReady",
+                    ksm(&[("node", &n.meta.name), ("condition", "Ready")]),
+                    format!("{} has been unready for more than 2 minutes.", n.meta.name),
+                    1.0,
+                ));
             }
         }
         for (svc, (rate, err, p99)) in &wl.service_health {
@@ -153,7 +232,10 @@ impl Alerts {
             next.insert(k, since);
             let firing = now - since >= rule.for_secs * NS_PER_SEC;
             let mut annotations = l(&[("description", &description), ("summary", rule.summary)]);
-            annotations.insert("runbook_url".into(), format!("{RUNBOOK}{}", name.to_ascii_lowercase()));
+            annotations.insert(
+                "runbook_url".into(),
+                format!("{RUNBOOK}{}", name.to_ascii_lowercase()),
+            );
             out.push(Row::Alert(AlertRow {
                 time_ns: now,
                 alertname: name.to_string(),

@@ -158,8 +158,14 @@ pub fn build(w: &mut World, app: &AppSpec) {
             })
             .collect();
         if n.role == NodeRole::ControlPlane {
-            labels.insert("node-role.kubernetes.io/control-plane".into(), String::new());
-            labels.insert("node.kubernetes.io/exclude-from-external-load-balancers".into(), String::new());
+            labels.insert(
+                "node-role.kubernetes.io/control-plane".into(),
+                String::new(),
+            );
+            labels.insert(
+                "node.kubernetes.io/exclude-from-external-load-balancers".into(),
+                String::new(),
+            );
             if taints.is_empty() {
                 taints.push(Taint {
                     key: "node-role.kubernetes.io/control-plane".into(),
@@ -170,18 +176,41 @@ pub fn build(w: &mut World, app: &AppSpec) {
         }
         labels.extend(n.labels.clone());
         let mut meta = w.meta(None, &n.name, labels);
-        meta.annotations.insert("node.alpha.kubernetes.io/ttl".into(), "0".into());
-        meta.annotations.insert("volumes.kubernetes.io/controller-managed-attach-detach".into(), "true".into());
+        meta.annotations
+            .insert("node.alpha.kubernetes.io/ttl".into(), "0".into());
+        meta.annotations.insert(
+            "volumes.kubernetes.io/controller-managed-attach-detach".into(),
+            "true".into(),
+        );
         let now = w.now;
         let mut conditions = vec![];
         for (kind, reason, msg) in [
-            ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-            ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-            ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+            (
+                "MemoryPressure",
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+            ),
+            (
+                "DiskPressure",
+                "KubeletHasNoDiskPressure",
+                "kubelet has no disk pressure",
+            ),
+            (
+                "PIDPressure",
+                "KubeletHasSufficientPID",
+                "kubelet has sufficient PID available",
+            ),
         ] {
             set_condition(&mut conditions, kind, false, Some(reason), Some(msg), now);
         }
-        set_condition(&mut conditions, "Ready", true, Some("KubeletReady"), Some("kubelet is posting ready status"), now);
+        set_condition(
+            &mut conditions,
+            "Ready",
+            true,
+            Some("KubeletReady"),
+            Some("kubelet is posting ready status"),
+            now,
+        );
         w.nodes.insert(
             n.name.clone(),
             Node {
@@ -207,7 +236,13 @@ pub fn build(w: &mut World, app: &AppSpec) {
     for cm in &app.config_maps {
         let meta = w.meta(Some(&app.namespace), &cm.name, app.common_labels.clone());
         let k = key(&app.namespace, &cm.name);
-        w.configmaps.insert(k.clone(), ConfigMap { meta, data: cm.data.clone() });
+        w.configmaps.insert(
+            k.clone(),
+            ConfigMap {
+                meta,
+                data: cm.data.clone(),
+            },
+        );
         w.touch(Kind::ConfigMap, &k);
     }
     for s in &app.services {
@@ -236,7 +271,13 @@ fn namespace(w: &mut World, ns: &str) {
     w.touch(Kind::Namespace, &key("", ns));
     let meta = w.meta(Some(ns), "default", Labels::new());
     let k = key(ns, "default");
-    w.service_accounts.insert(k.clone(), Simple { meta, body: json!({}) });
+    w.service_accounts.insert(
+        k.clone(),
+        Simple {
+            meta,
+            body: json!({}),
+        },
+    );
     w.touch(Kind::ServiceAccount, &k);
     let mut meta = w.meta(Some(ns), "kube-root-ca.crt", Labels::new());
     meta.annotations.insert(
@@ -274,32 +315,93 @@ fn cluster_dns(w: &mut World) {
     let mut c = Container::new("coredns", "registry.k8s.io/coredns/coredns:v1.11.3");
     c.args = vec!["-conf".into(), "/etc/coredns/Corefile".into()];
     c.ports = vec![
-        ContainerPort { name: Some("dns".into()), container_port: 53, host_port: None, protocol: "UDP".into() },
-        ContainerPort { name: Some("dns-tcp".into()), container_port: 53, host_port: None, protocol: "TCP".into() },
-        ContainerPort { name: Some("metrics".into()), container_port: 9153, host_port: None, protocol: "TCP".into() },
+        ContainerPort {
+            name: Some("dns".into()),
+            container_port: 53,
+            host_port: None,
+            protocol: "UDP".into(),
+        },
+        ContainerPort {
+            name: Some("dns-tcp".into()),
+            container_port: 53,
+            host_port: None,
+            protocol: "TCP".into(),
+        },
+        ContainerPort {
+            name: Some("metrics".into()),
+            container_port: 9153,
+            host_port: None,
+            protocol: "TCP".into(),
+        },
     ];
     c.resources = Resources {
-        limits: ResourceList { cpu_milli: None, memory: Some(170 << 20) },
-        requests: ResourceList { cpu_milli: Some(100), memory: Some(70 << 20) },
+        limits: ResourceList {
+            cpu_milli: None,
+            memory: Some(170 << 20),
+        },
+        requests: ResourceList {
+            cpu_milli: Some(100),
+            memory: Some(70 << 20),
+        },
     };
-    c.volume_mounts = vec![VolumeMount { name: "config-volume".into(), mount_path: "/etc/coredns".into(), sub_path: None, read_only: true }];
+    c.volume_mounts = vec![VolumeMount {
+        name: "config-volume".into(),
+        mount_path: "/etc/coredns".into(),
+        sub_path: None,
+        read_only: true,
+    }];
     let mut spec = PodSpec::new(vec![c]);
     spec.dns_policy = "Default".into();
     spec.volumes = vec![Volume::config_map("config-volume", "coredns")];
     spec.service_account_name = "coredns".into();
     spec.tolerations = vec![
-        Toleration { key: Some("CriticalAddonsOnly".into()), operator: "Exists".into(), value: None, effect: None, toleration_seconds: None },
-        Toleration { key: Some("node-role.kubernetes.io/control-plane".into()), operator: "Exists".into(), value: None, effect: Some("NoSchedule".into()), toleration_seconds: None },
+        Toleration {
+            key: Some("CriticalAddonsOnly".into()),
+            operator: "Exists".into(),
+            value: None,
+            effect: None,
+            toleration_seconds: None,
+        },
+        Toleration {
+            key: Some("node-role.kubernetes.io/control-plane".into()),
+            operator: "Exists".into(),
+            value: None,
+            effect: Some("NoSchedule".into()),
+            toleration_seconds: None,
+        },
     ];
     let sa = w.meta(Some(ns), "coredns", Labels::new());
-    w.service_accounts.insert(key(ns, "coredns"), Simple { meta: sa, body: json!({}) });
+    w.service_accounts.insert(
+        key(ns, "coredns"),
+        Simple {
+            meta: sa,
+            body: json!({}),
+        },
+    );
     w.touch(Kind::ServiceAccount, &key(ns, "coredns"));
-    let template = PodTemplate { metadata: TemplateMeta { labels: labels.clone(), annotations: Labels::new() }, spec };
-    deployment(w, ns, "coredns", labels.clone(), labels.clone(), template, 2);
+    let template = PodTemplate {
+        metadata: TemplateMeta {
+            labels: labels.clone(),
+            annotations: Labels::new(),
+        },
+        spec,
+    };
+    deployment(
+        w,
+        ns,
+        "coredns",
+        labels.clone(),
+        labels.clone(),
+        template,
+        2,
+    );
     let mut meta = w.meta(Some(ns), "kube-dns", labels.clone());
-    meta.labels.insert("kubernetes.io/name".into(), "CoreDNS".into());
-    meta.annotations.insert("prometheus.io/port".into(), "9153".into());
-    meta.annotations.insert("prometheus.io/scrape".into(), "true".into());
+    meta.labels
+        .insert("kubernetes.io/name".into(), "CoreDNS".into());
+    meta.annotations
+        .insert("prometheus.io/port".into(), "9153".into());
+    meta.annotations
+        .insert("prometheus.io/scrape".into(), "true".into());
     let k = key(ns, "kube-dns");
     w.services.insert(
         k.clone(),
@@ -307,9 +409,24 @@ fn cluster_dns(w: &mut World) {
             meta,
             selector: labels,
             ports: vec![
-                ServicePort { name: Some("dns".into()), protocol: "UDP".into(), port: 53, target_port: IntOrString::Int(53) },
-                ServicePort { name: Some("dns-tcp".into()), protocol: "TCP".into(), port: 53, target_port: IntOrString::Int(53) },
-                ServicePort { name: Some("metrics".into()), protocol: "TCP".into(), port: 9153, target_port: IntOrString::Int(9153) },
+                ServicePort {
+                    name: Some("dns".into()),
+                    protocol: "UDP".into(),
+                    port: 53,
+                    target_port: IntOrString::Int(53),
+                },
+                ServicePort {
+                    name: Some("dns-tcp".into()),
+                    protocol: "TCP".into(),
+                    port: 53,
+                    target_port: IntOrString::Int(53),
+                },
+                ServicePort {
+                    name: Some("metrics".into()),
+                    protocol: "TCP".into(),
+                    port: 9153,
+                    target_port: IntOrString::Int(9153),
+                },
             ],
             cluster_ip: "10.96.0.10".into(),
             internal_traffic_policy: "Cluster".into(),
@@ -318,9 +435,18 @@ fn cluster_dns(w: &mut World) {
     w.touch(Kind::Service, &k);
 }
 
-fn deployment(w: &mut World, ns: &str, name: &str, labels: Labels, selector: Labels, template: PodTemplate, replicas: i32) {
+fn deployment(
+    w: &mut World,
+    ns: &str,
+    name: &str,
+    labels: Labels,
+    selector: Labels,
+    template: PodTemplate,
+    replicas: i32,
+) {
     let mut meta = w.meta(Some(ns), name, labels);
-    meta.annotations.insert("deployment.kubernetes.io/revision".into(), "1".into());
+    meta.annotations
+        .insert("deployment.kubernetes.io/revision".into(), "1".into());
     let k = key(ns, name);
     w.deployments.insert(
         k.clone(),
@@ -348,7 +474,11 @@ pub fn service(w: &mut World, app: &AppSpec, s: &ServiceSpec) {
         WorkloadKind::StatefulSet => {
             let meta = w.meta(Some(ns), &s.name, labels.clone());
             let k = key(ns, &s.name);
-            let revision = format!("{}-{}", s.name, super::util::template_hash(&serde_json::to_string(&template).unwrap_or_default()));
+            let revision = format!(
+                "{}-{}",
+                s.name,
+                super::util::template_hash(&serde_json::to_string(&template).unwrap_or_default())
+            );
             w.statefulsets.insert(
                 k.clone(),
                 StatefulSet {
@@ -365,14 +495,28 @@ pub fn service(w: &mut World, app: &AppSpec, s: &ServiceSpec) {
             w.touch(Kind::StatefulSet, &k);
         }
         WorkloadKind::Deployment | WorkloadKind::Job => {
-            deployment(w, ns, &s.name, labels.clone(), selector(app, s), template, s.replicas as i32);
+            deployment(
+                w,
+                ns,
+                &s.name,
+                labels.clone(),
+                selector(app, s),
+                template,
+                s.replicas as i32,
+            );
         }
     }
     if let Some(sa) = &s.service_account {
         let k = key(ns, sa);
         if !w.service_accounts.contains_key(&k) {
             let meta = w.meta(Some(ns), sa, app.common_labels.clone());
-            w.service_accounts.insert(k.clone(), Simple { meta, body: json!({}) });
+            w.service_accounts.insert(
+                k.clone(),
+                Simple {
+                    meta,
+                    body: json!({}),
+                },
+            );
             w.touch(Kind::ServiceAccount, &k);
         }
     }
@@ -382,9 +526,14 @@ pub fn service(w: &mut World, app: &AppSpec, s: &ServiceSpec) {
             continue;
         }
         let mut meta = w.meta(Some(ns), &v.claim, labels.clone());
-        meta.annotations.insert("pv.kubernetes.io/bind-completed".into(), "yes".into());
-        meta.annotations.insert("pv.kubernetes.io/bound-by-controller".into(), "yes".into());
-        meta.annotations.insert("volume.kubernetes.io/storage-provisioner".into(), "rancher.io/local-path".into());
+        meta.annotations
+            .insert("pv.kubernetes.io/bind-completed".into(), "yes".into());
+        meta.annotations
+            .insert("pv.kubernetes.io/bound-by-controller".into(), "yes".into());
+        meta.annotations.insert(
+            "volume.kubernetes.io/storage-provisioner".into(),
+            "rancher.io/local-path".into(),
+        );
         let volume_name = format!("pvc-{}", super::util::uuid(&mut w.rng));
         w.pvcs.insert(
             k.clone(),

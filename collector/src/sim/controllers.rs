@@ -48,8 +48,10 @@ fn deployments(w: &mut World) {
         let hash = match w.template_hashes.get(&k) {
             Some((g, h)) if *g == d.meta.generation => h.clone(),
             _ => {
-                let h = util::template_hash(&serde_json::to_string(&d.template).unwrap_or_default());
-                w.template_hashes.insert(k.clone(), (d.meta.generation, h.clone()));
+                let h =
+                    util::template_hash(&serde_json::to_string(&d.template).unwrap_or_default());
+                w.template_hashes
+                    .insert(k.clone(), (d.meta.generation, h.clone()));
                 h
             }
         };
@@ -74,8 +76,10 @@ fn deployments(w: &mut World) {
                 "deployment.kubernetes.io/max-replicas".into(),
                 (d.replicas + 1).to_string(),
             );
-            meta.annotations
-                .insert("deployment.kubernetes.io/revision".into(), revision.to_string());
+            meta.annotations.insert(
+                "deployment.kubernetes.io/revision".into(),
+                revision.to_string(),
+            );
             let mut selector = d.selector.clone();
             selector.insert("pod-template-hash".into(), hash.clone());
             let mut template = d.template.clone();
@@ -113,7 +117,7 @@ fn deployments(w: &mut World) {
         } else {
             (surge, unavailable)
         };
-        let mut scale = |w: &mut World, rk: &Key, to: i32, from: i32| {
+        let scale = |w: &mut World, rk: &Key, to: i32, from: i32| {
             if let Some(rs) = w.replicasets.get_mut(rk) {
                 rs.replicas = to;
                 rs.meta.annotations.insert(
@@ -130,10 +134,7 @@ fn deployments(w: &mut World) {
                 &dref,
                 false,
                 "ScalingReplicaSet",
-                &format!(
-                    "Scaled {verb} replica set {} to {to} from {from}",
-                    rk.1
-                ),
+                &format!("Scaled {verb} replica set {} to {to} from {from}", rk.1),
                 Source::Controller("deployment-controller"),
             );
         };
@@ -282,10 +283,7 @@ fn statefulsets(w: &mut World) {
         if let Some(i) = next {
             let name = format!("{}-{i}", s.meta.name);
             let mut labels = s.template.metadata.labels.clone();
-            labels.insert(
-                "controller-revision-hash".into(),
-                s.revision.clone(),
-            );
+            labels.insert("controller-revision-hash".into(), s.revision.clone());
             labels.insert("statefulset.kubernetes.io/pod-name".into(), name.clone());
             let owner = OwnerRef {
                 kind: Kind::StatefulSet,
@@ -298,7 +296,10 @@ fn statefulsets(w: &mut World) {
                     &sref,
                     false,
                     "SuccessfulCreate",
-                    &format!("create Pod {name} in StatefulSet {} successful", s.meta.name),
+                    &format!(
+                        "create Pod {name} in StatefulSet {} successful",
+                        s.meta.name
+                    ),
                     Source::Controller("statefulset-controller"),
                 );
             }
@@ -331,13 +332,22 @@ fn statefulsets(w: &mut World) {
 /// Requests a pod would add to a namespace, checked against its ResourceQuotas. Returns the
 /// admission error message when a quota refuses it.
 fn quota_refusal(w: &World, ns: &str, template: &PodTemplate) -> Option<String> {
-    for q in w.quotas.values().filter(|q| q.meta.namespace.as_deref() == Some(ns)) {
+    for q in w
+        .quotas
+        .values()
+        .filter(|q| q.meta.namespace.as_deref() == Some(ns))
+    {
         for (res, hard) in &q.hard {
             let needs_declared = |c: &Container| match res.as_str() {
                 "limits.memory" => c.resources.limits.memory.is_none(),
                 "limits.cpu" => c.resources.limits.cpu_milli.is_none(),
-                "requests.memory" | "memory" => c.resources.requests.memory.is_none() && c.resources.limits.memory.is_none(),
-                "requests.cpu" | "cpu" => c.resources.requests.cpu_milli.is_none() && c.resources.limits.cpu_milli.is_none(),
+                "requests.memory" | "memory" => {
+                    c.resources.requests.memory.is_none() && c.resources.limits.memory.is_none()
+                }
+                "requests.cpu" | "cpu" => {
+                    c.resources.requests.cpu_milli.is_none()
+                        && c.resources.limits.cpu_milli.is_none()
+                }
                 _ => false,
             };
             if let Some(c) = template.spec.containers.iter().find(|c| needs_declared(c)) {
@@ -348,7 +358,11 @@ fn quota_refusal(w: &World, ns: &str, template: &PodTemplate) -> Option<String> 
             }
             let used = q.used.get(res).cloned().unwrap_or_default();
             let (want, used, hard_v) = match res.as_str() {
-                "pods" => (1, used.parse().unwrap_or(0), hard.parse().unwrap_or(i64::MAX)),
+                "pods" => (
+                    1,
+                    used.parse().unwrap_or(0),
+                    hard.parse().unwrap_or(i64::MAX),
+                ),
                 r if r.ends_with("memory") => {
                     let want: i64 = template
                         .spec
@@ -358,7 +372,11 @@ fn quota_refusal(w: &World, ns: &str, template: &PodTemplate) -> Option<String> 
                             if r.starts_with("limits") {
                                 c.resources.limits.memory.unwrap_or(0)
                             } else {
-                                c.resources.requests.memory.or(c.resources.limits.memory).unwrap_or(0)
+                                c.resources
+                                    .requests
+                                    .memory
+                                    .or(c.resources.limits.memory)
+                                    .unwrap_or(0)
                             }
                         })
                         .sum();
@@ -377,7 +395,11 @@ fn quota_refusal(w: &World, ns: &str, template: &PodTemplate) -> Option<String> 
                             if r.starts_with("limits") {
                                 c.resources.limits.cpu_milli.unwrap_or(0)
                             } else {
-                                c.resources.requests.cpu_milli.or(c.resources.limits.cpu_milli).unwrap_or(0)
+                                c.resources
+                                    .requests
+                                    .cpu_milli
+                                    .or(c.resources.limits.cpu_milli)
+                                    .unwrap_or(0)
                             }
                         })
                         .sum();
@@ -429,8 +451,14 @@ fn create_pod(
             _ => (Kind::StatefulSet, key(ns, &owner.name)),
         };
         let involved = match kind {
-            Kind::ReplicaSet => w.replicasets.get(&oref).map(|r| World::meta_ref(kind, &r.meta)),
-            _ => w.statefulsets.get(&oref).map(|r| World::meta_ref(kind, &r.meta)),
+            Kind::ReplicaSet => w
+                .replicasets
+                .get(&oref)
+                .map(|r| World::meta_ref(kind, &r.meta)),
+            _ => w
+                .statefulsets
+                .get(&oref)
+                .map(|r| World::meta_ref(kind, &r.meta)),
         };
         if let Some(inv) = involved {
             w.event(
@@ -556,7 +584,10 @@ fn replicasets(w: &mut World) {
                     break;
                 }
             }
-            if created_any && let Some(r) = w.replicasets.get_mut(&k) && r.failure.take().is_some() {
+            if created_any
+                && let Some(r) = w.replicasets.get_mut(&k)
+                && r.failure.take().is_some()
+            {
                 w.touch(Kind::ReplicaSet, &k);
             }
         } else if live > rs.replicas {
@@ -605,7 +636,12 @@ fn replicasets(w: &mut World) {
 }
 
 /// Why a node cannot take a pod, in the scheduler's words.
-fn node_misfit(w: &World, node: &Node, pod: &Pod, used: &BTreeMap<String, (i64, i64, i64)>) -> Option<String> {
+fn node_misfit(
+    w: &World,
+    node: &Node,
+    pod: &Pod,
+    used: &BTreeMap<String, (i64, i64, i64)>,
+) -> Option<String> {
     if !node.ready() {
         return Some("1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }".into());
     }
@@ -670,7 +706,10 @@ fn node_misfit(w: &World, node: &Node, pod: &Pod, used: &BTreeMap<String, (i64, 
         }
     }
     if let Some(aff) = &pod.spec.affinity {
-        for term in &aff.pod_anti_affinity.required_during_scheduling_ignored_during_execution {
+        for term in &aff
+            .pod_anti_affinity
+            .required_during_scheduling_ignored_during_execution
+        {
             let clash = w.pods.values().any(|o| {
                 o.meta.namespace.as_deref() == Some(ns)
                     && o.spec.node_name.as_deref() == Some(&node.meta.name)
@@ -689,7 +728,9 @@ fn schedule(w: &mut World) {
     let pending: Vec<Key> = w
         .pods
         .iter()
-        .filter(|(_, p)| p.spec.node_name.is_none() && p.meta.deleted_at.is_none() && p.next_schedule <= w.now)
+        .filter(|(_, p)| {
+            p.spec.node_name.is_none() && p.meta.deleted_at.is_none() && p.next_schedule <= w.now
+        })
         .map(|(k, _)| k.clone())
         .collect();
     if pending.is_empty() {
@@ -829,7 +870,11 @@ fn endpoints(w: &mut World) {
                     pod: p.meta.name.clone(),
                     pod_uid: p.meta.uid.clone(),
                 };
-                let list = if p.ready() { &mut ready } else { &mut not_ready };
+                let list = if p.ready() {
+                    &mut ready
+                } else {
+                    &mut not_ready
+                };
                 if !list.contains(&a) {
                     list.push(a);
                 }
@@ -889,30 +934,66 @@ fn node_lifecycle(w: &mut World) {
             if !node.kubelet_up {
                 node.kubelet_up = true;
                 node.heartbeat = now;
-                set_condition(&mut node.conditions, "Ready", true, Some("KubeletReady"), Some("kubelet is posting ready status"), now);
-                node.taints.retain(|t| !t.key.starts_with("node.kubernetes.io/unreachable"));
+                set_condition(
+                    &mut node.conditions,
+                    "Ready",
+                    true,
+                    Some("KubeletReady"),
+                    Some("kubelet is posting ready status"),
+                    now,
+                );
+                node.taints
+                    .retain(|t| !t.key.starts_with("node.kubernetes.io/unreachable"));
                 let nref = World::meta_ref(Kind::Node, &node.meta);
                 w.touch(Kind::Node, &key("", &name));
-                w.event(&nref, false, "NodeReady", &format!("Node {name} status is now: NodeReady"), Source::Kubelet(name.clone()));
+                w.event(
+                    &nref,
+                    false,
+                    "NodeReady",
+                    &format!("Node {name} status is now: NodeReady"),
+                    Source::Kubelet(name.clone()),
+                );
             }
             continue;
         }
         let since = node.heartbeat;
         if node.kubelet_up && now - since >= 40 * NS_PER_SEC {
             node.kubelet_up = false;
-            set_condition(&mut node.conditions, "Ready", false, Some("NodeStatusUnknown"), Some("Kubelet stopped posting node status."), now);
+            set_condition(
+                &mut node.conditions,
+                "Ready",
+                false,
+                Some("NodeStatusUnknown"),
+                Some("Kubelet stopped posting node status."),
+                now,
+            );
             for c in node.conditions.iter_mut().filter(|c| c.kind != "Ready") {
                 c.reason = Some("NodeStatusUnknown".into());
                 c.message = Some("Kubelet stopped posting node status.".into());
                 c.last_transition = now;
             }
             for effect in ["NoSchedule", "NoExecute"] {
-                node.taints.push(Taint { key: "node.kubernetes.io/unreachable".into(), value: None, effect: effect.into() });
+                node.taints.push(Taint {
+                    key: "node.kubernetes.io/unreachable".into(),
+                    value: None,
+                    effect: effect.into(),
+                });
             }
             let nref = World::meta_ref(Kind::Node, &node.meta);
             w.touch(Kind::Node, &key("", &name));
-            w.event(&nref, false, "NodeNotReady", &format!("Node {name} status is now: NodeNotReady"), Source::Controller("node-controller"));
-            let on_node: Vec<Key> = w.pods.iter().filter(|(_, p)| p.spec.node_name.as_deref() == Some(&name)).map(|(k, _)| k.clone()).collect();
+            w.event(
+                &nref,
+                false,
+                "NodeNotReady",
+                &format!("Node {name} status is now: NodeNotReady"),
+                Source::Controller("node-controller"),
+            );
+            let on_node: Vec<Key> = w
+                .pods
+                .iter()
+                .filter(|(_, p)| p.spec.node_name.as_deref() == Some(&name))
+                .map(|(k, _)| k.clone())
+                .collect();
             for pk in on_node {
                 let p = w.pods.get_mut(&pk).expect("listed");
                 set_condition(&mut p.conditions, "Ready", false, None, None, now);
@@ -921,16 +1002,40 @@ fn node_lifecycle(w: &mut World) {
                 }
                 let pref = World::pod_ref(p, None);
                 w.touch(Kind::Pod, &pk);
-                w.event(&pref, true, "NodeNotReady", "Node is not ready", Source::Controller("node-controller"));
+                w.event(
+                    &pref,
+                    true,
+                    "NodeNotReady",
+                    "Node is not ready",
+                    Source::Controller("node-controller"),
+                );
             }
         }
         if !w.nodes[&name].kubelet_up {
-            let lost_at = w.nodes[&name].conditions.iter().find(|c| c.kind == "Ready").map(|c| c.last_transition).unwrap_or(now);
+            let lost_at = w.nodes[&name]
+                .conditions
+                .iter()
+                .find(|c| c.kind == "Ready")
+                .map(|c| c.last_transition)
+                .unwrap_or(now);
             if now - lost_at >= 300 * NS_PER_SEC {
-                let evict: Vec<Key> = w.pods.iter().filter(|(_, p)| p.spec.node_name.as_deref() == Some(&name) && p.meta.deleted_at.is_none()).map(|(k, _)| k.clone()).collect();
+                let evict: Vec<Key> = w
+                    .pods
+                    .iter()
+                    .filter(|(_, p)| {
+                        p.spec.node_name.as_deref() == Some(&name) && p.meta.deleted_at.is_none()
+                    })
+                    .map(|(k, _)| k.clone())
+                    .collect();
                 for pk in evict {
                     let pref = World::pod_ref(&w.pods[&pk], None);
-                    w.event(&pref, false, "TaintManagerEviction", &format!("Marking for deletion Pod {}/{}", pk.0, pk.1), Source::Controller("taint-controller"));
+                    w.event(
+                        &pref,
+                        false,
+                        "TaintManagerEviction",
+                        &format!("Marking for deletion Pod {}/{}", pk.0, pk.1),
+                        Source::Controller("taint-controller"),
+                    );
                     delete_pod(w, &pk);
                 }
             }
@@ -954,13 +1059,33 @@ fn quotas(w: &mut World) {
                 r if r.ends_with("memory") => util::memory_quantity(
                     pods.iter()
                         .flat_map(|p| &p.spec.containers)
-                        .map(|c| if r.starts_with("limits") { c.resources.limits.memory.unwrap_or(0) } else { c.resources.requests.memory.or(c.resources.limits.memory).unwrap_or(0) })
+                        .map(|c| {
+                            if r.starts_with("limits") {
+                                c.resources.limits.memory.unwrap_or(0)
+                            } else {
+                                c.resources
+                                    .requests
+                                    .memory
+                                    .or(c.resources.limits.memory)
+                                    .unwrap_or(0)
+                            }
+                        })
                         .sum(),
                 ),
                 r if r.ends_with("cpu") => util::cpu_quantity(
                     pods.iter()
                         .flat_map(|p| &p.spec.containers)
-                        .map(|c| if r.starts_with("limits") { c.resources.limits.cpu_milli.unwrap_or(0) } else { c.resources.requests.cpu_milli.or(c.resources.limits.cpu_milli).unwrap_or(0) })
+                        .map(|c| {
+                            if r.starts_with("limits") {
+                                c.resources.limits.cpu_milli.unwrap_or(0)
+                            } else {
+                                c.resources
+                                    .requests
+                                    .cpu_milli
+                                    .or(c.resources.limits.cpu_milli)
+                                    .unwrap_or(0)
+                            }
+                        })
                         .sum(),
                 ),
                 _ => "0".into(),

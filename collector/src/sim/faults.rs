@@ -8,9 +8,9 @@
 
 use std::collections::BTreeMap;
 
+use problems::NoiseKind;
 use problems::app::{AppSpec, TaintEffect};
 use problems::primitive::{AuthMode, Primitive, QuotaHard};
-use problems::NoiseKind;
 use serde_json::json;
 
 use super::bootstrap;
@@ -68,18 +68,31 @@ impl Ctx<'_> {
     fn save_workload(&mut self, service: &str) -> Result<()> {
         let k = key(&self.ns(), service);
         if let Some(d) = self.w.deployments.get(&k) {
-            if !self.undo.saved.iter().any(|s| matches!(s, Saved::Deployment(x, _) if *x == k)) {
+            if !self
+                .undo
+                .saved
+                .iter()
+                .any(|s| matches!(s, Saved::Deployment(x, _) if *x == k))
+            {
                 self.undo.saved.push(Saved::Deployment(k, Some(d.clone())));
             }
             return Ok(());
         }
         if let Some(s) = self.w.statefulsets.get(&k) {
-            if !self.undo.saved.iter().any(|s| matches!(s, Saved::StatefulSet(x, _) if *x == k)) {
+            if !self
+                .undo
+                .saved
+                .iter()
+                .any(|s| matches!(s, Saved::StatefulSet(x, _) if *x == k))
+            {
                 self.undo.saved.push(Saved::StatefulSet(k, Some(s.clone())));
             }
             return Ok(());
         }
-        Err(FaultError(format!("no workload named `{service}` in namespace {}", self.ns())))
+        Err(FaultError(format!(
+            "no workload named `{service}` in namespace {}",
+            self.ns()
+        )))
     }
 
     /// Edits a service's pod template and replica count (a `kubectl patch` of the workload).
@@ -93,13 +106,25 @@ impl Ctx<'_> {
             self.w.touch(Kind::Deployment, &k);
             // Like the delete-and-apply of the real injectors, the change reaches every pod at
             // once: the old ReplicaSets go to zero and their pods are deleted.
-            let old: Vec<Key> = self.w.replicasets.iter().filter(|(_, rs)| rs.meta.owner.as_ref().is_some_and(|o| o.uid == uid)).map(|(rk, _)| rk.clone()).collect();
+            let old: Vec<Key> = self
+                .w
+                .replicasets
+                .iter()
+                .filter(|(_, rs)| rs.meta.owner.as_ref().is_some_and(|o| o.uid == uid))
+                .map(|(rk, _)| rk.clone())
+                .collect();
             for rk in old {
                 if let Some(rs) = self.w.replicasets.get_mut(&rk) {
                     rs.replicas = 0;
                     let rs_uid = rs.meta.uid.clone();
                     self.w.touch(Kind::ReplicaSet, &rk);
-                    let pods: Vec<Key> = self.w.pods.iter().filter(|(_, p)| p.meta.owner.as_ref().is_some_and(|o| o.uid == rs_uid)).map(|(pk, _)| pk.clone()).collect();
+                    let pods: Vec<Key> = self
+                        .w
+                        .pods
+                        .iter()
+                        .filter(|(_, p)| p.meta.owner.as_ref().is_some_and(|o| o.uid == rs_uid))
+                        .map(|(pk, _)| pk.clone())
+                        .collect();
                     for pk in pods {
                         delete_pod(self.w, &pk);
                     }
@@ -108,7 +133,11 @@ impl Ctx<'_> {
         } else if let Some(s) = self.w.statefulsets.get_mut(&k) {
             f(&mut s.template, &mut s.replicas);
             s.meta.generation += 1;
-            s.revision = format!("{}-{}", s.meta.name, util::template_hash(&serde_json::to_string(&s.template).unwrap_or_default()));
+            s.revision = format!(
+                "{}-{}",
+                s.meta.name,
+                util::template_hash(&serde_json::to_string(&s.template).unwrap_or_default())
+            );
             self.w.touch(Kind::StatefulSet, &k);
         }
         Ok(())
@@ -116,9 +145,15 @@ impl Ctx<'_> {
 
     /// Edits the main container of a service.
     fn edit_container(&mut self, service: &str, f: impl FnOnce(&mut Container)) -> Result<()> {
-        let name = self.app.service(service).map(|s| s.container_name().to_string());
+        let name = self
+            .app
+            .service(service)
+            .map(|s| s.container_name().to_string());
         self.edit(service, |t, _| {
-            let idx = name.as_ref().and_then(|n| t.spec.containers.iter().position(|c| &c.name == n)).unwrap_or(0);
+            let idx = name
+                .as_ref()
+                .and_then(|n| t.spec.containers.iter().position(|c| &c.name == n))
+                .unwrap_or(0);
             if let Some(c) = t.spec.containers.get_mut(idx) {
                 f(c);
             }
@@ -127,21 +162,33 @@ impl Ctx<'_> {
 
     fn save_service(&mut self, service: &str) -> Result<Key> {
         let k = key(&self.ns(), service);
-        let s = self.w.services.get(&k).cloned().ok_or_else(|| FaultError(format!("no Service named `{service}`")))?;
+        let s = self
+            .w
+            .services
+            .get(&k)
+            .cloned()
+            .ok_or_else(|| FaultError(format!("no Service named `{service}`")))?;
         self.undo.saved.push(Saved::Service(k.clone(), Some(s)));
         Ok(k)
     }
 
     fn save_configmap(&mut self, name: &str) -> Result<Key> {
         let k = key(&self.ns(), name);
-        let cm = self.w.configmaps.get(&k).cloned().ok_or_else(|| FaultError(format!("no ConfigMap named `{name}`")))?;
+        let cm = self
+            .w
+            .configmaps
+            .get(&k)
+            .cloned()
+            .ok_or_else(|| FaultError(format!("no ConfigMap named `{name}`")))?;
         self.undo.saved.push(Saved::ConfigMap(k.clone(), Some(cm)));
         Ok(k)
     }
 
     fn save_service_rt(&mut self, service: &str) {
         let prev = self.w.runtime.services.get(service).cloned();
-        self.undo.saved.push(Saved::ServiceRt(service.to_string(), prev));
+        self.undo
+            .saved
+            .push(Saved::ServiceRt(service.to_string(), prev));
     }
 
     fn save_link(&mut self, from: &str, to: &str) {
@@ -163,7 +210,11 @@ impl Ctx<'_> {
     fn restart(&mut self, service: &str) {
         let ns = self.ns();
         let sel: Labels = [(self.app.selector_label.clone(), service.to_string())].into();
-        let pods: Vec<Key> = self.w.pods_selected(&ns, &sel).map(|p| key(&ns, &p.meta.name)).collect();
+        let pods: Vec<Key> = self
+            .w
+            .pods_selected(&ns, &sel)
+            .map(|p| key(&ns, &p.meta.name))
+            .collect();
         for pk in pods {
             delete_pod(self.w, &pk);
         }
@@ -206,7 +257,8 @@ impl Ctx<'_> {
 }
 
 fn port_matches(p: &ServicePort, name: &Option<String>) -> bool {
-    name.as_ref().is_none_or(|n| p.name.as_deref() == Some(n.as_str()))
+    name.as_ref()
+        .is_none_or(|n| p.name.as_deref() == Some(n.as_str()))
 }
 
 fn effect_name(e: TaintEffect) -> &'static str {
@@ -272,7 +324,10 @@ fn set_flag_variant(text: &str, flag: &str, variant: &str) -> String {
             return serde_json::to_string_pretty(&v).unwrap_or_else(|_| text.to_string());
         }
     }
-    if text.lines().any(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == flag)) {
+    if text
+        .lines()
+        .any(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == flag))
+    {
         return text
             .lines()
             .map(|l| match l.split_once('=') {
@@ -312,36 +367,72 @@ fn syscall_error(syscall: &str, errno: &str) -> String {
 /// Applies a primitive to the world. On error nothing the error concerns has been changed.
 pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
     use Primitive::*;
-    let mut cx = Ctx { w, app, undo: Undo::default() };
+    let mut cx = Ctx {
+        w,
+        app,
+        undo: Undo::default(),
+    };
     let ns = app.namespace.clone();
     match p {
-        ServiceTargetPort { service, port_name, target_port } => {
+        ServiceTargetPort {
+            service,
+            port_name,
+            target_port,
+        } => {
             let k = cx.save_service(service)?;
             let s = cx.w.services.get_mut(&k).expect("saved");
-            let sp = s.ports.iter_mut().find(|p| port_matches(p, port_name)).ok_or_else(|| FaultError(format!("Service `{service}` has no port {port_name:?}")))?;
+            let sp = s
+                .ports
+                .iter_mut()
+                .find(|p| port_matches(p, port_name))
+                .ok_or_else(|| {
+                    FaultError(format!("Service `{service}` has no port {port_name:?}"))
+                })?;
             sp.target_port = IntOrString::Int(i32::from(*target_port));
             cx.w.touch(Kind::Service, &k);
         }
-        ServicePort { service, port_name, port } => {
+        ServicePort {
+            service,
+            port_name,
+            port,
+        } => {
             let k = cx.save_service(service)?;
             let s = cx.w.services.get_mut(&k).expect("saved");
-            let sp = s.ports.iter_mut().find(|p| port_matches(p, port_name)).ok_or_else(|| FaultError(format!("Service `{service}` has no port {port_name:?}")))?;
+            let sp = s
+                .ports
+                .iter_mut()
+                .find(|p| port_matches(p, port_name))
+                .ok_or_else(|| {
+                    FaultError(format!("Service `{service}` has no port {port_name:?}"))
+                })?;
             sp.port = i32::from(*port);
             cx.w.touch(Kind::Service, &k);
         }
         ServiceSelector { service, add } => {
             let k = cx.save_service(service)?;
-            cx.w.services.get_mut(&k).expect("saved").selector.extend(add.clone());
+            cx.w.services
+                .get_mut(&k)
+                .expect("saved")
+                .selector
+                .extend(add.clone());
             cx.w.touch(Kind::Service, &k);
         }
-        ServiceSelectsOther { service, other, label_key, label_value } => {
+        ServiceSelectsOther {
+            service,
+            other,
+            label_key,
+            label_value,
+        } => {
             for s in [service, other] {
                 cx.edit(s, |t, _| {
-                    t.metadata.labels.insert(label_key.clone(), label_value.clone());
+                    t.metadata
+                        .labels
+                        .insert(label_key.clone(), label_value.clone());
                 })?;
             }
             let k = cx.save_service(service)?;
-            cx.w.services.get_mut(&k).expect("saved").selector = [(label_key.clone(), label_value.clone())].into();
+            cx.w.services.get_mut(&k).expect("saved").selector =
+                [(label_key.clone(), label_value.clone())].into();
             cx.w.touch(Kind::Service, &k);
         }
         ServiceDelete { service } => {
@@ -349,35 +440,62 @@ pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
             cx.w.services.remove(&k);
             cx.w.touch(Kind::Service, &k);
         }
-        ContainerImage { service, image, effect } => {
+        ContainerImage {
+            service,
+            image,
+            effect,
+        } => {
             let prev = cx.w.runtime.images.get(image).copied();
             cx.undo.saved.push(Saved::Image(image.clone(), prev));
             cx.w.runtime.images.insert(image.clone(), *effect);
             cx.edit_container(service, |c| c.image = image.clone())?;
         }
-        EnvRemove { service, var } => cx.edit_container(service, |c| c.env.retain(|e| e.name != *var))?,
-        EnvSet { service, var, value } => cx.edit_container(service, |c| c.env.push(EnvVar::value(var, value)))?,
+        EnvRemove { service, var } => {
+            cx.edit_container(service, |c| c.env.retain(|e| e.name != *var))?
+        }
+        EnvSet {
+            service,
+            var,
+            value,
+        } => cx.edit_container(service, |c| c.env.push(EnvVar::value(var, value)))?,
         EnvAddressPort { service, var, port } => {
             let mut missing = false;
-            cx.edit_container(service, |c| match c.env.iter_mut().rev().find(|e| e.name == *var).and_then(|e| e.value.as_mut()) {
-                Some(v) => {
-                    if let Some((host, old)) = util::split_address(v) {
-                        let from = format!("{host}:{old}");
-                        *v = v.replacen(&from, &format!("{host}:{port}"), 1);
+            cx.edit_container(service, |c| {
+                match c
+                    .env
+                    .iter_mut()
+                    .rev()
+                    .find(|e| e.name == *var)
+                    .and_then(|e| e.value.as_mut())
+                {
+                    Some(v) => {
+                        if let Some((host, old)) = util::split_address(v) {
+                            let from = format!("{host}:{old}");
+                            *v = v.replacen(&from, &format!("{host}:{port}"), 1);
+                        }
                     }
+                    None => missing = true,
                 }
-                None => missing = true,
             })?;
             if missing {
-                return Err(FaultError(format!("`{service}` has no env var `{var}` with a value")));
+                return Err(FaultError(format!(
+                    "`{service}` has no env var `{var}` with a value"
+                )));
             }
         }
-        ConfigMapKeyDrift { config_map, key: k_name, field, value } => {
+        ConfigMapKeyDrift {
+            config_map,
+            key: k_name,
+            field,
+            value,
+        } => {
             let k = cx.save_configmap(config_map)?;
             let cm = cx.w.configmaps.get_mut(&k).expect("saved");
             match field {
                 Some(f) => {
-                    let text = cm.data.get(k_name).ok_or_else(|| FaultError(format!("ConfigMap `{config_map}` has no key `{k_name}`")))?;
+                    let text = cm.data.get(k_name).ok_or_else(|| {
+                        FaultError(format!("ConfigMap `{config_map}` has no key `{k_name}`"))
+                    })?;
                     let edited = edit_json_field(text, f, value.as_deref()).ok_or_else(|| FaultError(format!("ConfigMap `{config_map}` key `{k_name}` is not a JSON object with `{f}`")))?;
                     cm.data.insert(k_name.clone(), edited);
                 }
@@ -404,7 +522,9 @@ pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
                 cx.restart(&s);
             }
         }
-        ReadinessProbe { service, probe } => cx.edit_container(service, |c| c.readiness_probe = Some(bootstrap::to_probe(probe)))?,
+        ReadinessProbe { service, probe } => cx.edit_container(service, |c| {
+            c.readiness_probe = Some(bootstrap::to_probe(probe))
+        })?,
         LivenessProbe { service, probe } => cx.edit(service, |t, _| {
             t.spec.termination_grace_period_seconds = 0;
             if let Some(c) = t.spec.containers.first_mut() {
@@ -425,7 +545,11 @@ pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
                 c.resources.requests.cpu_milli = Some(m);
             }
         })?,
-        ResourceRequests { service, cpu, memory } => cx.edit_container(service, |c| {
+        ResourceRequests {
+            service,
+            cpu,
+            memory,
+        } => cx.edit_container(service, |c| {
             if let Some(cpu) = cpu {
                 let m = cpu.millicores() as i64;
                 c.resources.requests.cpu_milli = Some(m);
@@ -441,13 +565,29 @@ pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
                 }
             }
         })?,
-        NodeSelector { service, selector } => cx.edit(service, |t, _| t.spec.node_selector.extend(selector.clone()))?,
-        NodeTaint { nodes, key: tkey, value, effect, evict } => {
+        NodeSelector { service, selector } => cx.edit(service, |t, _| {
+            t.spec.node_selector.extend(selector.clone())
+        })?,
+        NodeTaint {
+            nodes,
+            key: tkey,
+            value,
+            effect,
+            evict,
+        } => {
             for n in nodes {
-                let node = cx.w.nodes.get(n).cloned().ok_or_else(|| FaultError(format!("no node named `{n}`")))?;
+                let node =
+                    cx.w.nodes
+                        .get(n)
+                        .cloned()
+                        .ok_or_else(|| FaultError(format!("no node named `{n}`")))?;
                 cx.undo.saved.push(Saved::Node(n.clone(), Some(node)));
                 let node = cx.w.nodes.get_mut(n).expect("saved");
-                node.taints.push(Taint { key: tkey.clone(), value: (!value.is_empty()).then(|| value.clone()), effect: effect_name(*effect).into() });
+                node.taints.push(Taint {
+                    key: tkey.clone(),
+                    value: (!value.is_empty()).then(|| value.clone()),
+                    effect: effect_name(*effect).into(),
+                });
                 cx.w.touch(Kind::Node, &key("", n));
             }
             for s in evict {
@@ -460,10 +600,12 @@ pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
                 *r = *replicas as i32;
                 t.spec.affinity = Some(Affinity {
                     pod_anti_affinity: PodAntiAffinity {
-                        required_during_scheduling_ignored_during_execution: vec![PodAffinityTerm {
-                            label_selector: LabelSelector { match_labels: sel },
-                            topology_key: "kubernetes.io/hostname".into(),
-                        }],
+                        required_during_scheduling_ignored_during_execution: vec![
+                            PodAffinityTerm {
+                                label_selector: LabelSelector { match_labels: sel },
+                                topology_key: "kubernetes.io/hostname".into(),
+                            },
+                        ],
                     },
                 });
             })?
@@ -476,31 +618,61 @@ pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
                 }
             }
         })?,
-        ResourceQuota { name, hard, recreate } => {
+        ResourceQuota {
+            name,
+            hard,
+            recreate,
+        } => {
             let k = key(&ns, name);
             let meta = cx.w.meta(Some(&ns), name, Labels::new());
-            let prev = cx.w.quotas.insert(k.clone(), super::objects::ResourceQuota { meta, hard: quota_hard(hard), used: BTreeMap::new() });
+            let prev = cx.w.quotas.insert(
+                k.clone(),
+                super::objects::ResourceQuota {
+                    meta,
+                    hard: quota_hard(hard),
+                    used: BTreeMap::new(),
+                },
+            );
             cx.undo.saved.push(Saved::Quota(k.clone(), prev));
             cx.w.touch(Kind::ResourceQuota, &k);
             for s in recreate {
                 cx.restart(s);
             }
         }
-        NetworkPolicyDeny { name, service, ingress, egress } => {
+        NetworkPolicyDeny {
+            name,
+            service,
+            ingress,
+            egress,
+        } => {
             if app.service(service).is_none() {
                 return Err(FaultError(format!("no service named `{service}`")));
             }
             let k = key(&ns, name);
             let mut meta = cx.w.meta(Some(&ns), name, Labels::new());
             meta.generation = 1;
-            let prev = cx.w.netpols.insert(k.clone(), NetworkPolicy { meta, pod_selector: [(app.selector_label.clone(), service.clone())].into(), deny_ingress: *ingress, deny_egress: *egress });
+            let prev = cx.w.netpols.insert(
+                k.clone(),
+                NetworkPolicy {
+                    meta,
+                    pod_selector: [(app.selector_label.clone(), service.clone())].into(),
+                    deny_ingress: *ingress,
+                    deny_egress: *egress,
+                },
+            );
             cx.undo.saved.push(Saved::NetPol(k.clone(), prev));
             cx.w.touch(Kind::NetworkPolicy, &k);
         }
         DnsFailure { service } => {
             let k = key(bootstrap::KUBE_SYSTEM, "coredns");
-            let cm = cx.w.configmaps.get(&k).cloned().ok_or_else(|| FaultError("cluster DNS ConfigMap missing".into()))?;
-            cx.undo.saved.push(Saved::ConfigMap(k.clone(), Some(cm.clone())));
+            let cm =
+                cx.w.configmaps
+                    .get(&k)
+                    .cloned()
+                    .ok_or_else(|| FaultError("cluster DNS ConfigMap missing".into()))?;
+            cx.undo
+                .saved
+                .push(Saved::ConfigMap(k.clone(), Some(cm.clone())));
             let block = match service {
                 Some(s) => {
                     let fqdn = format!("{s}.{ns}.svc.cluster.local");
@@ -513,14 +685,28 @@ pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
                 Some(pos) => format!("{}{block}{}", &text[..pos], &text[pos..]),
                 None => format!("{text}{block}"),
             };
-            cx.w.configmaps.get_mut(&k).expect("present").data.insert("Corefile".into(), edited);
+            cx.w.configmaps
+                .get_mut(&k)
+                .expect("present")
+                .data
+                .insert("Corefile".into(), edited);
             cx.w.touch(Kind::ConfigMap, &k);
         }
-        DnsPolicy { service, nameserver } => cx.edit(service, |t, _| {
+        DnsPolicy {
+            service,
+            nameserver,
+        } => cx.edit(service, |t, _| {
             t.spec.dns_policy = "None".into();
-            t.spec.dns_config = Some(DnsConfig { nameservers: vec![nameserver.clone()], searches: vec![] });
+            t.spec.dns_config = Some(DnsConfig {
+                nameservers: vec![nameserver.clone()],
+                searches: vec![],
+            });
         })?,
-        RbacDeniedInit { service, service_account, config_map } => {
+        RbacDeniedInit {
+            service,
+            service_account,
+            config_map,
+        } => {
             cx.create_simple(Kind::ServiceAccount, service_account, json!({}));
             cx.create_simple(Kind::Role, service_account, json!({"rules": [{"apiGroups": [""], "resources": ["pods", "services"], "verbs": ["get", "list", "watch"]}]}));
             cx.create_simple(Kind::RoleBinding, service_account, json!({
@@ -536,24 +722,43 @@ pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
         }
         InitContainerHang { service, waits_for } => cx.edit(service, |t, _| {
             let mut c = Container::new(&format!("wait-for-{waits_for}"), "busybox:1.28");
-            c.command = vec!["sh".into(), "-c".into(), format!("until nslookup {waits_for}; do echo waiting for {waits_for}; sleep 2; done")];
+            c.command = vec![
+                "sh".into(),
+                "-c".into(),
+                format!(
+                    "until nslookup {waits_for}; do echo waiting for {waits_for}; sleep 2; done"
+                ),
+            ];
             t.spec.init_containers.push(c);
         })?,
-        WrongCommand { service, command } => cx.edit_container(service, |c| c.command = command.clone())?,
+        WrongCommand { service, command } => {
+            cx.edit_container(service, |c| c.command = command.clone())?
+        }
         SidecarPortConflict { service, port } => cx.edit(service, |t, _| {
             let mut c = Container::new("sidecar", "busybox:1.36");
-            c.command = vec!["sh".into(), "-c".into(), format!("nc -lk -p {port} -e echo ok")];
+            c.command = vec![
+                "sh".into(),
+                "-c".into(),
+                format!("nc -lk -p {port} -e echo ok"),
+            ];
             t.spec.containers.push(c);
         })?,
         FeatureFlag { flag, variant } => {
-            let spec = app.feature_flag(flag).ok_or_else(|| FaultError(format!("no feature flag `{flag}`")))?;
+            let spec = app
+                .feature_flag(flag)
+                .ok_or_else(|| FaultError(format!("no feature flag `{flag}`")))?;
             let k = cx.save_configmap(&spec.config_map)?;
             let cm = cx.w.configmaps.get_mut(&k).expect("saved");
             let text = cm.data.get(&spec.key).cloned().unwrap_or_default();
-            cm.data.insert(spec.key.clone(), set_flag_variant(&text, flag, variant));
+            cm.data
+                .insert(spec.key.clone(), set_flag_variant(&text, flag, variant));
             cx.w.touch(Kind::ConfigMap, &k);
         }
-        DatabaseAuth { service, mode, restart_clients } => {
+        DatabaseAuth {
+            service,
+            mode,
+            restart_clients,
+        } => {
             if app.service(service).is_none() {
                 return Err(FaultError(format!("no service named `{service}`")));
             }
@@ -562,7 +767,11 @@ pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
             cx.undo.saved.push(Saved::AuthAt(service.clone(), prev_at));
             let now = cx.w.now;
             cx.w.runtime.auth_changed_at.insert(service.clone(), now);
-            cx.w.runtime.services.entry(service.clone()).or_default().db_auth = match mode {
+            cx.w.runtime
+                .services
+                .entry(service.clone())
+                .or_default()
+                .db_auth = match mode {
                 AuthMode::RevokeRoles => DbAuth::RolesRevoked,
                 AuthMode::DropUser | AuthMode::PasswordChanged => DbAuth::UserRemoved,
                 AuthMode::RequireTls => DbAuth::TlsRequired,
@@ -573,54 +782,113 @@ pub fn apply(w: &mut World, app: &AppSpec, p: &Primitive) -> Result<Undo> {
         }
         DatabaseLock { service, table } => {
             cx.save_service_rt(service);
-            cx.w.runtime.services.entry(service.clone()).or_default().locked_table = Some(table.clone());
+            cx.w.runtime
+                .services
+                .entry(service.clone())
+                .or_default()
+                .locked_table = Some(table.clone());
         }
-        NetworkDelay { from, to, delay, jitter } => {
+        NetworkDelay {
+            from,
+            to,
+            delay,
+            jitter,
+        } => {
             cx.save_link(from, to);
-            cx.w.runtime.links.entry((from.clone(), to.clone())).or_default().delay_ms += delay.as_millis() as f64 + jitter.as_millis() as f64 / 2.0;
+            cx.w.runtime
+                .links
+                .entry((from.clone(), to.clone()))
+                .or_default()
+                .delay_ms += delay.as_millis() as f64 + jitter.as_millis() as f64 / 2.0;
         }
         NetworkLoss { from, to, percent } => {
             cx.save_link(from, to);
-            let l = cx.w.runtime.links.entry((from.clone(), to.clone())).or_default();
+            let l =
+                cx.w.runtime
+                    .links
+                    .entry((from.clone(), to.clone()))
+                    .or_default();
             l.loss = 1.0 - (1.0 - l.loss) * (1.0 - percent / 100.0);
         }
         NodeCpuStress { node, cpu } => {
             cx.save_node_rt(node)?;
-            cx.w.runtime.nodes.entry(node.clone()).or_default().cpu_stress_milli += cpu.millicores() as i64;
+            cx.w.runtime
+                .nodes
+                .entry(node.clone())
+                .or_default()
+                .cpu_stress_milli += cpu.millicores() as i64;
         }
         KubeletDown { node } => {
             cx.save_node_rt(node)?;
             let now = cx.w.now;
-            cx.w.runtime.nodes.entry(node.clone()).or_default().kubelet_down = true;
+            cx.w.runtime
+                .nodes
+                .entry(node.clone())
+                .or_default()
+                .kubelet_down = true;
             if let Some(n) = cx.w.nodes.get_mut(node) {
                 n.heartbeat = now;
             }
         }
         DiskReadErrors { service, percent } => {
             cx.save_service_rt(service);
-            cx.w.runtime.services.entry(service.clone()).or_default().disk_read_errors = percent / 100.0;
+            cx.w.runtime
+                .services
+                .entry(service.clone())
+                .or_default()
+                .disk_read_errors = percent / 100.0;
         }
-        SyscallFailure { service, syscall, errno, percent } => {
+        SyscallFailure {
+            service,
+            syscall,
+            errno,
+            percent,
+        } => {
             cx.save_service_rt(service);
-            cx.w.runtime.services.entry(service.clone()).or_default().syscall_failure = Some((syscall_error(syscall, errno), percent / 100.0));
+            cx.w.runtime
+                .services
+                .entry(service.clone())
+                .or_default()
+                .syscall_failure = Some((syscall_error(syscall, errno), percent / 100.0));
         }
         LoadSpike { multiplier } => {
-            cx.undo.saved.push(Saved::Load(cx.w.runtime.load_multiplier));
+            cx.undo
+                .saved
+                .push(Saved::Load(cx.w.runtime.load_multiplier));
             cx.w.runtime.load_multiplier *= multiplier;
         }
-        RpcRetryConfig { service, dependency: _, timeout, retries } => cx.edit_container(service, |c| {
-            c.env.retain(|e| e.name != "GRPC_CLIENT_TIMEOUT" && e.name != "GRPC_CLIENT_RETRIES_ON_ERROR");
-            c.env.push(EnvVar::value("GRPC_CLIENT_TIMEOUT", &timeout.to_string()));
-            c.env.push(EnvVar::value("GRPC_CLIENT_RETRIES_ON_ERROR", &retries.to_string()));
+        RpcRetryConfig {
+            service,
+            dependency: _,
+            timeout,
+            retries,
+        } => cx.edit_container(service, |c| {
+            c.env.retain(|e| {
+                e.name != "GRPC_CLIENT_TIMEOUT" && e.name != "GRPC_CLIENT_RETRIES_ON_ERROR"
+            });
+            c.env
+                .push(EnvVar::value("GRPC_CLIENT_TIMEOUT", &timeout.to_string()));
+            c.env.push(EnvVar::value(
+                "GRPC_CLIENT_RETRIES_ON_ERROR",
+                &retries.to_string(),
+            ));
         })?,
-        GcPressure { services, gogc, memory_limit } => {
+        GcPressure {
+            services,
+            gogc,
+            memory_limit,
+        } => {
             for s in services {
                 cx.edit_container(s, |c| {
                     c.env.retain(|e| e.name != "GOGC");
                     c.env.push(EnvVar::value("GOGC", &gogc.to_string()));
                     if let Some(m) = memory_limit {
                         c.resources.limits.memory = Some(m.bytes() as i64);
-                        if c.resources.requests.memory.is_some_and(|r| r > m.bytes() as i64) {
+                        if c.resources
+                            .requests
+                            .memory
+                            .is_some_and(|r| r > m.bytes() as i64)
+                        {
                             c.resources.requests.memory = Some(m.bytes() as i64);
                         }
                     }
@@ -784,27 +1052,46 @@ pub fn revert(w: &mut World, app: &AppSpec, undo: Undo) {
 
 /// Applies one transient noise disturbance to a service; returns its undo.
 pub fn apply_noise(w: &mut World, app: &AppSpec, kind: &NoiseKind, target: &str) -> Undo {
-    let mut cx = Ctx { w, app, undo: Undo::default() };
+    let mut cx = Ctx {
+        w,
+        app,
+        undo: Undo::default(),
+    };
     match kind {
         NoiseKind::PodKill => {
             let ns = cx.ns();
             let sel: Labels = [(app.selector_label.clone(), target.to_string())].into();
-            let victim = cx.w.pods_selected(&ns, &sel).find(|p| p.meta.deleted_at.is_none()).map(|p| key(&ns, &p.meta.name));
+            let victim =
+                cx.w.pods_selected(&ns, &sel)
+                    .find(|p| p.meta.deleted_at.is_none())
+                    .map(|p| key(&ns, &p.meta.name));
             if let Some(pk) = victim {
                 delete_pod(cx.w, &pk);
             }
         }
         NoiseKind::CpuBurst { cpu } => {
             cx.save_service_rt(target);
-            cx.w.runtime.services.entry(target.to_string()).or_default().extra_cpu_milli += cpu.millicores() as i64;
+            cx.w.runtime
+                .services
+                .entry(target.to_string())
+                .or_default()
+                .extra_cpu_milli += cpu.millicores() as i64;
         }
         NoiseKind::NetworkDelay { delay, jitter } => {
             cx.save_link("*", target);
-            cx.w.runtime.links.entry(("*".into(), target.to_string())).or_default().delay_ms += delay.as_millis() as f64 + jitter.as_millis() as f64 / 2.0;
+            cx.w.runtime
+                .links
+                .entry(("*".into(), target.to_string()))
+                .or_default()
+                .delay_ms += delay.as_millis() as f64 + jitter.as_millis() as f64 / 2.0;
         }
         NoiseKind::RequestDrop { percent } => {
             cx.save_link("*", target);
-            let l = cx.w.runtime.links.entry(("*".into(), target.to_string())).or_default();
+            let l =
+                cx.w.runtime
+                    .links
+                    .entry(("*".into(), target.to_string()))
+                    .or_default();
             l.loss = 1.0 - (1.0 - l.loss) * (1.0 - percent / 100.0);
         }
     }
@@ -816,13 +1103,25 @@ pub fn apply_noise(w: &mut World, app: &AppSpec, kind: &NoiseKind, target: &str)
 pub fn desired_state(w: &World) -> String {
     let mut parts = vec![];
     for (k, d) in &w.deployments {
-        parts.push(format!("deploy {k:?} {} {}", d.replicas, serde_json::to_string(&d.template).unwrap_or_default()));
+        parts.push(format!(
+            "deploy {k:?} {} {}",
+            d.replicas,
+            serde_json::to_string(&d.template).unwrap_or_default()
+        ));
     }
     for (k, s) in &w.statefulsets {
-        parts.push(format!("sts {k:?} {} {}", s.replicas, serde_json::to_string(&s.template).unwrap_or_default()));
+        parts.push(format!(
+            "sts {k:?} {} {}",
+            s.replicas,
+            serde_json::to_string(&s.template).unwrap_or_default()
+        ));
     }
     for (k, s) in &w.services {
-        parts.push(format!("svc {k:?} {:?} {}", s.selector, serde_json::to_string(&s.ports).unwrap_or_default()));
+        parts.push(format!(
+            "svc {k:?} {:?} {}",
+            s.selector,
+            serde_json::to_string(&s.ports).unwrap_or_default()
+        ));
     }
     for (k, c) in &w.configmaps {
         parts.push(format!("cm {k:?} {:?}", c.data));
@@ -831,8 +1130,16 @@ pub fn desired_state(w: &World) -> String {
         parts.push(format!("node {n} {:?} {}", node.taints, node.unschedulable));
     }
     parts.push(format!("quotas {:?}", w.quotas.keys().collect::<Vec<_>>()));
-    parts.push(format!("netpols {:?}", w.netpols.keys().collect::<Vec<_>>()));
-    parts.push(format!("sas {:?} roles {:?} rbs {:?}", w.service_accounts.keys().collect::<Vec<_>>(), w.roles.keys().collect::<Vec<_>>(), w.role_bindings.keys().collect::<Vec<_>>()));
+    parts.push(format!(
+        "netpols {:?}",
+        w.netpols.keys().collect::<Vec<_>>()
+    ));
+    parts.push(format!(
+        "sas {:?} roles {:?} rbs {:?}",
+        w.service_accounts.keys().collect::<Vec<_>>(),
+        w.roles.keys().collect::<Vec<_>>(),
+        w.role_bindings.keys().collect::<Vec<_>>()
+    ));
     parts.push(format!("runtime {:?}", w.runtime));
     parts.join("\n")
 }

@@ -136,7 +136,8 @@ impl Effects {
             .map(|f| {
                 (
                     f.name.clone(),
-                    current_variant(w, &app.namespace, f).unwrap_or_else(|| f.default_variant.clone()),
+                    current_variant(w, &app.namespace, f)
+                        .unwrap_or_else(|| f.default_variant.clone()),
                 )
             })
             .collect()

@@ -37,13 +37,21 @@ fn sync_pod(
     dt: i64,
 ) {
     let now = w.now;
-    let Some(mut pod) = w.pods.remove(k) else { return };
+    let Some(mut pod) = w.pods.remove(k) else {
+        return;
+    };
     let before = pod.fingerprint();
     if let Some(at) = pod.meta.deleted_at {
         if pod.statuses.iter().any(|s| s.state.is_running()) && now - at < NS_PER_SEC {
             for s in pod.statuses.iter().filter(|s| s.state.is_running()) {
                 let r = World::pod_ref(&pod, Some(&s.name));
-                w.event(&r, false, "Killing", &format!("Stopping container {}", s.name), Source::Kubelet(node.into()));
+                w.event(
+                    &r,
+                    false,
+                    "Killing",
+                    &format!("Stopping container {}", s.name),
+                    Source::Kubelet(node.into()),
+                );
             }
         }
         if now - at >= 2 * NS_PER_SEC {
@@ -58,8 +66,22 @@ fn sync_pod(
         let idx = w.node_index(node);
         pod.pod_ip = Some(w.pod_ip(idx));
         pod.host_ip = w.nodes.get(node).map(|n| n.ip.clone());
-        set_condition(&mut pod.conditions, "PodReadyToStartContainers", true, None, None, now);
-        set_condition(&mut pod.conditions, "Initialized", pod.spec.init_containers.is_empty(), (!pod.spec.init_containers.is_empty()).then_some("ContainersNotInitialized"), None, now);
+        set_condition(
+            &mut pod.conditions,
+            "PodReadyToStartContainers",
+            true,
+            None,
+            None,
+            now,
+        );
+        set_condition(
+            &mut pod.conditions,
+            "Initialized",
+            pod.spec.init_containers.is_empty(),
+            (!pod.spec.init_containers.is_empty()).then_some("ContainersNotInitialized"),
+            None,
+            now,
+        );
         pod.next_schedule = now;
     }
     let ns = k.0.clone();
@@ -68,12 +90,18 @@ fn sync_pod(
         if let Some(cm) = &v.config_map
             && !w.configmaps.contains_key(&key(&ns, &cm.name))
         {
-            return Some((v.name.clone(), format!("configmap \"{}\" not found", cm.name)));
+            return Some((
+                v.name.clone(),
+                format!("configmap \"{}\" not found", cm.name),
+            ));
         }
         if let Some(s) = &v.secret
             && !w.secrets.contains_key(&key(&ns, &s.secret_name))
         {
-            return Some((v.name.clone(), format!("secret \"{}\" not found", s.secret_name)));
+            return Some((
+                v.name.clone(),
+                format!("secret \"{}\" not found", s.secret_name),
+            ));
         }
         None
     });
@@ -81,7 +109,13 @@ fn sync_pod(
         if now >= pod.next_schedule {
             pod.next_schedule = now + 120 * NS_PER_SEC;
             let r = World::pod_ref(&pod, None);
-            w.event(&r, true, "FailedMount", &format!("MountVolume.SetUp failed for volume \"{vol}\" : {why}"), Source::Kubelet(node.into()));
+            w.event(
+                &r,
+                true,
+                "FailedMount",
+                &format!("MountVolume.SetUp failed for volume \"{vol}\" : {why}"),
+                Source::Kubelet(node.into()),
+            );
         }
         finish(w, k, pod, before);
         return;
@@ -122,10 +156,34 @@ fn finish(w: &mut World, k: &Key, mut pod: Pod, before: u64) {
         .and_then(|n| w.nodes.get(n))
         .is_some_and(|n| n.ready());
     let all_ready = pod.statuses.iter().all(|s| s.ready) && node_ok;
-    let not_ready_names: Vec<&str> = pod.statuses.iter().filter(|s| !s.ready).map(|s| s.name.as_str()).collect();
-    let msg = (!all_ready).then(|| format!("containers with unready status: [{}]", not_ready_names.join(" ")));
-    set_condition(&mut pod.conditions, "ContainersReady", all_ready, msg.as_ref().map(|_| "ContainersNotReady"), msg.as_deref(), now);
-    set_condition(&mut pod.conditions, "Ready", all_ready, msg.as_ref().map(|_| "ContainersNotReady"), msg.as_deref(), now);
+    let not_ready_names: Vec<&str> = pod
+        .statuses
+        .iter()
+        .filter(|s| !s.ready)
+        .map(|s| s.name.as_str())
+        .collect();
+    let msg = (!all_ready).then(|| {
+        format!(
+            "containers with unready status: [{}]",
+            not_ready_names.join(" ")
+        )
+    });
+    set_condition(
+        &mut pod.conditions,
+        "ContainersReady",
+        all_ready,
+        msg.as_ref().map(|_| "ContainersNotReady"),
+        msg.as_deref(),
+        now,
+    );
+    set_condition(
+        &mut pod.conditions,
+        "Ready",
+        all_ready,
+        msg.as_ref().map(|_| "ContainersNotReady"),
+        msg.as_deref(),
+        now,
+    );
     let any_started = pod.statuses.iter().any(|s| s.container_id.is_some());
     pod.phase = if any_started { "Running" } else { "Pending" }.into();
     order_conditions(&mut pod.conditions);
@@ -149,16 +207,34 @@ fn order_conditions(conds: &mut [Condition]) {
 }
 
 /// Pulls the image if needed. Returns false (and sets the waiting state) when it is not there.
-fn ensure_image(w: &mut World, app: &AppSpec, pod: &Pod, s: &mut ContainerStatus, c: &Container, node: &str, init: bool) -> Result<Option<ImageEffect>, ()> {
+fn ensure_image(
+    w: &mut World,
+    app: &AppSpec,
+    pod: &Pod,
+    s: &mut ContainerStatus,
+    c: &Container,
+    node: &str,
+    init: bool,
+) -> Result<Option<ImageEffect>, ()> {
     let status = programs::image_status(w, app, &c.image);
-    let fp = if init { format!("spec.initContainers{{{}}}", c.name) } else { format!("spec.containers{{{}}}", c.name) };
+    let fp = if init {
+        format!("spec.initContainers{{{}}}", c.name)
+    } else {
+        format!("spec.containers{{{}}}", c.name)
+    };
     let mut r = World::pod_ref(pod, None);
     r.field_path = Some(fp);
     let src = || Source::Kubelet(node.to_string());
     if w.pulled.contains(&(node.to_string(), c.image.clone())) {
         return Ok(status.flatten());
     }
-    w.event(&r, false, "Pulling", &format!("Pulling image \"{}\"", c.image), src());
+    w.event(
+        &r,
+        false,
+        "Pulling",
+        &format!("Pulling image \"{}\"", c.image),
+        src(),
+    );
     match status {
         Some(effect) => {
             use rand::Rng;
@@ -169,16 +245,34 @@ fn ensure_image(w: &mut World, app: &AppSpec, pod: &Pod, s: &mut ContainerStatus
             Ok(effect)
         }
         None => {
-            let full = if c.image.contains('/') { format!("docker.io/{}", c.image) } else { format!("docker.io/library/{}", c.image) };
+            let full = if c.image.contains('/') {
+                format!("docker.io/{}", c.image)
+            } else {
+                format!("docker.io/library/{}", c.image)
+            };
             let repo = programs::repository(&full).to_string();
             w.event(&r, true, "Failed", &format!("Failed to pull image \"{}\": rpc error: code = NotFound desc = failed to pull and unpack image \"{full}\": failed to resolve reference \"{full}\": {full}: not found", c.image), src());
-            let first = s.state.waiting_reason() != Some("ErrImagePull") && s.state.waiting_reason() != Some("ImagePullBackOff");
-            let reason = if first || s.backoff_secs == 0 { "ErrImagePull" } else { "ImagePullBackOff" };
+            let first = s.state.waiting_reason() != Some("ErrImagePull")
+                && s.state.waiting_reason() != Some("ImagePullBackOff");
+            let reason = if first || s.backoff_secs == 0 {
+                "ErrImagePull"
+            } else {
+                "ImagePullBackOff"
+            };
             w.event(&r, true, "Failed", &format!("Error: {reason}"), src());
-            s.backoff_secs = if s.backoff_secs == 0 { 10 } else { (s.backoff_secs * 2).min(MAX_BACKOFF) };
+            s.backoff_secs = if s.backoff_secs == 0 {
+                10
+            } else {
+                (s.backoff_secs * 2).min(MAX_BACKOFF)
+            };
             s.backoff_until = w.now + s.backoff_secs * NS_PER_SEC;
             let _ = repo;
-            s.state = CState::waiting(reason, Some(format!("failed to pull and unpack image \"{full}\": failed to resolve reference \"{full}\": {full}: not found")));
+            s.state = CState::waiting(
+                reason,
+                Some(format!(
+                    "failed to pull and unpack image \"{full}\": failed to resolve reference \"{full}\": {full}: not found"
+                )),
+            );
             Err(())
         }
     }
@@ -186,14 +280,33 @@ fn ensure_image(w: &mut World, app: &AppSpec, pod: &Pod, s: &mut ContainerStatus
 
 /// While an image pull backs off, the kubelet reports it on every sync.
 fn pull_backoff_tick(w: &mut World, pod: &Pod, s: &mut ContainerStatus, c: &Container, node: &str) {
-    if matches!(s.state.waiting_reason(), Some("ErrImagePull") | Some("ImagePullBackOff")) && w.now >= s.next_backoff_event {
+    if matches!(
+        s.state.waiting_reason(),
+        Some("ErrImagePull") | Some("ImagePullBackOff")
+    ) && w.now >= s.next_backoff_event
+    {
         let mut r = World::pod_ref(pod, Some(&c.name));
         if s.state.waiting_reason() == Some("ErrImagePull") {
-            s.state = CState::waiting("ImagePullBackOff", Some(format!("Back-off pulling image \"{}\"", c.image)));
+            s.state = CState::waiting(
+                "ImagePullBackOff",
+                Some(format!("Back-off pulling image \"{}\"", c.image)),
+            );
         }
         r.field_path = Some(format!("spec.containers{{{}}}", c.name));
-        w.event(&r, false, "BackOff", &format!("Back-off pulling image \"{}\"", c.image), Source::Kubelet(node.into()));
-        w.event(&r, true, "Failed", "Error: ImagePullBackOff", Source::Kubelet(node.into()));
+        w.event(
+            &r,
+            false,
+            "BackOff",
+            &format!("Back-off pulling image \"{}\"", c.image),
+            Source::Kubelet(node.into()),
+        );
+        w.event(
+            &r,
+            true,
+            "Failed",
+            "Error: ImagePullBackOff",
+            Source::Kubelet(node.into()),
+        );
         s.next_backoff_event = w.now + 15 * NS_PER_SEC;
     }
 }
@@ -204,14 +317,36 @@ fn container_id(w: &mut World) -> String {
 
 fn image_id(image: &str) -> String {
     let h = util::template_hash(image);
-    let full = if image.contains('/') { format!("docker.io/{}", programs::repository(image)) } else { format!("docker.io/library/{}", programs::repository(image)) };
-    format!("{full}@sha256:{}", format!("{h}{}", "0".repeat(64)).chars().take(64).map(|c| if c.is_ascii_hexdigit() { c } else { 'a' }).collect::<String>())
+    let full = if image.contains('/') {
+        format!("docker.io/{}", programs::repository(image))
+    } else {
+        format!("docker.io/library/{}", programs::repository(image))
+    };
+    format!(
+        "{full}@sha256:{}",
+        format!("{h}{}", "0".repeat(64))
+            .chars()
+            .take(64)
+            .map(|c| if c.is_ascii_hexdigit() { c } else { 'a' })
+            .collect::<String>()
+    )
 }
 
 /// An init container: true once it has completed.
-fn run_init(w: &mut World, app: &AppSpec, pod: &mut Pod, i: usize, c: &Container, node: &str, _dt: i64) -> bool {
+fn run_init(
+    w: &mut World,
+    app: &AppSpec,
+    pod: &mut Pod,
+    i: usize,
+    c: &Container,
+    node: &str,
+    _dt: i64,
+) -> bool {
     let now = w.now;
-    let k = key(pod.meta.namespace.as_deref().unwrap_or_default(), &pod.meta.name);
+    let k = key(
+        pod.meta.namespace.as_deref().unwrap_or_default(),
+        &pod.meta.name,
+    );
     let mut s = pod.init_statuses[i].clone();
     if matches!(&s.state, CState::Terminated(t) if t.exit_code == 0) {
         pod.init_statuses[i] = s;
@@ -222,13 +357,27 @@ fn run_init(w: &mut World, app: &AppSpec, pod: &mut Pod, i: usize, c: &Container
             let started = *started;
             match init_outcome(w, pod, c) {
                 InitOutcome::Done if now - started >= NS_PER_SEC => {
-                    s.state = CState::Terminated(Terminated { reason: "Completed".into(), exit_code: 0, started, finished: now, container_id: s.container_id.clone().unwrap_or_default(), message: None });
+                    s.state = CState::Terminated(Terminated {
+                        reason: "Completed".into(),
+                        exit_code: 0,
+                        started,
+                        finished: now,
+                        container_id: s.container_id.clone().unwrap_or_default(),
+                        message: None,
+                    });
                     s.ready = true;
                     true
                 }
                 InitOutcome::Fail(msg) if now - started >= NS_PER_SEC => {
                     w.log(&k, &c.name, s.restart_count, "stderr", msg);
-                    let t = Terminated { reason: "Error".into(), exit_code: 1, started, finished: now, container_id: s.container_id.clone().unwrap_or_default(), message: None };
+                    let t = Terminated {
+                        reason: "Error".into(),
+                        exit_code: 1,
+                        started,
+                        finished: now,
+                        container_id: s.container_id.clone().unwrap_or_default(),
+                        message: None,
+                    };
                     s.state = CState::Terminated(t.clone());
                     s.last = Some(t);
                     schedule_restart(&mut s, now, started);
@@ -268,32 +417,69 @@ enum InitOutcome {
 /// What an init container's command does: `kubectl get configmap` needs RBAC, a `nslookup` loop
 /// waits for a name, `sleep infinity` never ends, anything else completes.
 fn init_outcome(w: &World, pod: &Pod, c: &Container) -> InitOutcome {
-    let cmd = c.command.iter().chain(&c.args).cloned().collect::<Vec<_>>().join(" ");
+    let cmd = c
+        .command
+        .iter()
+        .chain(&c.args)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
     let ns = pod.meta.namespace.clone().unwrap_or_default();
     if cmd.contains("kubectl") {
         let sa = &pod.spec.service_account_name;
-        let resource = if cmd.contains("configmap") { "configmaps" } else { "pods" };
-        let allowed = w.role_bindings.values().filter(|b| b.meta.namespace.as_deref() == Some(&ns)).any(|b| {
-            let subject_ok = b.body["subjects"].as_array().is_some_and(|subs| subs.iter().any(|s| s["name"] == sa.as_str()));
-            let role = b.body["roleRef"]["name"].as_str().unwrap_or_default();
-            let role_ok = w.roles.get(&key(&ns, role)).is_some_and(|r| {
-                r.body["rules"].as_array().is_some_and(|rules| rules.iter().any(|rule| rule["resources"].as_array().is_some_and(|res| res.iter().any(|x| x == resource))))
+        let resource = if cmd.contains("configmap") {
+            "configmaps"
+        } else {
+            "pods"
+        };
+        let allowed = w
+            .role_bindings
+            .values()
+            .filter(|b| b.meta.namespace.as_deref() == Some(&ns))
+            .any(|b| {
+                let subject_ok = b.body["subjects"]
+                    .as_array()
+                    .is_some_and(|subs| subs.iter().any(|s| s["name"] == sa.as_str()));
+                let role = b.body["roleRef"]["name"].as_str().unwrap_or_default();
+                let role_ok = w.roles.get(&key(&ns, role)).is_some_and(|r| {
+                    r.body["rules"].as_array().is_some_and(|rules| {
+                        rules.iter().any(|rule| {
+                            rule["resources"]
+                                .as_array()
+                                .is_some_and(|res| res.iter().any(|x| x == resource))
+                        })
+                    })
+                });
+                subject_ok && role_ok
             });
-            subject_ok && role_ok
-        });
         if allowed {
             return InitOutcome::Done;
         }
-        let name = cmd.split_whitespace().skip_while(|w| *w != "configmap" && *w != "configmaps").nth(1).unwrap_or("").to_string();
-        return InitOutcome::Fail(format!("Error from server (Forbidden): {resource} \"{name}\" is forbidden: User \"system:serviceaccount:{ns}:{sa}\" cannot get resource \"{resource}\" in API group \"\" in the namespace \"{ns}\""));
+        let name = cmd
+            .split_whitespace()
+            .skip_while(|w| *w != "configmap" && *w != "configmaps")
+            .nth(1)
+            .unwrap_or("")
+            .to_string();
+        return InitOutcome::Fail(format!(
+            "Error from server (Forbidden): {resource} \"{name}\" is forbidden: User \"system:serviceaccount:{ns}:{sa}\" cannot get resource \"{resource}\" in API group \"\" in the namespace \"{ns}\""
+        ));
     }
     if cmd.contains("nslookup") {
-        let host = cmd.split_whitespace().skip_while(|w| *w != "nslookup").nth(1).unwrap_or("").trim_end_matches(';').to_string();
+        let host = cmd
+            .split_whitespace()
+            .skip_while(|w| *w != "nslookup")
+            .nth(1)
+            .unwrap_or("")
+            .trim_end_matches(';')
+            .to_string();
         let short = host.split('.').next().unwrap_or_default().to_string();
         if w.services.contains_key(&key(&ns, &short)) {
             return InitOutcome::Done;
         }
-        return InitOutcome::Wait(format!("nslookup: can't resolve '{host}'\nwaiting for {short}"));
+        return InitOutcome::Wait(format!(
+            "nslookup: can't resolve '{host}'\nwaiting for {short}"
+        ));
     }
     if cmd.contains("sleep infinity") || cmd.contains("sleep 3600") {
         return InitOutcome::Wait(String::new());
@@ -301,15 +487,44 @@ fn init_outcome(w: &World, pod: &Pod, c: &Container) -> InitOutcome {
     InitOutcome::Done
 }
 
-fn start_events(w: &mut World, pod: &Pod, s: &mut ContainerStatus, c: &Container, node: &str, init: bool) {
+fn start_events(
+    w: &mut World,
+    pod: &Pod,
+    s: &mut ContainerStatus,
+    c: &Container,
+    node: &str,
+    init: bool,
+) {
     let mut r = World::pod_ref(pod, None);
-    r.field_path = Some(if init { format!("spec.initContainers{{{}}}", c.name) } else { format!("spec.containers{{{}}}", c.name) });
+    r.field_path = Some(if init {
+        format!("spec.initContainers{{{}}}", c.name)
+    } else {
+        format!("spec.containers{{{}}}", c.name)
+    });
     if s.container_id.is_some() {
-        w.event(&r, false, "Pulled", &format!("Container image \"{}\" already present on machine", c.image), Source::Kubelet(node.into()));
+        w.event(
+            &r,
+            false,
+            "Pulled",
+            &format!("Container image \"{}\" already present on machine", c.image),
+            Source::Kubelet(node.into()),
+        );
         s.restart_count += 1;
     }
-    w.event(&r, false, "Created", &format!("Created container: {}", c.name), Source::Kubelet(node.into()));
-    w.event(&r, false, "Started", &format!("Started container {}", c.name), Source::Kubelet(node.into()));
+    w.event(
+        &r,
+        false,
+        "Created",
+        &format!("Created container: {}", c.name),
+        Source::Kubelet(node.into()),
+    );
+    w.event(
+        &r,
+        false,
+        "Started",
+        &format!("Started container {}", c.name),
+        Source::Kubelet(node.into()),
+    );
     s.container_id = Some(container_id(w));
     s.image_id = Some(image_id(&c.image));
     s.image = c.image.clone();
@@ -328,7 +543,11 @@ fn schedule_restart(s: &mut ContainerStatus, now: i64, started: i64) {
         s.backoff_secs = 0;
     }
     s.backoff_until = now + s.backoff_secs * NS_PER_SEC;
-    s.backoff_secs = if s.backoff_secs == 0 { 10 } else { (s.backoff_secs * 2).min(MAX_BACKOFF) };
+    s.backoff_secs = if s.backoff_secs == 0 {
+        10
+    } else {
+        (s.backoff_secs * 2).min(MAX_BACKOFF)
+    };
     s.ready = false;
 }
 
@@ -337,18 +556,49 @@ fn backoff_event(w: &mut World, pod: &Pod, s: &mut ContainerStatus, c: &Containe
         && w.now < s.backoff_until
     {
         let step = s.backoff_secs / 2;
-        s.state = CState::waiting("CrashLoopBackOff", Some(format!("back-off {}s restarting failed container={} pod={}_{}({})", step.max(10), c.name, pod.meta.name, pod.meta.namespace.clone().unwrap_or_default(), pod.meta.uid)));
+        s.state = CState::waiting(
+            "CrashLoopBackOff",
+            Some(format!(
+                "back-off {}s restarting failed container={} pod={}_{}({})",
+                step.max(10),
+                c.name,
+                pod.meta.name,
+                pod.meta.namespace.clone().unwrap_or_default(),
+                pod.meta.uid
+            )),
+        );
     }
     if s.state.waiting_reason() == Some("CrashLoopBackOff") && w.now >= s.next_backoff_event {
         let mut r = World::pod_ref(pod, Some(&c.name));
         r.field_path = Some(format!("spec.containers{{{}}}", c.name));
-        w.event(&r, true, "BackOff", &format!("Back-off restarting failed container {} in pod {}_{}({})", c.name, pod.meta.name, pod.meta.namespace.clone().unwrap_or_default(), pod.meta.uid), Source::Kubelet(node.into()));
+        w.event(
+            &r,
+            true,
+            "BackOff",
+            &format!(
+                "Back-off restarting failed container {} in pod {}_{}({})",
+                c.name,
+                pod.meta.name,
+                pod.meta.namespace.clone().unwrap_or_default(),
+                pod.meta.uid
+            ),
+            Source::Kubelet(node.into()),
+        );
         s.next_backoff_event = w.now + 10 * NS_PER_SEC;
     }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_container(w: &mut World, app: &AppSpec, effects: &super::flags::Effects, pod: &mut Pod, i: usize, c: &Container, node: &str, dt: i64) {
+fn run_container(
+    w: &mut World,
+    app: &AppSpec,
+    effects: &super::flags::Effects,
+    pod: &mut Pod,
+    i: usize,
+    c: &Container,
+    node: &str,
+    dt: i64,
+) {
     let now = w.now;
     let ns = pod.meta.namespace.clone().unwrap_or_default();
     let k = key(&ns, &pod.meta.name);
@@ -371,9 +621,15 @@ fn run_container(w: &mut World, app: &AppSpec, effects: &super::flags::Effects, 
             let listening = now - started >= startup_ns;
             // CPU.
             let dts = dt as f64 / NS_PER_SEC as f64;
-            let mut demand = usage.idle_cpu.cores() + if i == 0 { w.demand.get(&k).copied().unwrap_or(0.0) } else { 0.0 };
+            let mut demand = usage.idle_cpu.cores()
+                + if i == 0 {
+                    w.demand.get(&k).copied().unwrap_or(0.0)
+                } else {
+                    0.0
+                };
             if let Some(n) = &svc_name {
-                demand += w.runtime.service(n).extra_cpu_milli as f64 / 1000.0 + effects.extra_cpu(n);
+                demand +=
+                    w.runtime.service(n).extra_cpu_milli as f64 / 1000.0 + effects.extra_cpu(n);
             }
             let limit = c.resources.limits.cpu_milli.map(|m| m as f64 / 1000.0);
             let used = limit.map_or(demand, |l| demand.min(l));
@@ -382,17 +638,25 @@ fn run_container(w: &mut World, app: &AppSpec, effects: &super::flags::Effects, 
                 s.cfs_periods += 10.0 * dts;
                 if demand > l * 0.9 {
                     let frac = ((demand - l * 0.9) / demand).clamp(0.0, 1.0);
-                    s.cfs_throttled_periods += (10.0 * dts * (0.3 + frac).min(1.0)).floor().max(1.0);
+                    s.cfs_throttled_periods +=
+                        (10.0 * dts * (0.3 + frac).min(1.0)).floor().max(1.0);
                     s.cfs_throttled_seconds += (demand - l).max(0.0) * dts;
                 }
             }
             // Memory: approaches its target; leaks add to it.
-            let gogc = programs::env_value(w, &ns, c, "GOGC").and_then(|v| v.parse::<f64>().ok()).unwrap_or(100.0);
+            let gogc = programs::env_value(w, &ns, c, "GOGC")
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(100.0);
             let base = usage.memory.bytes() as f64;
-            let util = if usage.idle_cpu.cores() > 0.0 { (demand / (usage.idle_cpu.cores() * 20.0)).min(2.0) } else { 0.0 };
+            let util = if usage.idle_cpu.cores() > 0.0 {
+                (demand / (usage.idle_cpu.cores() * 20.0)).min(2.0)
+            } else {
+                0.0
+            };
             let mut target = base * (1.0 + 0.1 * util) * if gogc < 50.0 { 0.8 } else { 1.0 };
             if let Some(n) = &svc_name {
-                target += effects.memory_growth(n) * ((now - started) as f64 / 60.0 / NS_PER_SEC as f64);
+                target +=
+                    effects.memory_growth(n) * ((now - started) as f64 / 60.0 / NS_PER_SEC as f64);
             }
             if s.working_set == 0.0 {
                 s.working_set = base * 0.35;
@@ -403,7 +667,10 @@ fn run_container(w: &mut World, app: &AppSpec, effects: &super::flags::Effects, 
             {
                 let pid = 1000 + (util::template_hash(&pod.meta.uid).len() as i64 * 131) % 30000;
                 let proc_name = c.command.first().cloned().unwrap_or_else(|| c.name.clone());
-                let nref = w.nodes.get(node).map(|n| World::meta_ref(Kind::Node, &n.meta));
+                let nref = w
+                    .nodes
+                    .get(node)
+                    .map(|n| World::meta_ref(Kind::Node, &n.meta));
                 if let Some(nref) = nref {
                     let rss = (s.working_set as i64) >> 10;
                     w.event(&nref, true, "OOMKilling", &format!("Memory cgroup out of memory: Killed process {pid} ({proc_name}) total-vm:{}kB, anon-rss:{rss}kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:{}kB oom_score_adj:{}", rss * 3, rss / 400 + 4, if pod.qos_class() == "Guaranteed" { -997 } else { 984 }), Source::KernelMonitor(node.into()));
@@ -434,7 +701,13 @@ fn run_container(w: &mut World, app: &AppSpec, effects: &super::flags::Effects, 
                                 s.readiness_failures += 1;
                                 let mut r = World::pod_ref(pod, Some(&c.name));
                                 r.field_path = Some(format!("spec.containers{{{}}}", c.name));
-                                w.event(&r, true, "Unhealthy", &format!("Readiness probe failed: {msg}"), src.clone());
+                                w.event(
+                                    &r,
+                                    true,
+                                    "Unhealthy",
+                                    &format!("Readiness probe failed: {msg}"),
+                                    src.clone(),
+                                );
                                 if s.readiness_failures >= p.failure_threshold {
                                     s.ready = false;
                                 }
@@ -451,10 +724,31 @@ fn run_container(w: &mut World, app: &AppSpec, effects: &super::flags::Effects, 
                                 s.liveness_failures += 1;
                                 let mut r = World::pod_ref(pod, Some(&c.name));
                                 r.field_path = Some(format!("spec.containers{{{}}}", c.name));
-                                w.event(&r, true, "Unhealthy", &format!("Liveness probe failed: {msg}"), src.clone());
+                                w.event(
+                                    &r,
+                                    true,
+                                    "Unhealthy",
+                                    &format!("Liveness probe failed: {msg}"),
+                                    src.clone(),
+                                );
                                 if s.liveness_failures >= p.failure_threshold {
-                                    w.event(&r, false, "Killing", &format!("Container {} failed liveness probe, will be restarted", c.name), src.clone());
-                                    let line = logs::line(style, svc_name.as_deref().unwrap_or(&c.name), Level::Info, now, "Received signal terminated, shutting down");
+                                    w.event(
+                                        &r,
+                                        false,
+                                        "Killing",
+                                        &format!(
+                                            "Container {} failed liveness probe, will be restarted",
+                                            c.name
+                                        ),
+                                        src.clone(),
+                                    );
+                                    let line = logs::line(
+                                        style,
+                                        svc_name.as_deref().unwrap_or(&c.name),
+                                        Level::Info,
+                                        now,
+                                        "Received signal terminated, shutting down",
+                                    );
                                     w.log(&k, &c.name, s.restart_count, "stdout", line);
                                     terminate(w, pod, &mut s, started, 143, "Error", None);
                                     pod.statuses[i] = s;
@@ -492,9 +786,24 @@ fn run_container(w: &mut World, app: &AppSpec, effects: &super::flags::Effects, 
     pod.statuses[i] = s;
 }
 
-fn terminate(w: &mut World, pod: &Pod, s: &mut ContainerStatus, started: i64, code: i32, reason: &str, message: Option<String>) {
+fn terminate(
+    w: &mut World,
+    pod: &Pod,
+    s: &mut ContainerStatus,
+    started: i64,
+    code: i32,
+    reason: &str,
+    message: Option<String>,
+) {
     let now = w.now;
-    let t = Terminated { reason: reason.into(), exit_code: code, started, finished: now, container_id: s.container_id.clone().unwrap_or_default(), message };
+    let t = Terminated {
+        reason: reason.into(),
+        exit_code: code,
+        started,
+        finished: now,
+        container_id: s.container_id.clone().unwrap_or_default(),
+        message,
+    };
     s.state = CState::Terminated(t.clone());
     s.last = Some(t);
     s.exit_at = None;
@@ -503,7 +812,15 @@ fn terminate(w: &mut World, pod: &Pod, s: &mut ContainerStatus, started: i64, co
 }
 
 /// Creates and starts a container, deciding now whether its process will exit right away.
-fn start(w: &mut World, app: &AppSpec, pod: &Pod, s: &mut ContainerStatus, c: &Container, node: &str, prog: Option<Program>) {
+fn start(
+    w: &mut World,
+    app: &AppSpec,
+    pod: &Pod,
+    s: &mut ContainerStatus,
+    c: &Container,
+    node: &str,
+    prog: Option<Program>,
+) {
     let now = w.now;
     let ns = pod.meta.namespace.clone().unwrap_or_default();
     let k = key(&ns, &pod.meta.name);
@@ -514,24 +831,55 @@ fn start(w: &mut World, app: &AppSpec, pod: &Pod, s: &mut ContainerStatus, c: &C
     if let Some(err) = programs::config_error(w, &ns, c) {
         let mut r = World::pod_ref(pod, Some(&c.name));
         r.field_path = Some(format!("spec.containers{{{}}}", c.name));
-        w.event(&r, true, "Failed", &format!("Error: {err}"), Source::Kubelet(node.into()));
+        w.event(
+            &r,
+            true,
+            "Failed",
+            &format!("Error: {err}"),
+            Source::Kubelet(node.into()),
+        );
         s.state = CState::waiting("CreateContainerConfigError", Some(err));
         s.backoff_until = now + 10 * NS_PER_SEC;
         return;
     }
     // An app image run with a command that is not in it.
-    let app_repo = app.services.iter().any(|sv| programs::repository(&sv.image) == programs::repository(&c.image));
+    let app_repo = app
+        .services
+        .iter()
+        .any(|sv| programs::repository(&sv.image) == programs::repository(&c.image));
     if prog.is_none() && app_repo && !c.command.is_empty() {
         let mut r = World::pod_ref(pod, Some(&c.name));
         r.field_path = Some(format!("spec.containers{{{}}}", c.name));
-        let msg = format!("failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"{}\": executable file not found in $PATH: unknown", c.command[0]);
-        w.event(&r, false, "Created", &format!("Created container: {}", c.name), Source::Kubelet(node.into()));
-        w.event(&r, true, "Failed", &format!("Error: {msg}"), Source::Kubelet(node.into()));
+        let msg = format!(
+            "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"{}\": executable file not found in $PATH: unknown",
+            c.command[0]
+        );
+        w.event(
+            &r,
+            false,
+            "Created",
+            &format!("Created container: {}", c.name),
+            Source::Kubelet(node.into()),
+        );
+        w.event(
+            &r,
+            true,
+            "Failed",
+            &format!("Error: {msg}"),
+            Source::Kubelet(node.into()),
+        );
         if s.container_id.is_some() {
             s.restart_count += 1;
         }
         s.container_id = Some(container_id(w));
-        let t = Terminated { reason: "StartError".into(), exit_code: 128, started: now, finished: now, container_id: s.container_id.clone().unwrap_or_default(), message: Some(msg) };
+        let t = Terminated {
+            reason: "StartError".into(),
+            exit_code: 128,
+            started: now,
+            finished: now,
+            container_id: s.container_id.clone().unwrap_or_default(),
+            message: Some(msg),
+        };
         s.state = CState::Terminated(t.clone());
         s.last = Some(t);
         schedule_restart(s, now, now);
@@ -552,15 +900,25 @@ fn start(w: &mut World, app: &AppSpec, pod: &Pod, s: &mut ContainerStatus, c: &C
         }
         (None, Some(ImageEffect::Crash)) => {
             lines.truncate(1.min(lines.len()));
-            lines.push((Level::Fatal, "panic: runtime error: invalid memory address or nil pointer dereference".into()));
-            lines.push((Level::Fatal, "[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x8b1a2f]".into()));
+            lines.push((
+                Level::Fatal,
+                "panic: runtime error: invalid memory address or nil pointer dereference".into(),
+            ));
+            lines.push((
+                Level::Fatal,
+                "[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x8b1a2f]".into(),
+            ));
             Some((2, 2))
         }
         _ => None,
     };
     for (lvl, msg) in lines {
         let line = logs::line(p.style, &svc, lvl, now, &msg);
-        let stream = if lvl == Level::Fatal { "stderr" } else { "stdout" };
+        let stream = if lvl == Level::Fatal {
+            "stderr"
+        } else {
+            "stdout"
+        };
         w.log(&k, &c.name, s.restart_count, stream, line);
     }
     if let Some((code, after)) = exit {
@@ -569,24 +927,47 @@ fn start(w: &mut World, app: &AppSpec, pod: &Pod, s: &mut ContainerStatus, c: &C
 }
 
 /// Runs one probe against the container's process.
-fn probe(w: &World, prog: Option<&Program>, c: &Container, p: &Probe, ip: &str, listening: bool, effects: &super::flags::Effects) -> Result<(), String> {
+fn probe(
+    w: &World,
+    prog: Option<&Program>,
+    c: &Container,
+    p: &Probe,
+    ip: &str,
+    listening: bool,
+    effects: &super::flags::Effects,
+) -> Result<(), String> {
     let ports = programs::listen_ports(c, prog);
     let resolve = |port: &IntOrString| -> Option<u16> {
         match port {
             IntOrString::Int(n) => u16::try_from(*n).ok(),
-            IntOrString::Str(name) => c.ports.iter().find(|cp| cp.name.as_deref() == Some(name)).and_then(|cp| u16::try_from(cp.container_port).ok()),
+            IntOrString::Str(name) => c
+                .ports
+                .iter()
+                .find(|cp| cp.name.as_deref() == Some(name))
+                .and_then(|cp| u16::try_from(cp.container_port).ok()),
         }
     };
     let failing = prog.is_some_and(|pr| effects.readiness_failure(&pr.spec.name));
     let _ = w;
     if let Some(h) = &p.http_get {
-        let Some(port) = resolve(&h.port) else { return Err(format!("strconv.Atoi: parsing {:?}: invalid syntax", h.port)) };
+        let Some(port) = resolve(&h.port) else {
+            return Err(format!(
+                "strconv.Atoi: parsing {:?}: invalid syntax",
+                h.port
+            ));
+        };
         if !listening || !ports.contains(&port) {
-            return Err(format!("Get \"http://{ip}:{port}{}\": dial tcp {ip}:{port}: connect: connection refused", h.path));
+            return Err(format!(
+                "Get \"http://{ip}:{port}{}\": dial tcp {ip}:{port}: connect: connection refused",
+                h.path
+            ));
         }
         let Some(pr) = prog else { return Ok(()) };
         if programs::protocol_on(pr, port) != Some(problems::app::Protocol::Http) {
-            return Err(format!("Get \"http://{ip}:{port}{}\": net/http: HTTP/1.x transport connection broken: malformed HTTP response \"\\x00\\x00\\x06\\x04\\x00\\x00\\x00\\x00\\x00\\x00\\x05\\x00\\x00@\\x00\"", h.path));
+            return Err(format!(
+                "Get \"http://{ip}:{port}{}\": net/http: HTTP/1.x transport connection broken: malformed HTTP response \"\\x00\\x00\\x06\\x04\\x00\\x00\\x00\\x00\\x00\\x00\\x05\\x00\\x00@\\x00\"",
+                h.path
+            ));
         }
         if failing {
             return Err("HTTP probe failed with statuscode: 503".into());
@@ -606,7 +987,9 @@ fn probe(w: &World, prog: Option<&Program>, c: &Container, p: &Probe, ip: &str, 
     if let Some(g) = &p.grpc {
         let port = resolve(&g.port).unwrap_or(0);
         if !listening || !ports.contains(&port) {
-            return Err(format!("timeout: failed to connect service \"{ip}:{port}\" within 1s: context deadline exceeded"));
+            return Err(format!(
+                "timeout: failed to connect service \"{ip}:{port}\" within 1s: context deadline exceeded"
+            ));
         }
         if failing {
             return Err("service unhealthy (responded with \"NOT_SERVING\")".into());

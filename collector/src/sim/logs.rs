@@ -16,8 +16,9 @@ pub enum Level {
 }
 
 fn fnv(s: &str) -> u32 {
-    s.bytes()
-        .fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+    s.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 /// A stable source line number for a message, so repeats of one log statement share it.
@@ -211,28 +212,31 @@ pub fn startup(style: LogStyle, service: &str, port: Option<u16>) -> Vec<(Level,
             i(format!("Read target port: {port}")),
             i("Read consul address: consul:8500".into()),
             i("Read jaeger address: jaeger:6831".into()),
-            i(format!("Initializing jaeger agent [service name: {service} | host: jaeger:6831]...")),
+            i(format!(
+                "Initializing jaeger agent [service name: {service} | host: jaeger:6831]..."
+            )),
             i("Jaeger agent initialized".into()),
             i("Initializing consul agent [host: consul:8500]...".into()),
             i("Consul agent initialized".into()),
             i("Starting server...".into()),
         ],
         LogStyle::BoostLog => vec![i(format!("Starting the {service} server..."))],
-        LogStyle::Mongo => vec![
-            i("Build Info".into()),
-            i("Waiting for connections".into()),
-        ],
+        LogStyle::Mongo => vec![i("Build Info".into()), i("Waiting for connections".into())],
         LogStyle::Redis => vec![
             i("Server initialized".into()),
             i("Ready to accept connections tcp".into()),
         ],
         LogStyle::Postgres => vec![
-            i(format!("listening on IPv4 address \"0.0.0.0\", port {port}")),
+            i(format!(
+                "listening on IPv4 address \"0.0.0.0\", port {port}"
+            )),
             i("database system is ready to accept connections".into()),
         ],
         LogStyle::Quiet => vec![],
         LogStyle::Nginx | LogStyle::Envoy => vec![i("start worker processes".into())],
-        _ => vec![i(format!("{service} service started, listening on port {port}"))],
+        _ => vec![i(format!(
+            "{service} service started, listening on port {port}"
+        ))],
     }
 }
 

@@ -64,7 +64,11 @@ impl Sim {
     /// `start_ns` with every object reported as added.
     pub fn new(app: &AppSpec, seed: u64, start_ns: i64, cfg: SimConfig) -> Sim {
         let warmup = 180;
-        let mut world = World::new(seed, start_ns - warmup * NS_PER_SEC, runtime::Runtime::new());
+        let mut world = World::new(
+            seed,
+            start_ns - warmup * NS_PER_SEC,
+            runtime::Runtime::new(),
+        );
         bootstrap::build(&mut world, app);
         let mut sim = Sim {
             workload: workload::Workload::new(app, cfg.trace_sample),
@@ -97,11 +101,24 @@ impl Sim {
         controllers::reconcile(&mut self.world);
         kubelet::sync(&mut self.world, &self.app, &effects, NS_PER_SEC);
         let epoch = self.world.epoch;
-        self.workload.step(&mut self.world, &self.app, &effects, epoch);
+        self.workload
+            .step(&mut self.world, &self.app, &effects, epoch);
         if capture && self.world.now >= self.next_scrape {
             let mut rows = std::mem::take(&mut self.world.out);
-            telemetry::scrape(&self.world, &self.app, &self.workload, &self.namespaces, &mut rows);
-            self.alerts.evaluate(&self.world, &self.app, &self.workload, &self.namespaces, &mut rows);
+            telemetry::scrape(
+                &self.world,
+                &self.app,
+                &self.workload,
+                &self.namespaces,
+                &mut rows,
+            );
+            self.alerts.evaluate(
+                &self.world,
+                &self.app,
+                &self.workload,
+                &self.namespaces,
+                &mut rows,
+            );
             self.world.out = rows;
             self.next_scrape += self.cfg.scrape_interval * NS_PER_SEC;
         }

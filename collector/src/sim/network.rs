@@ -130,7 +130,11 @@ pub fn resolve<'a>(w: &'a World, pod: &Pod, host: &str) -> Result<&'a Service, D
 fn denied(w: &World, pod: &Pod, ingress: bool) -> bool {
     w.netpols.values().any(|np| {
         np.meta.namespace == pod.meta.namespace
-            && (if ingress { np.deny_ingress } else { np.deny_egress })
+            && (if ingress {
+                np.deny_ingress
+            } else {
+                np.deny_egress
+            })
             && (np.pod_selector.is_empty() || selects(&np.pod_selector, &pod.meta.labels))
     })
 }
@@ -164,7 +168,8 @@ pub fn route(
         .iter()
         .find(|c| programs::identify(app, c).is_some_and(|p| p.spec.name == caller_spec.name))
         .or(caller.spec.containers.first());
-    let addr = container.and_then(|c| programs::dial_address(w, app, caller, c, caller_spec, callee));
+    let addr =
+        container.and_then(|c| programs::dial_address(w, app, caller, c, caller_spec, callee));
     let (host, port) = match addr {
         Some(a) if !unreachable => a,
         Some((_, p)) => ("localhost".to_string(), p),
@@ -261,8 +266,12 @@ mod tests {
         let cf = "template ANY ANY geo.hotel.svc.cluster.local {\n  match \"^geo[.]hotel[.]svc[.]cluster[.]local[.]$\"\n  rcode NXDOMAIN\n  fallthrough\n}\n";
         assert!(nxdomain(cf, "geo.hotel.svc.cluster.local"));
         assert!(!nxdomain(cf, "rate.hotel.svc.cluster.local"));
-        let all = "template ANY ANY {\n  match \".*\\.svc\\.cluster\\.local\"\n  rcode NXDOMAIN\n}\n";
+        let all =
+            "template ANY ANY {\n  match \".*\\.svc\\.cluster\\.local\"\n  rcode NXDOMAIN\n}\n";
         assert!(nxdomain(all, "rate.hotel.svc.cluster.local"));
-        assert!(!nxdomain(super::super::bootstrap::COREFILE, "rate.hotel.svc.cluster.local"));
+        assert!(!nxdomain(
+            super::super::bootstrap::COREFILE,
+            "rate.hotel.svc.cluster.local"
+        ));
     }
 }

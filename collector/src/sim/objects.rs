@@ -1033,7 +1033,9 @@ impl Pod {
     }
 
     pub fn ready(&self) -> bool {
-        self.conditions.iter().any(|c| c.kind == "Ready" && c.status)
+        self.conditions
+            .iter()
+            .any(|c| c.kind == "Ready" && c.status)
     }
 
     pub fn qos_class(&self) -> &'static str {
@@ -1041,7 +1043,9 @@ impl Pod {
             let r = &c.resources;
             r.limits.cpu_milli.is_some()
                 && r.limits.memory.is_some()
-                && r.requests.cpu_milli.unwrap_or(r.limits.cpu_milli.unwrap_or(0))
+                && r.requests
+                    .cpu_milli
+                    .unwrap_or(r.limits.cpu_milli.unwrap_or(0))
                     == r.limits.cpu_milli.unwrap_or(0)
                 && r.requests.memory.unwrap_or(r.limits.memory.unwrap_or(0))
                     == r.limits.memory.unwrap_or(0)
@@ -1116,16 +1120,19 @@ impl Pod {
 
 /// The default tolerations the admission controller adds to every pod.
 pub fn default_tolerations() -> Vec<Toleration> {
-    ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
-        .into_iter()
-        .map(|k| Toleration {
-            key: Some(k.into()),
-            operator: "Exists".into(),
-            value: None,
-            effect: Some("NoExecute".into()),
-            toleration_seconds: Some(300),
-        })
-        .collect()
+    [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ]
+    .into_iter()
+    .map(|k| Toleration {
+        key: Some(k.into()),
+        operator: "Exists".into(),
+        value: None,
+        effect: Some("NoExecute".into()),
+        toleration_seconds: Some(300),
+    })
+    .collect()
 }
 
 // ---------------------------------------------------------------------------------------------

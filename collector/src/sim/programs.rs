@@ -178,17 +178,25 @@ pub fn env_value(w: &World, ns: &str, c: &Container, name: &str) -> Option<Strin
 pub fn config_error(w: &World, ns: &str, c: &Container) -> Option<String> {
     for e in &c.env {
         match &e.value_from {
-            Some(EnvSource::ConfigMapKeyRef(r)) => match w.configmaps.get(&(ns.into(), r.name.clone())) {
-                None => return Some(format!("configmap \"{}\" not found", r.name)),
-                Some(cm) if !cm.data.contains_key(&r.key) => {
-                    return Some(format!("couldn't find key {} in ConfigMap {ns}/{}", r.key, r.name));
+            Some(EnvSource::ConfigMapKeyRef(r)) => {
+                match w.configmaps.get(&(ns.into(), r.name.clone())) {
+                    None => return Some(format!("configmap \"{}\" not found", r.name)),
+                    Some(cm) if !cm.data.contains_key(&r.key) => {
+                        return Some(format!(
+                            "couldn't find key {} in ConfigMap {ns}/{}",
+                            r.key, r.name
+                        ));
+                    }
+                    _ => {}
                 }
-                _ => {}
-            },
+            }
             Some(EnvSource::SecretKeyRef(r)) => match w.secrets.get(&(ns.into(), r.name.clone())) {
                 None => return Some(format!("secret \"{}\" not found", r.name)),
                 Some(s) if !s.data.contains_key(&r.key) => {
-                    return Some(format!("couldn't find key {} in Secret {ns}/{}", r.key, r.name));
+                    return Some(format!(
+                        "couldn't find key {} in Secret {ns}/{}",
+                        r.key, r.name
+                    ));
                 }
                 _ => {}
             },
@@ -218,7 +226,12 @@ pub fn dial_address(
         AddressSource::ConfigMap {
             config_map, key, ..
         } => {
-            let text = w.configmaps.get(&(ns.into(), config_map))?.data.get(&key)?.clone();
+            let text = w
+                .configmaps
+                .get(&(ns.into(), config_map))?
+                .data
+                .get(&key)?
+                .clone();
             let port = problems::app::address_port(&text, callee)?;
             Some((callee.to_string(), port))
         }
@@ -251,7 +264,10 @@ pub fn start_failure(
         if clash {
             return Some(StartFailure {
                 exit_code: 1,
-                lines: vec![(super::logs::Level::Fatal, format!("listen tcp :{port}: bind: address already in use"))],
+                lines: vec![(
+                    super::logs::Level::Fatal,
+                    format!("listen tcp :{port}: bind: address already in use"),
+                )],
             });
         }
     }
@@ -265,7 +281,10 @@ pub fn start_failure(
                     .configmaps
                     .get(&(ns.into(), config_map.clone()))
                     .and_then(|cm| cm.data.get(&key));
-                if text.and_then(|t| problems::app::address_port(t, dep)).is_none() {
+                if text
+                    .and_then(|t| problems::app::address_port(t, dep))
+                    .is_none()
+                {
                     let field = text
                         .map(|_| format!("{dep} address"))
                         .unwrap_or_else(|| key.clone());
@@ -273,7 +292,10 @@ pub fn start_failure(
                         exit_code: 2,
                         lines: vec![
                             (super::logs::Level::Info, "Reading config...".to_string()),
-                            (super::logs::Level::Fatal, format!("no reachable servers: missing {field} in {key}")),
+                            (
+                                super::logs::Level::Fatal,
+                                format!("no reachable servers: missing {field} in {key}"),
+                            ),
                         ],
                     });
                 }
@@ -282,8 +304,15 @@ pub fn start_failure(
                 if required_env(prog.style) && env_value(w, ns, c, &var).is_none() =>
             {
                 return Some(StartFailure {
-                    exit_code: if prog.style == LogStyle::SlogJson { 2 } else { 1 },
-                    lines: vec![(super::logs::Level::Fatal, format!("environment variable {var} not set"))],
+                    exit_code: if prog.style == LogStyle::SlogJson {
+                        2
+                    } else {
+                        1
+                    },
+                    lines: vec![(
+                        super::logs::Level::Fatal,
+                        format!("environment variable {var} not set"),
+                    )],
                 });
             }
             _ => {}
@@ -304,7 +333,12 @@ pub fn listen_ports(c: &Container, prog: Option<&Program>) -> Vec<u16> {
         return p.spec.ports.iter().map(|p| p.target_port()).collect();
     }
     // `nc -lk -p PORT` style sidecars and anything else that names a port on its command line.
-    let words: Vec<&str> = c.command.iter().chain(&c.args).flat_map(|w| w.split_whitespace()).collect();
+    let words: Vec<&str> = c
+        .command
+        .iter()
+        .chain(&c.args)
+        .flat_map(|w| w.split_whitespace())
+        .collect();
     let mut out = vec![];
     for (i, w) in words.iter().enumerate() {
         if (*w == "-p" || *w == "--port")

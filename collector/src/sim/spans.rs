@@ -47,7 +47,10 @@ fn resource(w: &World, app: &AppSpec, service: &str, pod: &Key) -> Labels {
     }
     r.insert("k8s.namespace.name".into(), app.namespace.clone());
     r.insert("k8s.deployment.name".into(), service.to_string());
-    let style = app.service(service).map(programs::log_style).unwrap_or(LogStyle::SlogJson);
+    let style = app
+        .service(service)
+        .map(programs::log_style)
+        .unwrap_or(LogStyle::SlogJson);
     r.insert("telemetry.sdk.language".into(), sdk_language(style).into());
     r.insert("telemetry.sdk.name".into(), "opentelemetry".into());
     r
@@ -123,12 +126,29 @@ fn protocol_of(app: &AppSpec, service: &str) -> Protocol {
 }
 
 fn instrumented(app: &AppSpec, service: &str) -> bool {
-    app.service(service)
-        .is_some_and(|s| !matches!(s.role, Role::Database | Role::Cache | Role::Queue | Role::Infra))
+    app.service(service).is_some_and(|s| {
+        !matches!(
+            s.role,
+            Role::Database | Role::Cache | Role::Queue | Role::Infra
+        )
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
-fn push(w: &mut World, trace: &str, span: &str, parent: Option<&str>, service: &str, name: String, kind: &str, start: i64, dur: i64, err: Option<&str>, res: Labels, attrs: Labels) {
+fn push(
+    w: &mut World,
+    trace: &str,
+    span: &str,
+    parent: Option<&str>,
+    service: &str,
+    name: String,
+    kind: &str,
+    start: i64,
+    dur: i64,
+    err: Option<&str>,
+    res: Labels,
+    attrs: Labels,
+) {
     w.out.push(Row::Span(SpanRow {
         trace_id: trace.to_string(),
         span_id: span.to_string(),
@@ -161,25 +181,41 @@ pub fn trace(
     depth: usize,
 ) -> (i64, Option<(String, String)>) {
     let Some(view) = states.get(op).cloned() else {
-        return (1_000_000, Some(("Unimplemented".into(), format!("unknown method {}", op.1))));
+        return (
+            1_000_000,
+            Some(("Unimplemented".into(), format!("unknown method {}", op.1))),
+        );
     };
     let pods = serving.get(&op.0).cloned().unwrap_or_default();
     if pods.is_empty() || depth > 12 {
-        return (1_000_000, Some(("Unavailable".into(), "no ready instance".into())));
+        return (
+            1_000_000,
+            Some(("Unavailable".into(), "no ready instance".into())),
+        );
     }
     let pod = pods[w.rng.random_range(0..pods.len())].clone();
     let spec_op = app.service(&op.0).and_then(|s| s.operation(&op.1)).cloned();
     let server = instrumented(app, &op.0);
     let span_id = util::hex_id(&mut w.rng, 8);
-    let my_parent = if server { Some(span_id.as_str()) } else { parent };
+    let my_parent = if server {
+        Some(span_id.as_str())
+    } else {
+        parent
+    };
     let res = resource(w, app, &op.0, &pod);
     let mut t = start + w.rng.random_range(20_000..200_000);
     let mut err: Option<(String, String)> = None;
-    let mut own_ms = spec_op.as_ref().map(|o| o.latency.as_secs_f64()).unwrap_or(0.001);
+    let mut own_ms = spec_op
+        .as_ref()
+        .map(|o| o.latency.as_secs_f64())
+        .unwrap_or(0.001);
     let mut child_median = 0.0;
     if let Some(o) = &spec_op {
         for c in &o.calls {
-            child_median += states.get(&(c.service.clone(), c.operation.clone())).map(|v| v.latency * c.probability).unwrap_or(0.0);
+            child_median += states
+                .get(&(c.service.clone(), c.operation.clone()))
+                .map(|v| v.latency * c.probability)
+                .unwrap_or(0.0);
         }
     }
     own_ms = own_ms.max(view.latency - child_median);
@@ -191,25 +227,60 @@ pub fn trace(
         let route = routes.get(&(pod.clone(), c.service.clone())).cloned();
         let proto = protocol_of(app, &c.service);
         let peer = route.as_ref().map(|r| (r.host.clone(), r.port));
-        let mut attrs = op_attributes(&c.operation, proto, peer.as_ref().map(|(h, p)| (h.as_str(), *p)), &c.service);
+        let mut attrs = op_attributes(
+            &c.operation,
+            proto,
+            peer.as_ref().map(|(h, p)| (h.as_str(), *p)),
+            &c.service,
+        );
         let link = w.runtime.link(&op.0, &c.service);
-        let fail_share = route.as_ref().and_then(|r| r.failure.as_ref().map(|f| f.0)).unwrap_or(0.0);
+        let fail_share = route
+            .as_ref()
+            .and_then(|r| r.failure.as_ref().map(|f| f.0))
+            .unwrap_or(0.0);
         let (dur, call_err) = if route.is_some() && w.rng.random::<f64>() < fail_share {
-            let e = route.as_ref().and_then(|r| r.failure.clone()).map(|f| f.1).expect("failure present");
+            let e = route
+                .as_ref()
+                .and_then(|r| r.failure.clone())
+                .map(|f| f.1)
+                .expect("failure present");
             let d = match e {
                 super::network::DialError::Timeout { .. } => (timeout * NS_PER_SEC as f64) as i64,
                 _ => w.rng.random_range(300_000..3_000_000),
             };
             let (h, p) = peer.clone().unwrap_or_default();
-            let caller_style = app.service(&op.0).map(programs::log_style).unwrap_or(LogStyle::SlogJson);
+            let caller_style = app
+                .service(&op.0)
+                .map(programs::log_style)
+                .unwrap_or(LogStyle::SlogJson);
             let msg = super::workload::client_error(caller_style, proto, &h, p, &e);
             if proto == Protocol::Grpc {
-                attrs.insert("rpc.grpc.status_code".into(), if matches!(e, super::network::DialError::Timeout { .. }) { "4" } else { "14" }.into());
+                attrs.insert(
+                    "rpc.grpc.status_code".into(),
+                    if matches!(e, super::network::DialError::Timeout { .. }) {
+                        "4"
+                    } else {
+                        "14"
+                    }
+                    .into(),
+                );
             }
             (d, Some(("Unavailable".to_string(), msg)))
         } else {
             let delay = (link.delay_ms * 1e6) as i64;
-            let (d, e) = trace(w, app, states, routes, serving, &(c.service.clone(), c.operation.clone()), trace_id, Some(&client_id), t + delay + 50_000, timeout, depth + 1);
+            let (d, e) = trace(
+                w,
+                app,
+                states,
+                routes,
+                serving,
+                &(c.service.clone(), c.operation.clone()),
+                trace_id,
+                Some(&client_id),
+                t + delay + 50_000,
+                timeout,
+                depth + 1,
+            );
             let mut d = d + 2 * delay + 100_000;
             if link.loss > 0.0 && w.rng.random::<f64>() < (link.loss * 3.0).min(1.0) {
                 d += w.rng.random_range(200_000_000..600_000_000);
@@ -219,18 +290,44 @@ pub fn trace(
                 if proto == Protocol::Grpc {
                     attrs.insert("rpc.grpc.status_code".into(), "4".into());
                 }
-                ((timeout * NS_PER_SEC as f64) as i64, Some(("DeadlineExceeded".to_string(), "rpc error: code = DeadlineExceeded desc = context deadline exceeded".to_string())))
+                (
+                    (timeout * NS_PER_SEC as f64) as i64,
+                    Some((
+                        "DeadlineExceeded".to_string(),
+                        "rpc error: code = DeadlineExceeded desc = context deadline exceeded"
+                            .to_string(),
+                    )),
+                )
             } else {
                 if proto == Protocol::Grpc {
-                    attrs.insert("rpc.grpc.status_code".into(), if e.is_some() { "2" } else { "0" }.into());
+                    attrs.insert(
+                        "rpc.grpc.status_code".into(),
+                        if e.is_some() { "2" } else { "0" }.into(),
+                    );
                 }
                 if proto == Protocol::Http {
-                    attrs.insert("http.status_code".into(), if e.is_some() { "500" } else { "200" }.into());
+                    attrs.insert(
+                        "http.status_code".into(),
+                        if e.is_some() { "500" } else { "200" }.into(),
+                    );
                 }
                 (d, e)
             }
         };
-        push(w, trace_id, &client_id, my_parent, &op.0, span_name(&c.operation), "client", t, dur, call_err.as_ref().map(|e| e.1.as_str()), res.clone(), attrs);
+        push(
+            w,
+            trace_id,
+            &client_id,
+            my_parent,
+            &op.0,
+            span_name(&c.operation),
+            "client",
+            t,
+            dur,
+            call_err.as_ref().map(|e| e.1.as_str()),
+            res.clone(),
+            attrs,
+        );
         if !c.parallel {
             t += dur;
         }
@@ -242,7 +339,10 @@ pub fn trace(
         }
     }
     if err.is_none() && w.rng.random::<f64>() > view.own_ok {
-        err = view.own_error.clone().or(Some(("Internal".into(), "internal error".into())));
+        err = view
+            .own_error
+            .clone()
+            .or(Some(("Internal".into(), "internal error".into())));
     }
     let own = util::lognormal(&mut w.rng, own_ms.max(1e-5), 0.35);
     t += (own * NS_PER_SEC as f64) as i64;
@@ -267,18 +367,49 @@ pub fn trace(
                 attrs.insert("rpc.grpc.status_code".into(), code.into());
             }
             Protocol::Http => {
-                attrs.insert("http.status_code".into(), if err.is_some() { "500" } else { "200" }.into());
+                attrs.insert(
+                    "http.status_code".into(),
+                    if err.is_some() { "500" } else { "200" }.into(),
+                );
             }
             _ => {}
         }
-        push(w, trace_id, &span_id, parent, &op.0, span_name(&op.1), "server", start, dur, err.as_ref().map(|e| e.1.as_str()), res, attrs);
+        push(
+            w,
+            trace_id,
+            &span_id,
+            parent,
+            &op.0,
+            span_name(&op.1),
+            "server",
+            start,
+            dur,
+            err.as_ref().map(|e| e.1.as_str()),
+            res,
+            attrs,
+        );
         if depth == 0 {
             let spec = app.service(&op.0).expect("op of a service");
             let style = programs::log_style(spec);
-            let restart = w.pods.get(&pod).and_then(|p| p.statuses.first()).map(|s| s.restart_count).unwrap_or(0);
+            let restart = w
+                .pods
+                .get(&pod)
+                .and_then(|p| p.statuses.first())
+                .map(|s| s.restart_count)
+                .unwrap_or(0);
             let (lvl, msg) = match &err {
-                None => (Level::Info, format!("{} handled in {:.1}ms trace_id={trace_id}", span_name(&op.1), dur as f64 / 1e6)),
-                Some((_, m)) => (Level::Error, format!("{} failed: {m} trace_id={trace_id}", span_name(&op.1))),
+                None => (
+                    Level::Info,
+                    format!(
+                        "{} handled in {:.1}ms trace_id={trace_id}",
+                        span_name(&op.1),
+                        dur as f64 / 1e6
+                    ),
+                ),
+                Some((_, m)) => (
+                    Level::Error,
+                    format!("{} failed: {m} trace_id={trace_id}", span_name(&op.1)),
+                ),
             };
             let saved = w.now;
             w.now = start + dur;

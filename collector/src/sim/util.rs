@@ -123,7 +123,8 @@ pub fn normal_cdf(x: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.327_591_1 * x.abs() / std::f64::consts::SQRT_2);
     let poly = t
         * (0.254_829_592
-            + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     let erf = 1.0 - poly * (-(x * x) / 2.0).exp();
     if x >= 0.0 {
         0.5 * (1.0 + erf)
@@ -214,10 +215,7 @@ mod tests {
     #[test]
     fn template_hash_uses_safe_alphabet() {
         let h = template_hash("{\"a\":1}");
-        assert!(
-            h.bytes().all(|c| SAFE_ALPHABET.contains(&c)),
-            "{h}"
-        );
+        assert!(h.bytes().all(|c| SAFE_ALPHABET.contains(&c)), "{h}");
         assert_ne!(h, template_hash("{\"a\":2}"));
     }
 

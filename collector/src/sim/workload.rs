@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use problems::app::{AppSpec, Protocol, Role};
+use problems::app::{AppSpec, Protocol};
 use rand::Rng;
 
 use super::flags::Effects;
@@ -25,7 +25,9 @@ use super::world::World;
 pub type OpKey = (String, String);
 
 /// Latency histogram buckets of an instrumentation, in seconds.
-pub const GRPC_BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+pub const GRPC_BUCKETS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
 pub const SPANMETRICS_BUCKETS_MS: [f64; 16] = [
     2.0, 4.0, 6.0, 8.0, 10.0, 50.0, 100.0, 200.0, 400.0, 800.0, 1000.0, 1400.0, 2000.0, 5000.0,
     10000.0, 15000.0,
@@ -116,14 +118,26 @@ impl Workload {
 
 /// Operations reachable from the load generator's mix, callers first.
 fn topo_order(app: &AppSpec) -> Vec<OpKey> {
-    fn visit(app: &AppSpec, k: &OpKey, seen: &mut Vec<OpKey>, stack: &mut Vec<OpKey>, out: &mut Vec<OpKey>) {
+    fn visit(
+        app: &AppSpec,
+        k: &OpKey,
+        seen: &mut Vec<OpKey>,
+        stack: &mut Vec<OpKey>,
+        out: &mut Vec<OpKey>,
+    ) {
         if seen.contains(k) || stack.contains(k) {
             return;
         }
         stack.push(k.clone());
         if let Some(op) = app.service(&k.0).and_then(|s| s.operation(&k.1)) {
             for c in &op.calls {
-                visit(app, &(c.service.clone(), c.operation.clone()), seen, stack, out);
+                visit(
+                    app,
+                    &(c.service.clone(), c.operation.clone()),
+                    seen,
+                    stack,
+                    out,
+                );
             }
         }
         stack.pop();
@@ -133,12 +147,24 @@ fn topo_order(app: &AppSpec) -> Vec<OpKey> {
     let mut out = vec![];
     let mut seen = vec![];
     for m in &app.workload.mix {
-        visit(app, &(app.workload.target.clone(), m.operation.clone()), &mut seen, &mut vec![], &mut out);
+        visit(
+            app,
+            &(app.workload.target.clone(), m.operation.clone()),
+            &mut seen,
+            &mut vec![],
+            &mut out,
+        );
     }
     // Operations not reached by the mix still get served (background callers).
     for s in &app.services {
         for o in &s.operations {
-            visit(app, &(s.name.clone(), o.name.clone()), &mut seen, &mut vec![], &mut out);
+            visit(
+                app,
+                &(s.name.clone(), o.name.clone()),
+                &mut seen,
+                &mut vec![],
+                &mut out,
+            );
         }
     }
     out.reverse();
@@ -147,7 +173,11 @@ fn topo_order(app: &AppSpec) -> Vec<OpKey> {
 
 /// Pods running each service's program and up (Running, not terminating), in one pass.
 fn instances(w: &World, app: &AppSpec) -> BTreeMap<String, Vec<Key>> {
-    let mut out: BTreeMap<String, Vec<Key>> = app.services.iter().map(|s| (s.name.clone(), vec![])).collect();
+    let mut out: BTreeMap<String, Vec<Key>> = app
+        .services
+        .iter()
+        .map(|s| (s.name.clone(), vec![]))
+        .collect();
     for (k, p) in &w.pods {
         if p.meta.deleted_at.is_some() {
             continue;
@@ -176,7 +206,13 @@ fn grpc_code(e: &DialError) -> &'static str {
 }
 
 /// What a client library prints for a failed call, in the caller's language and protocol.
-pub fn client_error(style: LogStyle, proto: Protocol, host: &str, port: u16, e: &DialError) -> String {
+pub fn client_error(
+    style: LogStyle,
+    proto: Protocol,
+    host: &str,
+    port: u16,
+    e: &DialError,
+) -> String {
     let addr = match e {
         DialError::Refused { addr } | DialError::Timeout { addr } => addr.clone(),
         DialError::NoSuchHost { .. } => format!("{host}:{port}"),
@@ -188,22 +224,40 @@ pub fn client_error(style: LogStyle, proto: Protocol, host: &str, port: u16, e: 
                 DialError::Refused { .. } => format!("Error: connect ECONNREFUSED {addr}"),
                 DialError::Timeout { .. } => format!("Error: connect ETIMEDOUT {addr}"),
             };
-            return if proto == Protocol::Grpc { format!("14 UNAVAILABLE: No connection established. Last error: {last}") } else { last };
+            return if proto == Protocol::Grpc {
+                format!("14 UNAVAILABLE: No connection established. Last error: {last}")
+            } else {
+                last
+            };
         }
         LogStyle::Python | LogStyle::Dotnet | LogStyle::Java if proto == Protocol::Grpc => {
             let last = match e {
-                DialError::NoSuchHost { .. } => format!("DNS resolution failed for {host}:{port}: C-ares status is not ARES_SUCCESS qtype=A name={host} is_balancer=0: Domain name not found"),
-                DialError::Refused { .. } => format!("ipv4:{addr}: Failed to connect to remote host: Connection refused"),
-                DialError::Timeout { .. } => format!("ipv4:{addr}: Failed to connect to remote host: Timeout occurred"),
+                DialError::NoSuchHost { .. } => format!(
+                    "DNS resolution failed for {host}:{port}: C-ares status is not ARES_SUCCESS qtype=A name={host} is_balancer=0: Domain name not found"
+                ),
+                DialError::Refused { .. } => {
+                    format!("ipv4:{addr}: Failed to connect to remote host: Connection refused")
+                }
+                DialError::Timeout { .. } => {
+                    format!("ipv4:{addr}: Failed to connect to remote host: Timeout occurred")
+                }
             };
-            return format!("StatusCode.UNAVAILABLE: failed to connect to all addresses; last error: UNKNOWN: {last}");
+            return format!(
+                "StatusCode.UNAVAILABLE: failed to connect to all addresses; last error: UNKNOWN: {last}"
+            );
         }
         LogStyle::Dotnet if proto == Protocol::Redis => {
-            return format!("It was not possible to connect to the redis server(s). Error connecting right now. To allow this multiplexer to continue retrying until it's able to connect, use abortConnect=false in your connection string or AbortOnConnectFail=false; in your code. ({})", match e {
-                DialError::NoSuchHost { .. } => format!("{host}:{port}/Unknown host"),
-                DialError::Refused { .. } => format!("{addr}/Interactive, Disconnected, last: NONE, origin: BeginConnectAsync, outstanding: 0, last-read: 0s ago, last-write: 0s ago, connection refused"),
-                DialError::Timeout { .. } => format!("{addr}/Interactive, Connecting, last: NONE, connect timeout"),
-            });
+            return format!(
+                "It was not possible to connect to the redis server(s). Error connecting right now. To allow this multiplexer to continue retrying until it's able to connect, use abortConnect=false in your connection string or AbortOnConnectFail=false; in your code. ({})",
+                match e {
+                    DialError::NoSuchHost { .. } => format!("{host}:{port}/Unknown host"),
+                    DialError::Refused { .. } => format!(
+                        "{addr}/Interactive, Disconnected, last: NONE, origin: BeginConnectAsync, outstanding: 0, last-read: 0s ago, last-write: 0s ago, connection refused"
+                    ),
+                    DialError::Timeout { .. } =>
+                        format!("{addr}/Interactive, Connecting, last: NONE, connect timeout"),
+                }
+            );
         }
         _ => {}
     }
@@ -214,15 +268,26 @@ pub fn client_error(style: LogStyle, proto: Protocol, host: &str, port: u16, e: 
         ),
         Protocol::Http => format!("Get \"http://{host}:{port}/\": {}", e.text()),
         Protocol::Thrift => match e {
-            DialError::NoSuchHost { .. } => format!("Could not resolve host for client socket: {host}: no such host"),
-            DialError::Timeout { .. } => format!("TSocket::open() connect() <Host: {host} Port: {port}>: Connection timed out"),
-            DialError::Refused { .. } => format!("TSocket::open() connect() <Host: {host} Port: {port}>: Connection refused"),
+            DialError::NoSuchHost { .. } => {
+                format!("Could not resolve host for client socket: {host}: no such host")
+            }
+            DialError::Timeout { .. } => format!(
+                "TSocket::open() connect() <Host: {host} Port: {port}>: Connection timed out"
+            ),
+            DialError::Refused { .. } => {
+                format!("TSocket::open() connect() <Host: {host} Port: {port}>: Connection refused")
+            }
         },
         Protocol::Mongodb => match e {
             DialError::NoSuchHost { .. } => format!("no reachable servers: {}", e.text()),
-            other => format!("server selection error: context deadline exceeded, current topology: {{ Type: Unknown, Servers: [{{ Addr: {host}:{port}, Type: Unknown, Last error: {} }}, ] }}", other.text()),
+            other => format!(
+                "server selection error: context deadline exceeded, current topology: {{ Type: Unknown, Servers: [{{ Addr: {host}:{port}, Type: Unknown, Last error: {} }}, ] }}",
+                other.text()
+            ),
         },
-        Protocol::Memcached => format!("memcache: no servers configured or available: {}", e.text()),
+        Protocol::Memcached => {
+            format!("memcache: no servers configured or available: {}", e.text())
+        }
         Protocol::Redis => format!("Error {}", e.text()),
         _ => e.text(),
     }
@@ -240,22 +305,31 @@ impl Workload {
             self.routes.clear();
             self.routes_epoch = epoch;
             for s in &app.services {
-                let deps: Vec<String> = app.dependencies(&s.name).into_iter().map(str::to_string).collect();
+                let deps: Vec<String> = app
+                    .dependencies(&s.name)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
                 for pk in serving[&s.name].clone() {
                     let pod = &w.pods[&pk];
                     let mut deps_all = deps.clone();
-                    if s.name == app.workload.generator && !deps_all.contains(&app.workload.target) {
+                    if s.name == app.workload.generator && !deps_all.contains(&app.workload.target)
+                    {
                         deps_all.push(app.workload.target.clone());
                     }
                     for d in deps_all {
-                        let r = network::route(w, app, pod, s, &d, effects.unreachable(&s.name, &d));
+                        let r =
+                            network::route(w, app, pod, s, &d, effects.unreachable(&s.name, &d));
                         self.routes.insert((pk.clone(), d), r);
                     }
                 }
             }
         }
         // Service-level reach of each (caller service -> callee): share of connections accepted.
-        let reach = |routes: &HashMap<(Key, String), Route>, caller_pods: &[Key], callee: &str| -> (f64, Option<(DialError, String, u16)>) {
+        let reach = |routes: &HashMap<(Key, String), Route>,
+                     caller_pods: &[Key],
+                     callee: &str|
+         -> (f64, Option<(DialError, String, u16)>) {
             if caller_pods.is_empty() {
                 return (0.0, None);
             }
@@ -289,18 +363,32 @@ impl Workload {
         let entry_reach = entry_reach * (1.0 - w.runtime.entry_drop);
         let mix_total: f64 = wl.mix.iter().map(|m| m.weight).sum::<f64>().max(1e-9);
         for m in &wl.mix {
-            *rates.entry((wl.target.clone(), m.operation.clone())).or_default() += total_rate * m.weight / mix_total * entry_reach;
+            *rates
+                .entry((wl.target.clone(), m.operation.clone()))
+                .or_default() += total_rate * m.weight / mix_total * entry_reach;
         }
         let retries_of = |w: &World, caller: &str, callee: &str| -> (u32, Option<f64>) {
             // RPC client settings live in the caller's env: `<CALLEE>_RETRIES`/`_TIMEOUT` or the
             // global GRPC_CLIENT_* variables.
             let ns = app.namespace.as_str();
-            let Some(pk) = serving.get(caller).and_then(|v| v.first()) else { return (0, None) };
-            let Some(c) = w.pods.get(pk).and_then(|p| p.spec.containers.first()) else { return (0, None) };
+            let Some(pk) = serving.get(caller).and_then(|v| v.first()) else {
+                return (0, None);
+            };
+            let Some(c) = w.pods.get(pk).and_then(|p| p.spec.containers.first()) else {
+                return (0, None);
+            };
             let prefix = callee.to_ascii_uppercase().replace('-', "_");
-            let get = |names: [String; 2]| names.iter().find_map(|n| programs::env_value(w, ns, c, n));
-            let retries = get([format!("{prefix}_RETRIES"), "GRPC_CLIENT_RETRIES_ON_ERROR".into()]).and_then(|v| v.parse().ok()).unwrap_or(0);
-            let timeout = get([format!("{prefix}_TIMEOUT"), "GRPC_CLIENT_TIMEOUT".into()]).and_then(|v| v.parse::<problems::Dur>().ok()).map(|d| d.as_secs_f64());
+            let get =
+                |names: [String; 2]| names.iter().find_map(|n| programs::env_value(w, ns, c, n));
+            let retries = get([
+                format!("{prefix}_RETRIES"),
+                "GRPC_CLIENT_RETRIES_ON_ERROR".into(),
+            ])
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+            let timeout = get([format!("{prefix}_TIMEOUT"), "GRPC_CLIENT_TIMEOUT".into()])
+                .and_then(|v| v.parse::<problems::Dur>().ok())
+                .map(|d| d.as_secs_f64());
             (retries, timeout)
         };
         for k in &self.order {
@@ -308,13 +396,21 @@ impl Workload {
             if r <= 0.0 {
                 continue;
             }
-            let Some(op) = app.service(&k.0).and_then(|s| s.operation(&k.1)) else { continue };
+            let Some(op) = app.service(&k.0).and_then(|s| s.operation(&k.1)) else {
+                continue;
+            };
             for c in &op.calls {
-                let f = self.edges.get(&(k.0.clone(), c.service.clone())).map(|e| e.fail).unwrap_or(0.0);
+                let f = self
+                    .edges
+                    .get(&(k.0.clone(), c.service.clone()))
+                    .map(|e| e.fail)
+                    .unwrap_or(0.0);
                 let (retries, _) = retries_of(w, &k.0, &c.service);
                 let attempts = (0..=retries).map(|i| f.powi(i as i32)).sum::<f64>();
                 let (reach_share, _) = reach(&self.routes, &serving[&k.0], &c.service);
-                *rates.entry((c.service.clone(), c.operation.clone())).or_default() += r * c.probability * attempts * reach_share;
+                *rates
+                    .entry((c.service.clone(), c.operation.clone()))
+                    .or_default() += r * c.probability * attempts * reach_share;
             }
         }
         // Per-pod CPU demand, utilisation and backlog.
@@ -330,13 +426,40 @@ impl Workload {
             if pods.is_empty() {
                 continue;
             }
-            let gogc = pods.first().and_then(|pk| w.pods.get(pk)).and_then(|p| p.spec.containers.first().and_then(|c| programs::env_value(w, &app.namespace, c, "GOGC"))).and_then(|v| v.parse::<f64>().ok()).unwrap_or(100.0);
+            let gogc = pods
+                .first()
+                .and_then(|pk| w.pods.get(pk))
+                .and_then(|p| {
+                    p.spec
+                        .containers
+                        .first()
+                        .and_then(|c| programs::env_value(w, &app.namespace, c, "GOGC"))
+                })
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(100.0);
             let gc_factor = 1.0 + (100.0 / gogc.max(1.0) - 1.0).clamp(0.0, 99.0) * 0.03;
-            let cpu_per_s: f64 = s.operations.iter().map(|o| rates.get(&(s.name.clone(), o.name.clone())).copied().unwrap_or(0.0) * o.cpu_ms / 1000.0).sum::<f64>() * gc_factor;
+            let cpu_per_s: f64 = s
+                .operations
+                .iter()
+                .map(|o| {
+                    rates
+                        .get(&(s.name.clone(), o.name.clone()))
+                        .copied()
+                        .unwrap_or(0.0)
+                        * o.cpu_ms
+                        / 1000.0
+                })
+                .sum::<f64>()
+                * gc_factor;
             let per_pod = cpu_per_s / pods.len() as f64;
             for pk in pods {
                 let p = &w.pods[pk];
-                let limit = p.spec.containers.first().and_then(|c| c.resources.limits.cpu_milli).map(|m| m as f64 / 1000.0);
+                let limit = p
+                    .spec
+                    .containers
+                    .first()
+                    .and_then(|c| c.resources.limits.cpu_milli)
+                    .map(|m| m as f64 / 1000.0);
                 let node = p.spec.node_name.clone().unwrap_or_default();
                 *node_demand.entry(node.clone()).or_default() += per_pod + s.usage.idle_cpu.cores();
                 pod_demand.push((pk.clone(), s.name.clone(), per_pod, limit));
@@ -347,10 +470,19 @@ impl Workload {
         }
         for (pk, svc, demand, limit) in pod_demand {
             let node = w.pods[&pk].spec.node_name.clone().unwrap_or_default();
-            let node_cores = w.nodes.get(&node).map(|n| n.cpu_milli as f64 / 1000.0).unwrap_or(4.0);
+            let node_cores = w
+                .nodes
+                .get(&node)
+                .map(|n| n.cpu_milli as f64 / 1000.0)
+                .unwrap_or(4.0);
             let nd = node_demand.get(&node).copied().unwrap_or(0.0);
-            let share = if nd > node_cores { node_cores / nd } else { 1.0 };
-            let extra = w.runtime.service(&svc).extra_cpu_milli as f64 / 1000.0 + effects.extra_cpu(&svc);
+            let share = if nd > node_cores {
+                node_cores / nd
+            } else {
+                1.0
+            };
+            let extra =
+                w.runtime.service(&svc).extra_cpu_milli as f64 / 1000.0 + effects.extra_cpu(&svc);
             // A service without a limit can burst to a couple of cores.
             let capacity = (limit.unwrap_or(2.0) - extra * 0.5).max(0.02) * share;
             w.demand.insert(pk.clone(), demand);
@@ -358,10 +490,20 @@ impl Workload {
             *backlog = (*backlog + (demand - capacity) * dt).max(0.0);
             // A server holds a bounded queue; beyond ~20 s of work it sheds load.
             let cap = capacity * 20.0;
-            let shed = if *backlog > cap { let x = (*backlog - cap) / (*backlog).max(1e-9); *backlog = cap; x } else { 0.0 };
+            let shed = if *backlog > cap {
+                let x = (*backlog - cap) / (*backlog).max(1e-9);
+                *backlog = cap;
+                x
+            } else {
+                0.0
+            };
             let rho = (demand / capacity).min(0.97);
             // A saturated node makes every thread wait for a CPU: run-queue delay on each hop.
-            let contention = if nd > node_cores * 0.7 { 1.0 + 2.0 * nd / node_cores } else { 1.0 };
+            let contention = if nd > node_cores * 0.7 {
+                1.0 + 2.0 * nd / node_cores
+            } else {
+                1.0
+            };
             let sd = (1.0 / (1.0 - rho)).min(30.0) * contention;
             let sched = 0.004 * (contention - 1.0);
             let e = slowdown.entry(svc.clone()).or_insert(0.0);
@@ -375,22 +517,43 @@ impl Workload {
         let mut states: HashMap<OpKey, OpState> = HashMap::new();
         let mut new_edges: HashMap<(String, String), f64> = HashMap::new();
         for k in self.order.iter().rev() {
-            let Some(spec) = app.service(&k.0) else { continue };
-            let Some(op) = spec.operation(&k.1) else { continue };
+            let Some(spec) = app.service(&k.0) else {
+                continue;
+            };
+            let Some(op) = spec.operation(&k.1) else {
+                continue;
+            };
             let rt = w.runtime.service(&k.0);
             let image_bad = serving[&k.0].iter().any(|pk| {
-                w.pods[pk].spec.containers.first().is_some_and(|c| w.runtime.images.get(&c.image) == Some(&problems::primitive::ImageEffect::Incompatible))
+                w.pods[pk].spec.containers.first().is_some_and(|c| {
+                    w.runtime.images.get(&c.image)
+                        == Some(&problems::primitive::ImageEffect::Incompatible)
+                })
             });
             let mut own_err: Vec<(f64, String, String)> = vec![];
             let fe = effects.op_error(&k.0, &k.1);
             if fe > 0.0 {
-                own_err.push((fe, "Internal".into(), format!("{} failed: feature flag error", k.1)));
+                own_err.push((
+                    fe,
+                    "Internal".into(),
+                    format!("{} failed: feature flag error", k.1),
+                ));
             }
             if image_bad {
-                own_err.push((1.0, "Internal".into(), "unexpected error: incompatible server version".into()));
+                own_err.push((
+                    1.0,
+                    "Internal".into(),
+                    "unexpected error: incompatible server version".into(),
+                ));
             }
-            let proto = spec.ports.first().map(|p| p.protocol).unwrap_or(Protocol::Tcp);
-            let db = k.0.trim_start_matches("mongodb-").trim_end_matches("-mongodb");
+            let proto = spec
+                .ports
+                .first()
+                .map(|p| p.protocol)
+                .unwrap_or(Protocol::Tcp);
+            let db =
+                k.0.trim_start_matches("mongodb-")
+                    .trim_end_matches("-mongodb");
             let auth_msg = match (rt.db_auth, proto) {
                 (DbAuth::Ok, _) => None,
                 (DbAuth::RolesRevoked, Protocol::Mongodb) => Some(format!("(Unauthorized) not authorized on {db}-db to execute command {{ {}: \"{db}\", $db: \"{db}-db\" }}", k.1)),
@@ -411,21 +574,49 @@ impl Workload {
                 own_err.push((*ratio, "Internal".into(), sc.clone()));
             }
             if let Some(rj) = rejected.get(&k.0).filter(|r| **r > 0.0) {
-                own_err.push((*rj, "ResourceExhausted".into(), "server overloaded: request queue full".into()));
+                own_err.push((
+                    *rj,
+                    "ResourceExhausted".into(),
+                    "server overloaded: request queue full".into(),
+                ));
             }
             let base = op.latency.as_secs_f64();
-            let mut lat = base * slowdown.get(&k.0).copied().unwrap_or(1.0) + queue_wait.get(&k.0).copied().unwrap_or(0.0) + effects.op_latency_ms(&k.0, &k.1) / 1000.0;
+            let mut lat = base * slowdown.get(&k.0).copied().unwrap_or(1.0)
+                + queue_wait.get(&k.0).copied().unwrap_or(0.0)
+                + effects.op_latency_ms(&k.0, &k.1) / 1000.0;
             if rt.locked_table.is_some() {
                 lat += 30.0;
             }
             let mut ok: f64 = own_err.iter().fold(1.0, |a, (r, _, _)| a * (1.0 - r));
             let own_ok = ok;
-            let own_error = own_err.iter().max_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, c, m)| (c.clone(), m.clone()));
-            let mut dominant: Option<(f64, String, String, Option<String>)> = own_err.iter().cloned().max_by(|a, b| a.0.total_cmp(&b.0)).map(|(r, c, m)| (r, c, m, None));
+            let own_error = own_err
+                .iter()
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, c, m)| (c.clone(), m.clone()));
+            let mut dominant: Option<(f64, String, String, Option<String>)> = own_err
+                .iter()
+                .cloned()
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(r, c, m)| (r, c, m, None));
             let mut par_max: f64 = 0.0;
             let mut tail: (f64, f64) = (0.0, 0.0);
             for c in &op.calls {
-                let callee = states.get(&(c.service.clone(), c.operation.clone())).cloned().unwrap_or(OpState { rate: 0.0, ok: 0.0, own_ok: 0.0, own_error: None, latency: 0.0, tail: (0.0, 0.0), error: Some(("Unimplemented".into(), format!("unknown method {}", c.operation), None)) });
+                let callee = states
+                    .get(&(c.service.clone(), c.operation.clone()))
+                    .cloned()
+                    .unwrap_or(OpState {
+                        rate: 0.0,
+                        ok: 0.0,
+                        own_ok: 0.0,
+                        own_error: None,
+                        latency: 0.0,
+                        tail: (0.0, 0.0),
+                        error: Some((
+                            "Unimplemented".into(),
+                            format!("unknown method {}", c.operation),
+                            None,
+                        )),
+                    });
                 let (retries, timeout) = retries_of(w, &k.0, &c.service);
                 let timeout = timeout.unwrap_or(wl.timeout.as_secs_f64().min(10.0));
                 let (reach_share, dial_err) = reach(&self.routes, &serving[&k.0], &c.service);
@@ -434,13 +625,25 @@ impl Workload {
                 // A lost segment of the exchange waits for a retransmission timeout (>= 200 ms).
                 let p_tail = 1.0 - (1.0 - callee.tail.0) * (1.0 - (link.loss * 3.0).min(1.0));
                 if !c.is_async && p_tail > 0.0 {
-                    tail = (1.0 - (1.0 - tail.0) * (1.0 - p_tail * c.probability), tail.1.max(callee.tail.1).max(if link.loss > 0.0 { 0.2 } else { 0.0 }));
+                    tail = (
+                        1.0 - (1.0 - tail.0) * (1.0 - p_tail * c.probability),
+                        tail.1
+                            .max(callee.tail.1)
+                            .max(if link.loss > 0.0 { 0.2 } else { 0.0 }),
+                    );
                 }
                 let p_timeout = 1.0 - util::lognormal_cdf(timeout, callee_lat.max(1e-4), SIGMA);
-                let p_attempt = reach_share * (1.0 - link.loss.powi(2)) * callee.ok * (1.0 - p_timeout);
+                let p_attempt =
+                    reach_share * (1.0 - link.loss.powi(2)) * callee.ok * (1.0 - p_timeout);
                 let p_call = 1.0 - (1.0 - p_attempt).powi(retries as i32 + 1);
                 new_edges.insert((k.0.clone(), c.service.clone()), 1.0 - p_attempt);
-                let call_lat = if p_attempt > 0.5 { callee_lat.min(timeout) } else if reach_share < 0.5 { 0.002 } else { timeout };
+                let call_lat = if p_attempt > 0.5 {
+                    callee_lat.min(timeout)
+                } else if reach_share < 0.5 {
+                    0.002
+                } else {
+                    timeout
+                };
                 let call_lat = call_lat * c.probability;
                 if c.parallel {
                     par_max = par_max.max(call_lat);
@@ -455,9 +658,18 @@ impl Workload {
                 let fail = fail * c.probability;
                 ok *= 1.0 - fail;
                 if fail > 0.0 && dominant.as_ref().is_none_or(|d| fail > d.0) {
-                    let proto = app.service(&c.service).and_then(|s| s.ports.first()).map(|p| p.protocol).unwrap_or(Protocol::Tcp);
-                    let (code, msg) = if reach_share < 0.999 && let Some((e, host, port)) = &dial_err {
-                        (grpc_code(e).to_string(), client_error(programs::log_style(spec), proto, host, *port, e))
+                    let proto = app
+                        .service(&c.service)
+                        .and_then(|s| s.ports.first())
+                        .map(|p| p.protocol)
+                        .unwrap_or(Protocol::Tcp);
+                    let (code, msg) = if reach_share < 0.999
+                        && let Some((e, host, port)) = &dial_err
+                    {
+                        (
+                            grpc_code(e).to_string(),
+                            client_error(programs::log_style(spec), proto, host, *port, e),
+                        )
                     } else if p_timeout > 1.0 - callee.ok.max(1e-9) || p_timeout > 0.3 {
                         ("DeadlineExceeded".to_string(), match proto {
                             Protocol::Grpc => "rpc error: code = DeadlineExceeded desc = context deadline exceeded".to_string(),
@@ -465,12 +677,26 @@ impl Workload {
                             _ => format!("Get \"http://{}/\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)", c.service),
                         })
                     } else {
-                        let (code, msg) = callee.error.clone().map(|(c, m, _)| (c, m)).unwrap_or(("Unknown".into(), "upstream error".into()));
-                        (if proto == Protocol::Grpc { code.clone() } else { "Unknown".into() }, match proto {
-                            Protocol::Grpc => format!("rpc error: code = {code} desc = {msg}"),
-                            Protocol::Http => format!("request to {} failed with status 500: {msg}", c.service),
-                            _ => msg,
-                        })
+                        let (code, msg) = callee
+                            .error
+                            .clone()
+                            .map(|(c, m, _)| (c, m))
+                            .unwrap_or(("Unknown".into(), "upstream error".into()));
+                        (
+                            if proto == Protocol::Grpc {
+                                code.clone()
+                            } else {
+                                "Unknown".into()
+                            },
+                            match proto {
+                                Protocol::Grpc => format!("rpc error: code = {code} desc = {msg}"),
+                                Protocol::Http => format!(
+                                    "request to {} failed with status 500: {msg}",
+                                    c.service
+                                ),
+                                _ => msg,
+                            },
+                        )
                     };
                     dominant = Some((fail, code, msg, Some(c.service.clone())));
                 }
@@ -480,10 +706,29 @@ impl Workload {
             if rt.locked_table.is_some() {
                 ok *= 0.05;
                 own_ok *= 0.05;
-                own_error = Some(("DeadlineExceeded".into(), "operation exceeded time limit: waiting for lock".into()));
-                dominant = Some((0.95, "DeadlineExceeded".into(), "operation exceeded time limit: waiting for lock".into(), None));
+                own_error = Some((
+                    "DeadlineExceeded".into(),
+                    "operation exceeded time limit: waiting for lock".into(),
+                ));
+                dominant = Some((
+                    0.95,
+                    "DeadlineExceeded".into(),
+                    "operation exceeded time limit: waiting for lock".into(),
+                    None,
+                ));
             }
-            states.insert(k.clone(), OpState { rate: rates.get(k).copied().unwrap_or(0.0), ok: ok.clamp(0.0, 1.0), own_ok, own_error, latency: lat, tail, error: dominant.map(|d| (d.1, d.2, d.3)) });
+            states.insert(
+                k.clone(),
+                OpState {
+                    rate: rates.get(k).copied().unwrap_or(0.0),
+                    ok: ok.clamp(0.0, 1.0),
+                    own_ok,
+                    own_error,
+                    latency: lat,
+                    tail,
+                    error: dominant.map(|d| (d.1, d.2, d.3)),
+                },
+            );
         }
         for (e, f) in new_edges {
             self.edges.entry(e).or_default().fail = f;
@@ -493,7 +738,15 @@ impl Workload {
             let mut acc = 0.0;
             for m in &wl.mix {
                 let st = states.get(&(wl.target.clone(), m.operation.clone()));
-                let p_to = st.map(|s| 1.0 - util::lognormal_cdf(wl.timeout.as_secs_f64(), s.latency.max(1e-4), SIGMA)).unwrap_or(0.0);
+                let p_to = st
+                    .map(|s| {
+                        1.0 - util::lognormal_cdf(
+                            wl.timeout.as_secs_f64(),
+                            s.latency.max(1e-4),
+                            SIGMA,
+                        )
+                    })
+                    .unwrap_or(0.0);
                 acc += m.weight / mix_total * st.map(|s| s.ok * (1.0 - p_to)).unwrap_or(0.0);
             }
             acc * entry_reach
@@ -504,17 +757,27 @@ impl Workload {
         // Counters per pod and op.
         self.service_health.clear();
         for k in &self.order {
-            let st = match states.get(k) { Some(s) => s.clone(), None => continue };
+            let st = match states.get(k) {
+                Some(s) => s.clone(),
+                None => continue,
+            };
             let pods = &serving[&k.0];
             if pods.is_empty() || st.rate <= 0.0 {
                 continue;
             }
             let per_pod = st.rate / pods.len() as f64;
-            let h = self.service_health.entry(k.0.clone()).or_insert((0.0, 0.0, 0.0));
+            let h = self
+                .service_health
+                .entry(k.0.clone())
+                .or_insert((0.0, 0.0, 0.0));
             let err_ratio = 1.0 - st.ok;
             let tot = h.0 + st.rate;
             h.1 = (h.1 * h.0 + err_ratio * st.rate) / tot.max(1e-9);
-            let p99 = if st.tail.0 > 0.01 { (st.latency + st.tail.1) * (2.326 * SIGMA).exp() } else { st.latency * (2.326 * SIGMA).exp() };
+            let p99 = if st.tail.0 > 0.01 {
+                (st.latency + st.tail.1) * (2.326 * SIGMA).exp()
+            } else {
+                st.latency * (2.326 * SIGMA).exp()
+            };
             h.2 = h.2.max(p99);
             h.0 = tot;
             for pk in pods {
@@ -522,24 +785,46 @@ impl Workload {
                 if n == 0.0 {
                     continue;
                 }
-                let errs = if st.ok >= 1.0 { 0.0 } else { (0..n as u64).filter(|_| w.rng.random::<f64>() > st.ok).count() as f64 };
-                let c = self.counters.entry((pk.clone(), k.1.clone())).or_insert_with(|| OpCounters { buckets: vec![0.0; self.buckets.len()], ..Default::default() });
+                let errs = if st.ok >= 1.0 {
+                    0.0
+                } else {
+                    (0..n as u64)
+                        .filter(|_| w.rng.random::<f64>() > st.ok)
+                        .count() as f64
+                };
+                let c = self
+                    .counters
+                    .entry((pk.clone(), k.1.clone()))
+                    .or_insert_with(|| OpCounters {
+                        buckets: vec![0.0; self.buckets.len()],
+                        ..Default::default()
+                    });
                 c.requests += n;
                 c.errors += errs;
-                let code = st.error.as_ref().map(|e| e.0.clone()).unwrap_or_else(|| "Unknown".into());
+                let code = st
+                    .error
+                    .as_ref()
+                    .map(|e| e.0.clone())
+                    .unwrap_or_else(|| "Unknown".into());
                 *c.by_code.entry("OK".into()).or_default() += n - errs;
                 if errs > 0.0 {
                     *c.by_code.entry(code).or_default() += errs;
                 }
-                c.duration_sum += n * (st.latency + st.tail.0 * st.tail.1) * (SIGMA * SIGMA / 2.0).exp();
+                c.duration_sum +=
+                    n * (st.latency + st.tail.0 * st.tail.1) * (SIGMA * SIGMA / 2.0).exp();
                 let mut prev = 0.0;
                 for (i, b) in self.buckets.iter().enumerate() {
-                    let cdf = (1.0 - st.tail.0) * util::lognormal_cdf(*b, st.latency.max(1e-5), SIGMA) + st.tail.0 * util::lognormal_cdf(*b, (st.latency + st.tail.1).max(1e-5), SIGMA);
+                    let cdf = (1.0 - st.tail.0)
+                        * util::lognormal_cdf(*b, st.latency.max(1e-5), SIGMA)
+                        + st.tail.0
+                            * util::lognormal_cdf(*b, (st.latency + st.tail.1).max(1e-5), SIGMA);
                     c.buckets[i] += ((cdf - prev) * n).round();
                     prev = cdf;
                 }
                 // Error logs, a few per pod per second as real services print them.
-                if errs > 0.0 && let Some((_, msg, peer)) = &st.error {
+                if errs > 0.0
+                    && let Some((_, msg, peer)) = &st.error
+                {
                     let spec = app.service(&k.0).expect("op of a service");
                     let style = programs::log_style(spec);
                     let lines = (errs as usize).min(3);
@@ -549,10 +834,19 @@ impl Workload {
                             None => msg.clone(),
                         };
                         let container = spec.container_name().to_string();
-                        let restart = w.pods.get(pk).and_then(|p| p.statuses.first()).map(|s| s.restart_count).unwrap_or(0);
+                        let restart = w
+                            .pods
+                            .get(pk)
+                            .and_then(|p| p.statuses.first())
+                            .map(|s| s.restart_count)
+                            .unwrap_or(0);
                         let jitter: i64 = w.rng.random_range(0..NS_PER_SEC);
                         let line = logs::line(style, &k.0, Level::Error, now + jitter, &text);
-                        let stream = if matches!(style, LogStyle::Zerolog | LogStyle::BoostLog) { "stdout" } else { "stderr" };
+                        let stream = if matches!(style, LogStyle::Zerolog | LogStyle::BoostLog) {
+                            "stdout"
+                        } else {
+                            "stderr"
+                        };
                         w.now += jitter;
                         w.log(pk, &container, restart, stream, line);
                         w.now -= jitter;
@@ -562,7 +856,9 @@ impl Workload {
         }
         // Sampled traces.
         let view = states_view(&states);
-        let n_traces = util::poisson(&mut w.rng, total_rate * self.trace_sample * dt * entry_reach.max(0.05));
+        // At least ~2 traces a second, so low-rate apps still show every path.
+        let sample = self.trace_sample.max(2.0 / wl.rate.max(1.0)).min(1.0);
+        let n_traces = util::poisson(&mut w.rng, total_rate * sample * dt * entry_reach.max(0.05));
         for _ in 0..n_traces {
             let pick: f64 = w.rng.random::<f64>() * mix_total;
             let mut acc = 0.0;
@@ -577,7 +873,19 @@ impl Workload {
             let start = now + w.rng.random_range(0..NS_PER_SEC);
             let trace_id = util::hex_id(&mut w.rng, 16);
             let _ = entry_err;
-            super::spans::trace(w, app, &view, &self.routes, &serving, &(wl.target.clone(), op), &trace_id, None, start, wl.timeout.as_secs_f64(), 0);
+            super::spans::trace(
+                w,
+                app,
+                &view,
+                &self.routes,
+                &serving,
+                &(wl.target.clone(), op),
+                &trace_id,
+                None,
+                start,
+                wl.timeout.as_secs_f64(),
+                0,
+            );
         }
     }
 }
@@ -595,6 +903,17 @@ pub struct OpView {
 fn states_view(states: &HashMap<OpKey, OpState>) -> HashMap<OpKey, OpView> {
     states
         .iter()
-        .map(|(k, s)| (k.clone(), OpView { ok: s.ok, own_ok: s.own_ok, own_error: s.own_error.clone(), latency: s.latency, error: s.error.clone() }))
+        .map(|(k, s)| {
+            (
+                k.clone(),
+                OpView {
+                    ok: s.ok,
+                    own_ok: s.own_ok,
+                    own_error: s.own_error.clone(),
+                    latency: s.latency,
+                    error: s.error.clone(),
+                },
+            )
+        })
         .collect()
 }

@@ -154,20 +154,52 @@ impl World {
         self.emitted.clear();
         self.events.clear();
         let mut all: Vec<(Kind, Key)> = vec![];
-        all.extend(self.namespaces.keys().map(|n| (Kind::Namespace, key("", n))));
+        all.extend(
+            self.namespaces
+                .keys()
+                .map(|n| (Kind::Namespace, key("", n))),
+        );
         all.extend(self.nodes.keys().map(|n| (Kind::Node, key("", n))));
         all.extend(self.configmaps.keys().map(|k| (Kind::ConfigMap, k.clone())));
         all.extend(self.secrets.keys().map(|k| (Kind::Secret, k.clone())));
-        all.extend(self.service_accounts.keys().map(|k| (Kind::ServiceAccount, k.clone())));
+        all.extend(
+            self.service_accounts
+                .keys()
+                .map(|k| (Kind::ServiceAccount, k.clone())),
+        );
         all.extend(self.roles.keys().map(|k| (Kind::Role, k.clone())));
-        all.extend(self.role_bindings.keys().map(|k| (Kind::RoleBinding, k.clone())));
-        all.extend(self.pvcs.keys().map(|k| (Kind::PersistentVolumeClaim, k.clone())));
+        all.extend(
+            self.role_bindings
+                .keys()
+                .map(|k| (Kind::RoleBinding, k.clone())),
+        );
+        all.extend(
+            self.pvcs
+                .keys()
+                .map(|k| (Kind::PersistentVolumeClaim, k.clone())),
+        );
         all.extend(self.quotas.keys().map(|k| (Kind::ResourceQuota, k.clone())));
-        all.extend(self.netpols.keys().map(|k| (Kind::NetworkPolicy, k.clone())));
+        all.extend(
+            self.netpols
+                .keys()
+                .map(|k| (Kind::NetworkPolicy, k.clone())),
+        );
         all.extend(self.services.keys().map(|k| (Kind::Service, k.clone())));
-        all.extend(self.deployments.keys().map(|k| (Kind::Deployment, k.clone())));
-        all.extend(self.statefulsets.keys().map(|k| (Kind::StatefulSet, k.clone())));
-        all.extend(self.replicasets.keys().map(|k| (Kind::ReplicaSet, k.clone())));
+        all.extend(
+            self.deployments
+                .keys()
+                .map(|k| (Kind::Deployment, k.clone())),
+        );
+        all.extend(
+            self.statefulsets
+                .keys()
+                .map(|k| (Kind::StatefulSet, k.clone())),
+        );
+        all.extend(
+            self.replicasets
+                .keys()
+                .map(|k| (Kind::ReplicaSet, k.clone())),
+        );
         all.extend(self.pods.keys().map(|k| (Kind::Pod, k.clone())));
         all.extend(self.endpoints.keys().map(|k| (Kind::Endpoints, k.clone())));
         for (kind, k) in all {
@@ -177,11 +209,7 @@ impl World {
 
     pub fn pod_ip(&mut self, node_index: usize) -> String {
         self.next_pod_ip += 1;
-        format!(
-            "10.244.{}.{}",
-            node_index,
-            2 + self.next_pod_ip % 250
-        )
+        format!("10.244.{}.{}", node_index, 2 + self.next_pod_ip % 250)
     }
 
     pub fn cluster_ip(&mut self) -> String {
@@ -195,7 +223,11 @@ impl World {
 
     /// Renders one object, if it exists.
     pub fn render(&self, kind: Kind, k: &Key) -> Option<(Value, u64)> {
-        fn with<T>(m: &BTreeMap<Key, T>, k: &Key, f: impl Fn(&T) -> (Value, u64)) -> Option<(Value, u64)> {
+        fn with<T>(
+            m: &BTreeMap<Key, T>,
+            k: &Key,
+            f: impl Fn(&T) -> (Value, u64),
+        ) -> Option<(Value, u64)> {
             m.get(k).map(f)
         }
         let ns_key = &k.1;
@@ -208,28 +240,44 @@ impl World {
                 .nodes
                 .get(ns_key)
                 .map(|o| (o.to_json(), o.meta.resource_version)),
-            Kind::ConfigMap => with(&self.configmaps, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::ConfigMap => with(&self.configmaps, k, |o| {
+                (o.to_json(), o.meta.resource_version)
+            }),
             Kind::Secret => with(&self.secrets, k, |o| (o.to_json(), o.meta.resource_version)),
             Kind::ServiceAccount => with(&self.service_accounts, k, |o| {
                 (o.to_json(kind), o.meta.resource_version)
             }),
-            Kind::Role => with(&self.roles, k, |o| (o.to_json(kind), o.meta.resource_version)),
+            Kind::Role => with(&self.roles, k, |o| {
+                (o.to_json(kind), o.meta.resource_version)
+            }),
             Kind::RoleBinding => with(&self.role_bindings, k, |o| {
                 (o.to_json(kind), o.meta.resource_version)
             }),
             Kind::PersistentVolumeClaim => {
                 with(&self.pvcs, k, |o| (o.to_json(), o.meta.resource_version))
             }
-            Kind::ResourceQuota => with(&self.quotas, k, |o| (o.to_json(), o.meta.resource_version)),
-            Kind::NetworkPolicy => with(&self.netpols, k, |o| (o.to_json(), o.meta.resource_version)),
-            Kind::Service => with(&self.services, k, |o| (o.to_json(), o.meta.resource_version)),
-            Kind::Deployment => with(&self.deployments, k, |o| (o.to_json(), o.meta.resource_version)),
-            Kind::StatefulSet => {
-                with(&self.statefulsets, k, |o| (o.to_json(), o.meta.resource_version))
+            Kind::ResourceQuota => {
+                with(&self.quotas, k, |o| (o.to_json(), o.meta.resource_version))
             }
-            Kind::ReplicaSet => with(&self.replicasets, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::NetworkPolicy => {
+                with(&self.netpols, k, |o| (o.to_json(), o.meta.resource_version))
+            }
+            Kind::Service => with(&self.services, k, |o| {
+                (o.to_json(), o.meta.resource_version)
+            }),
+            Kind::Deployment => with(&self.deployments, k, |o| {
+                (o.to_json(), o.meta.resource_version)
+            }),
+            Kind::StatefulSet => with(&self.statefulsets, k, |o| {
+                (o.to_json(), o.meta.resource_version)
+            }),
+            Kind::ReplicaSet => with(&self.replicasets, k, |o| {
+                (o.to_json(), o.meta.resource_version)
+            }),
             Kind::Pod => with(&self.pods, k, |o| (o.to_json(), o.meta.resource_version)),
-            Kind::Endpoints => with(&self.endpoints, k, |o| (o.to_json(), o.meta.resource_version)),
+            Kind::Endpoints => with(&self.endpoints, k, |o| {
+                (o.to_json(), o.meta.resource_version)
+            }),
         }
     }
 
@@ -280,7 +328,10 @@ impl World {
                     } else {
                         ChangeType::Added
                     };
-                    let uid = v["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+                    let uid = v["metadata"]["uid"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
                     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
                         m.insert("resourceVersion".into(), Value::String(rv.to_string()));
                     }
@@ -335,7 +386,11 @@ impl World {
             .namespace
             .clone()
             .unwrap_or_else(|| "default".to_string());
-        let agg_key = (involved.uid.clone(), reason.to_string(), message.to_string());
+        let agg_key = (
+            involved.uid.clone(),
+            reason.to_string(),
+            message.to_string(),
+        );
         let now = self.now;
         let rec = match self.events.get_mut(&agg_key) {
             Some(r) if now - r.last < 3600 * NS_PER_SEC => {
@@ -371,13 +426,7 @@ impl World {
                 Some("default-scheduler-kind-control-plane".to_string()),
                 Some("Scheduling".to_string()),
             ),
-            Source::Controller(c) => (
-                Some(c.to_string()),
-                None,
-                Some(c.to_string()),
-                None,
-                None,
-            ),
+            Source::Controller(c) => (Some(c.to_string()), None, Some(c.to_string()), None, None),
             Source::KernelMonitor(node) => (
                 Some("kernel-monitor".to_string()),
                 Some(node.clone()),
