@@ -10,10 +10,13 @@ use std::sync::Arc;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
+use crate::api::jaeger::{self, JaegerFacade};
 use crate::api::kube::{KubeFacade, router as kube_router};
+use crate::api::loki::{self, LokiFacade};
 use crate::api::prometheus;
 use crate::clock::{Clock, parse_rfc3339};
 use crate::env::load_dataset;
+use crate::store::spans::SpanStore;
 
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
@@ -30,13 +33,15 @@ pub struct ReplayOptions {
 pub struct Endpoints {
     pub kubernetes: String,
     pub prometheus: String,
+    pub jaeger: String,
+    pub loki: String,
 }
 
 impl Endpoints {
     pub fn env_lines(&self) -> String {
         format!(
-            "KUBERNETES_URL={}\nPROMETHEUS_URL={}\n",
-            self.kubernetes, self.prometheus
+            "KUBERNETES_URL={}\nPROMETHEUS_URL={}\nJAEGER_URL={}\nLOKI_URL={}\n",
+            self.kubernetes, self.prometheus, self.jaeger, self.loki
         )
     }
 
@@ -86,13 +91,30 @@ impl Replay {
         } else {
             Clock::frozen(now_ns)
         };
-        let kube = Arc::new(KubeFacade::new(obs.timeline.clone(), obs.logs.clone(), clock));
+        let kube = Arc::new(KubeFacade::new(
+            obs.timeline.clone(),
+            obs.logs.clone(),
+            clock,
+        ));
         let metrics = {
-            let (metrics, metadata, alerts) = (obs.metrics, obs.metric_metadata, obs.alerts.clone());
+            let (metrics, metadata, alerts) =
+                (obs.metrics, obs.metric_metadata, obs.alerts.clone());
             tokio::task::spawn_blocking(move || {
                 prometheus::storage(&metrics, &metadata, &alerts, now_ns)
             })
             .await?
+        };
+        let traces = {
+            let spans = obs.spans;
+            tokio::task::spawn_blocking(move || JaegerFacade {
+                spans: SpanStore::new(spans),
+                clock,
+            })
+            .await?
+        };
+        let logs = {
+            let (store, timeline) = (obs.logs.clone(), obs.timeline.clone());
+            tokio::task::spawn_blocking(move || LokiFacade::new(store, &timeline, clock)).await?
         };
         let mut servers = Vec::new();
         let kubernetes = serve(opts.listen, 0, kube_router(kube), &mut servers).await?;
@@ -103,10 +125,20 @@ impl Replay {
             &mut servers,
         )
         .await?;
+        let jaeger = serve(
+            opts.listen,
+            2,
+            jaeger::router(Arc::new(traces)),
+            &mut servers,
+        )
+        .await?;
+        let loki = serve(opts.listen, 3, loki::router(Arc::new(logs)), &mut servers).await?;
         Ok(Replay {
             endpoints: Endpoints {
                 kubernetes,
                 prometheus,
+                jaeger,
+                loki,
             },
             servers,
         })
@@ -132,7 +164,9 @@ async fn serve(
 ) -> anyhow::Result<String> {
     let listener = bind(base, offset).await?;
     let addr = listener.local_addr()?;
-    servers.push(tokio::spawn(async move { axum::serve(listener, app).await }));
+    servers.push(tokio::spawn(
+        async move { axum::serve(listener, app).await },
+    ));
     Ok(format!("http://{addr}"))
 }
 

@@ -3,3 +3,4 @@
 
 pub mod logs;
 pub mod objects;
+pub mod spans;
