@@ -76,7 +76,12 @@ fn v1_services_operations_and_envelope() {
     let ops = j.ok("/api/services/frontend/operations");
     assert_eq!(
         ops["data"],
-        json!(["GET /", "GET /api/cart", "POST /api/checkout", "cart.CartService/GetCart"])
+        json!([
+            "GET /",
+            "GET /api/cart",
+            "POST /api/checkout",
+            "cart.CartService/GetCart"
+        ])
     );
     assert_eq!(ops["total"], 4);
     let server = j.ok("/api/operations?service=cart&spanKind=server");
@@ -121,18 +126,27 @@ fn v1_search_by_service_operation_tags_duration_and_time() {
         j.search("service=frontend&tags=%7B%22http.status_code%22%3A%22500%22%7D"),
         [TRACE_B]
     );
-    assert_eq!(j.search("service=frontend&minDuration=1s"), [TRACE_C, TRACE_B]);
+    assert_eq!(
+        j.search("service=frontend&minDuration=1s"),
+        [TRACE_C, TRACE_B]
+    );
     assert_eq!(
         j.search("service=frontend&minDuration=1s&maxDuration=2000ms"),
         [TRACE_C]
     );
     assert_eq!(
-        j.search(&format!("service=frontend&start={}&end={}", us(T0 + 200 * SEC), us(T0 + 3200 * SEC))),
+        j.search(&format!(
+            "service=frontend&start={}&end={}",
+            us(T0 + 200 * SEC),
+            us(T0 + 3200 * SEC)
+        )),
         [TRACE_A]
     );
     assert_eq!(j.search("service=nobody"), Vec::<String>::new());
 
-    let body = j.ok(&format!("/api/traces?traceID={TRACE_A}&traceID=00000000000000000000000000000bad"));
+    let body = j.ok(&format!(
+        "/api/traces?traceID={TRACE_A}&traceID=00000000000000000000000000000bad"
+    ));
     assert_eq!(body["data"].as_array().unwrap().len(), 1);
     assert_eq!(
         body["errors"],
@@ -141,10 +155,19 @@ fn v1_search_by_service_operation_tags_duration_and_time() {
 
     for (query, msg) in [
         ("", "parameter 'service' is required"),
-        ("service=frontend&minDuration=abc", "unable to parse param 'minDuration'"),
-        ("service=frontend&start=yesterday", "unable to parse param 'start'"),
+        (
+            "service=frontend&minDuration=abc",
+            "unable to parse param 'minDuration'",
+        ),
+        (
+            "service=frontend&start=yesterday",
+            "unable to parse param 'start'",
+        ),
         ("service=frontend&tag=novalue", "malformed 'tag' parameter"),
-        ("service=frontend&minDuration=2s&maxDuration=1s", "'maxDuration' should be greater than 'minDuration'"),
+        (
+            "service=frontend&minDuration=2s&maxDuration=1s",
+            "'maxDuration' should be greater than 'minDuration'",
+        ),
     ] {
         let (status, body) = j.get(&format!("/api/traces?{query}"));
         assert_eq!(status, 400, "{query}: {body}");
@@ -158,7 +181,10 @@ fn v1_search_by_service_operation_tags_duration_and_time() {
 fn v1_trace_by_id_in_the_ui_model() {
     let j = start();
     let body = j.ok(&format!("/api/traces/{TRACE_A}"));
-    assert_eq!((body["total"].clone(), body["errors"].clone()), (json!(0), Value::Null));
+    assert_eq!(
+        (body["total"].clone(), body["errors"].clone()),
+        (json!(0), Value::Null)
+    );
     let trace = &body["data"][0];
     assert_eq!(trace["traceID"], TRACE_A);
     assert_eq!(trace["warnings"], Value::Null);
@@ -208,8 +234,15 @@ fn v1_trace_by_id_in_the_ui_model() {
 
     let not_found = json!({"data": null, "total": 0, "limit": 0, "offset": 0,
                            "errors": [{"code": 404, "msg": "trace not found"}]});
-    assert_eq!(j.get(&format!("/api/traces/{TRACE_LATER}")), (404, not_found.clone()), "starts after now");
-    assert_eq!(j.get("/api/traces/0123456789abcdef0123456789abcdef"), (404, not_found));
+    assert_eq!(
+        j.get(&format!("/api/traces/{TRACE_LATER}")),
+        (404, not_found.clone()),
+        "starts after now"
+    );
+    assert_eq!(
+        j.get("/api/traces/0123456789abcdef0123456789abcdef"),
+        (404, not_found)
+    );
     let (status, body) = j.get("/api/traces/not-hex");
     assert_eq!(status, 400);
     assert_eq!(body["errors"][0]["code"], 400);
@@ -218,7 +251,10 @@ fn v1_trace_by_id_in_the_ui_model() {
 #[test]
 fn v1_dependencies_count_calls_between_services() {
     let j = start();
-    let body = j.ok(&format!("/api/dependencies?endTs={}&lookback=3600000", NOW / 1_000_000));
+    let body = j.ok(&format!(
+        "/api/dependencies?endTs={}&lookback=3600000",
+        NOW / 1_000_000
+    ));
     assert_eq!(
         body["data"],
         json!([
@@ -228,7 +264,10 @@ fn v1_dependencies_count_calls_between_services() {
         ])
     );
     // The last 200 s hold trace C alone.
-    let recent = j.ok(&format!("/api/dependencies?endTs={}&lookback=200000", NOW / 1_000_000));
+    let recent = j.ok(&format!(
+        "/api/dependencies?endTs={}&lookback=200000",
+        NOW / 1_000_000
+    ));
     assert_eq!(recent["data"].as_array().unwrap().len(), 2, "{recent}");
     // Defaults: end now, one day back.
     assert_eq!(j.ok("/api/dependencies")["data"], body["data"]);
@@ -307,23 +346,37 @@ fn api_v3_answers_in_otlp_json() {
     let failed = j.ok(&format!("/api/v3/traces/{TRACE_B}"));
     let client = &failed["result"]["resourceSpans"][0]["scopeSpans"][0]["spans"][1];
     assert_eq!(client["kind"], 3);
-    assert_eq!(client["status"], json!({"code": 2, "message": "connection refused"}));
+    assert_eq!(
+        client["status"],
+        json!({"code": 2, "message": "connection refused"})
+    );
 
     let not_found = json!({"error": {"httpCode": 404, "message": "No traces found"}});
-    assert_eq!(j.get(&format!("/api/v3/traces/{TRACE_LATER}")), (404, not_found.clone()));
+    assert_eq!(
+        j.get(&format!("/api/v3/traces/{TRACE_LATER}")),
+        (404, not_found.clone())
+    );
     assert_eq!(
         j.get(&format!("/api/v3/traces?query.service_name=nobody&query.start_time_min={min}&query.start_time_max={max}")),
         (404, not_found)
     );
     assert_eq!(
         j.get("/api/v3/traces?query.service_name=frontend"),
-        (400, json!({"error": {"httpCode": 400, "message": "query.start_time_min and query.start_time_max are required"}}))
+        (
+            400,
+            json!({"error": {"httpCode": 400, "message": "query.start_time_min and query.start_time_max are required"}})
+        )
     );
     let (status, body) = j.get(&format!(
         "/api/v3/traces?query.service_name=frontend&query.start_time_min=yesterday&query.start_time_max={max}"
     ));
     assert_eq!(status, 400);
-    assert!(body["error"]["message"].as_str().unwrap().starts_with("malformed parameter query.start_time_min"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed parameter query.start_time_min")
+    );
 }
 
 #[test]
@@ -346,5 +399,8 @@ fn time_shift_moves_served_times_and_reads_client_times_back() {
         .unwrap()
         .as_micros() as i64;
     let age_s = (real_now_us - start_us) / 1_000_000;
-    assert!((99..=1000).contains(&age_s), "trace C started 100 s before now, served {age_s} s ago");
+    assert!(
+        (99..=1000).contains(&age_s),
+        "trace C started 100 s before now, served {age_s} s ago"
+    );
 }

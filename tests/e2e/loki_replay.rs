@@ -69,9 +69,14 @@ fn lines(data: &Value) -> Vec<String> {
         .unwrap()
         .iter()
         .flat_map(|s| s["values"].as_array().unwrap().iter())
-        .map(|v| (v[0].as_str().unwrap().parse().unwrap(), v[1].as_str().unwrap().to_string()))
+        .map(|v| {
+            (
+                v[0].as_str().unwrap().parse().unwrap(),
+                v[1].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
-    all.sort_by(|a, b| b.0.cmp(&a.0));
+    all.sort_by_key(|a| std::cmp::Reverse(a.0));
     all.into_iter().map(|(_, l)| l).collect()
 }
 
@@ -80,7 +85,14 @@ fn labels_values_and_series() {
     let l = start(&[]);
     assert_eq!(
         l.ok("/loki/api/v1/labels", &[])["data"],
-        json!(["container", "job", "namespace", "pod", "service_name", "stream"])
+        json!([
+            "container",
+            "job",
+            "namespace",
+            "pod",
+            "service_name",
+            "stream"
+        ])
     );
     assert_eq!(
         l.ok("/loki/api/v1/label/pod/values", &[])["data"],
@@ -92,18 +104,33 @@ fn labels_values_and_series() {
         "the cart pods' app label; the checkout pod has no object, so its container"
     );
     assert_eq!(
-        l.ok("/loki/api/v1/label/stream/values", &[("query", r#"{container="checkout"}"#)])["data"],
+        l.ok(
+            "/loki/api/v1/label/stream/values",
+            &[("query", r#"{container="checkout"}"#)]
+        )["data"],
         json!(["stderr", "stdout"])
     );
-    let series = l.ok("/loki/api/v1/series", &[("match[]", r#"{container="checkout"}"#)]);
-    assert_eq!(series["data"], json!([checkout_labels("stderr"), checkout_labels("stdout")]));
+    let series = l.ok(
+        "/loki/api/v1/series",
+        &[("match[]", r#"{container="checkout"}"#)],
+    );
+    assert_eq!(
+        series["data"],
+        json!([checkout_labels("stderr"), checkout_labels("stdout")])
+    );
     let both = l.ok(
         "/loki/api/v1/series",
-        &[("match[]", r#"{container="checkout", stream="stderr"}"#), ("match[]", &format!(r#"{{pod="{HEALTHY}"}}"#))],
+        &[
+            ("match[]", r#"{container="checkout", stream="stderr"}"#),
+            ("match[]", &format!(r#"{{pod="{HEALTHY}"}}"#)),
+        ],
     );
     assert_eq!(both["data"].as_array().unwrap().len(), 2);
     // A window before any line: nothing.
-    let early = l.ok("/loki/api/v1/labels", &[("start", &ns(T0)), ("end", &ns(T0 + 5 * SEC))]);
+    let early = l.ok(
+        "/loki/api/v1/labels",
+        &[("start", &ns(T0)), ("end", &ns(T0 + 5 * SEC))],
+    );
     assert_eq!(early["data"], json!([]));
 }
 
@@ -111,7 +138,13 @@ fn labels_values_and_series() {
 fn log_queries_filter_parse_and_page() {
     let l = start(&[]);
     let start = ns(T0);
-    let data = l.query_range(&[("query", r#"{namespace="shop", container="checkout"} |= "error""#), ("start", &start)]);
+    let data = l.query_range(&[
+        (
+            "query",
+            r#"{namespace="shop", container="checkout"} |= "error""#,
+        ),
+        ("start", &start),
+    ]);
     assert_eq!(data["resultType"], "streams");
     assert!(data["stats"].is_object());
     assert_eq!(
@@ -135,22 +168,50 @@ fn log_queries_filter_parse_and_page() {
     assert_eq!(oldest["result"][0]["values"].as_array().unwrap().len(), 1);
 
     // Chained filters, regex and negation; the default window is the last hour.
-    let data = l.query_range(&[("query", r#"{service_name="checkout"} |~ "order_id\":\"o-[0-9]" != "payment""#)]);
+    let data = l.query_range(&[(
+        "query",
+        r#"{service_name="checkout"} |~ "order_id\":\"o-[0-9]" != "payment""#,
+    )]);
     assert_eq!(lines(&data).len(), 3);
     let data = l.query_range(&[("query", r#"{namespace="shop"} !~ "^(info|warn|\\{)""#)]);
     assert_eq!(lines(&data), ["panic: assignment to entry in nil map"]);
 
     // json parses into labels; numeric and string label filters.
-    let data = l.query_range(&[("query", r#"{container="checkout"} | json | duration_ms > 1000 and level="error""#), ("start", &start)]);
+    let data = l.query_range(&[
+        (
+            "query",
+            r#"{container="checkout"} | json | duration_ms > 1000 and level="error""#,
+        ),
+        ("start", &start),
+    ]);
     let streams = data["result"].as_array().unwrap();
-    assert_eq!(streams.len(), 2, "each order is its own stream once parsed: {data}");
+    assert_eq!(
+        streams.len(),
+        2,
+        "each order is its own stream once parsed: {data}"
+    );
     let mut labels = checkout_labels("stdout");
-    for (k, v) in [("level", "error"), ("msg", "payment failed"), ("order_id", "o-2"), ("duration_ms", "2300"), ("error", "card declined")] {
+    for (k, v) in [
+        ("level", "error"),
+        ("msg", "payment failed"),
+        ("order_id", "o-2"),
+        ("duration_ms", "2300"),
+        ("error", "card declined"),
+    ] {
         labels[k] = json!(v);
     }
     assert!(streams.iter().any(|s| s["stream"] == labels), "{data}");
-    let data = l.query_range(&[("query", r#"{container="checkout"} | json | level=~"warn|error" | line_format "{{.msg}}""#), ("start", &start)]);
-    assert_eq!(lines(&data), ["cart unavailable", "slow cart response", "payment failed"]);
+    let data = l.query_range(&[
+        (
+            "query",
+            r#"{container="checkout"} | json | level=~"warn|error" | line_format "{{.msg}}""#,
+        ),
+        ("start", &start),
+    ]);
+    assert_eq!(
+        lines(&data),
+        ["cart unavailable", "slow cart response", "payment failed"]
+    );
 
     // logfmt and limit.
     let data = l.query_range(&[
@@ -165,7 +226,10 @@ fn log_queries_filter_parse_and_page() {
 fn metric_queries_over_ranges_and_instants() {
     let l = start(&[]);
     let data = l.query_range(&[
-        ("query", r#"sum by (pod) (count_over_time({namespace="shop"} |= "error" [5m]))"#),
+        (
+            "query",
+            r#"sum by (pod) (count_over_time({namespace="shop"} |= "error" [5m]))"#,
+        ),
         ("start", &ns(NOW - 600 * SEC)),
         ("end", &ns(NOW)),
         ("step", "300"),
@@ -178,7 +242,16 @@ fn metric_queries_over_ranges_and_instants() {
     );
 
     let now_s = (NOW / SEC).to_string();
-    let v = l.ok("/loki/api/v1/query", &[("query", r#"sum by (pod) (count_over_time({namespace="shop"}[1h]))"#), ("time", &now_s)]);
+    let v = l.ok(
+        "/loki/api/v1/query",
+        &[
+            (
+                "query",
+                r#"sum by (pod) (count_over_time({namespace="shop"}[1h]))"#,
+            ),
+            ("time", &now_s),
+        ],
+    );
     assert_eq!(v["data"]["resultType"], "vector");
     assert_eq!(
         v["data"]["result"],
@@ -189,17 +262,47 @@ fn metric_queries_over_ranges_and_instants() {
         ])
     );
     // `time` defaults to the virtual now.
-    let rate = l.ok("/loki/api/v1/query", &[("query", r#"rate({container="checkout", stream="stdout"}[10m])"#)]);
+    let rate = l.ok(
+        "/loki/api/v1/query",
+        &[(
+            "query",
+            r#"rate({container="checkout", stream="stdout"}[10m])"#,
+        )],
+    );
     assert_eq!(
         rate["data"]["result"],
         json!([{"metric": checkout_labels("stdout"), "value": [t(3600), "0.006666666666666667"]}])
     );
-    let top = l.ok("/loki/api/v1/query", &[("query", r#"topk(1, sum by (pod) (count_over_time({namespace="shop"}[1h])))"#)]);
-    assert_eq!(top["data"]["result"], json!([{"metric": {"pod": HEALTHY}, "value": [t(3600), "50"]}]));
-    let bytes = l.ok("/loki/api/v1/query", &[("query", r#"sum(bytes_over_time({container="checkout", stream="stderr"}[1h]))"#)]);
+    let top = l.ok(
+        "/loki/api/v1/query",
+        &[(
+            "query",
+            r#"topk(1, sum by (pod) (count_over_time({namespace="shop"}[1h])))"#,
+        )],
+    );
+    assert_eq!(
+        top["data"]["result"],
+        json!([{"metric": {"pod": HEALTHY}, "value": [t(3600), "50"]}])
+    );
+    let bytes = l.ok(
+        "/loki/api/v1/query",
+        &[(
+            "query",
+            r#"sum(bytes_over_time({container="checkout", stream="stderr"}[1h]))"#,
+        )],
+    );
     assert_eq!(bytes["data"]["result"][0]["value"][1], "37");
-    let parsed = l.ok("/loki/api/v1/query", &[("query", r#"count(count_over_time({container="checkout"} | json | __error__="" [1h]))"#)]);
-    assert_eq!(parsed["data"]["result"][0]["value"][1], "5", "five distinct parsed label sets");
+    let parsed = l.ok(
+        "/loki/api/v1/query",
+        &[(
+            "query",
+            r#"count(count_over_time({container="checkout"} | json | __error__="" [1h]))"#,
+        )],
+    );
+    assert_eq!(
+        parsed["data"]["result"][0]["value"][1], "5",
+        "five distinct parsed label sets"
+    );
 }
 
 #[test]
@@ -210,31 +313,78 @@ fn refusals_read_like_loki() {
         e,
         "log queries are not supported as an instant query type, please change your query to a range query type\n"
     );
-    let e = l.fails("/loki/api/v1/query_range", &[("query", r#"{namespace="shop"} | pattern "<_> <msg>""#)]);
-    assert!(e.contains("unsupported LogQL") && e.contains("`pattern`"), "{e}");
-    let e = l.fails("/loki/api/v1/query_range", &[("query", r#"sum(rate({namespace="shop"}[1m])) * 2"#)]);
+    let e = l.fails(
+        "/loki/api/v1/query_range",
+        &[("query", r#"{namespace="shop"} | pattern "<_> <msg>""#)],
+    );
+    assert!(
+        e.contains("unsupported LogQL") && e.contains("`pattern`"),
+        "{e}"
+    );
+    let e = l.fails(
+        "/loki/api/v1/query_range",
+        &[("query", r#"sum(rate({namespace="shop"}[1m])) * 2"#)],
+    );
     assert!(e.contains("binary operator `*`"), "{e}");
-    let e = l.fails("/loki/api/v1/query_range", &[("query", r#"{namespace="shop""#)]);
+    let e = l.fails(
+        "/loki/api/v1/query_range",
+        &[("query", r#"{namespace="shop""#)],
+    );
     assert!(e.starts_with("parse error at line 1, col 18"), "{e}");
-    let e = l.fails("/loki/api/v1/query", &[("query", r#"count_over_time({container="checkout"} | json [1h])"#)]);
-    assert!(e.starts_with("pipeline error: 'JSONParserErr'"), "the stderr line is not JSON: {e}");
-    let e = l.fails("/loki/api/v1/query_range", &[("query", r#"{namespace="shop"}"#), ("limit", "10000")]);
+    let e = l.fails(
+        "/loki/api/v1/query",
+        &[(
+            "query",
+            r#"count_over_time({container="checkout"} | json [1h])"#,
+        )],
+    );
+    assert!(
+        e.starts_with("pipeline error: 'JSONParserErr'"),
+        "the stderr line is not JSON: {e}"
+    );
+    let e = l.fails(
+        "/loki/api/v1/query_range",
+        &[("query", r#"{namespace="shop"}"#), ("limit", "10000")],
+    );
     assert!(e.contains("max entries limit per query exceeded"), "{e}");
-    let e = l.fails("/loki/api/v1/query_range", &[("query", r#"{namespace="shop"}"#), ("direction", "sideways")]);
+    let e = l.fails(
+        "/loki/api/v1/query_range",
+        &[
+            ("query", r#"{namespace="shop"}"#),
+            ("direction", "sideways"),
+        ],
+    );
     assert!(e.contains("invalid direction"), "{e}");
-    let e = l.fails("/loki/api/v1/query_range", &[("query", r#"{namespace="shop"}"#), ("start", &ns(NOW)), ("end", &ns(T0))]);
+    let e = l.fails(
+        "/loki/api/v1/query_range",
+        &[
+            ("query", r#"{namespace="shop"}"#),
+            ("start", &ns(NOW)),
+            ("end", &ns(T0)),
+        ],
+    );
     assert!(e.contains("end timestamp must not be before"), "{e}");
 }
 
 #[test]
 fn time_shift_serves_line_times_from_the_real_now() {
     let l = start(&["--time-shift"]);
-    let data = l.query_range(&[("query", r#"{container="checkout", stream="stdout"}"#), ("limit", "1")]);
-    let newest: i64 = data["result"][0]["values"][0][0].as_str().unwrap().parse().unwrap();
+    let data = l.query_range(&[
+        ("query", r#"{container="checkout", stream="stdout"}"#),
+        ("limit", "1"),
+    ]);
+    let newest: i64 = data["result"][0]["values"][0][0]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     let real_now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as i64;
     let age_s = (real_now - newest) / SEC;
-    assert!((9..=600).contains(&age_s), "the newest line was written 10 s before now, served {age_s} s ago");
+    assert!(
+        (9..=600).contains(&age_s),
+        "the newest line was written 10 s before now, served {age_s} s ago"
+    );
 }

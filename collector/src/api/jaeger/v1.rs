@@ -33,7 +33,12 @@ fn error(code: StatusCode, msg: impl Into<String>) -> Response {
     (code, axum::Json(body)).into_response()
 }
 
-fn bad_request(msg: impl Into<String>) -> Response {
+/// A refusal's message; every refusal of a parameter is a 400.
+fn bad_request(msg: impl Into<String>) -> String {
+    msg.into()
+}
+
+fn refuse(msg: String) -> Response {
     error(StatusCode::BAD_REQUEST, msg)
 }
 
@@ -63,7 +68,7 @@ pub async fn service_operations(
 pub async fn operations(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQuery) -> Response {
     let p = Params::parse(q.as_deref());
     let Some(service) = p.get(&["service"]) else {
-        return bad_request("parameter 'service' is required");
+        return refuse(bad_request("parameter 'service' is required"));
     };
     let now = f.clock.read().virtual_now_ns;
     let ops: Vec<Value> = f
@@ -76,12 +81,12 @@ pub async fn operations(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQuer
     axum::Json(envelope(Value::Array(ops), n, Value::Null)).into_response()
 }
 
-fn parse_param_error(name: &str, err: impl std::fmt::Display) -> Response {
+fn parse_param_error(name: &str, err: impl std::fmt::Display) -> String {
     bad_request(format!("unable to parse param '{name}': {err}"))
 }
 
 /// A time parameter in units of `unit_ns` since the epoch (as served), as a recorded time.
-fn time_param(p: &Params, name: &str, unit_ns: i64, default_served: i64) -> Result<i64, Response> {
+fn time_param(p: &Params, name: &str, unit_ns: i64, default_served: i64) -> Result<i64, String> {
     match p.get(&[name]) {
         None => Ok(default_served),
         Some(v) => v
@@ -96,14 +101,14 @@ fn time_param(p: &Params, name: &str, unit_ns: i64, default_served: i64) -> Resu
     }
 }
 
-fn duration_param(p: &Params, name: &str) -> Result<Option<i64>, Response> {
+fn duration_param(p: &Params, name: &str) -> Result<Option<i64>, String> {
     p.get(&[name])
         .map(|v| duration::parse_go(v).map_err(|e| parse_param_error(name, format!("time: {e}"))))
         .transpose()
 }
 
 /// `tag=k:v` (repeatable) and `tags={json}`, as Jaeger's `parseTags`.
-fn tags_param(p: &Params) -> Result<BTreeMap<String, String>, Response> {
+fn tags_param(p: &Params) -> Result<BTreeMap<String, String>, String> {
     let mut tags = BTreeMap::new();
     for t in p.all("tag") {
         match t.split_once(':') {
@@ -181,7 +186,7 @@ pub async fn search(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQuery) -
     })();
     let (query, ids) = match parsed {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(msg) => return refuse(msg),
     };
     let vnow = clock.virtual_now_ns;
     let mut traces = Vec::new();
@@ -211,7 +216,7 @@ pub async fn search(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQuery) -
 pub async fn trace(State(f): State<Arc<JaegerFacade>>, Path(trace_id): Path<String>) -> Response {
     let id = match parse_trace_id(&trace_id) {
         Ok(id) => id,
-        Err(e) => return bad_request(e),
+        Err(e) => return refuse(e),
     };
     let clock = f.clock.read();
     match f.spans.trace(&id, clock.virtual_now_ns) {
@@ -228,17 +233,17 @@ pub async fn dependencies(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQu
     let clock = f.clock.read();
     let end = match time_param(&p, "endTs", 1_000_000, clock.served_now_ns()) {
         Ok(t) => clock.recorded(t),
-        Err(r) => return r,
+        Err(msg) => return refuse(msg),
     };
     let lookback = match p.get(&["lookback"]) {
         None => DEFAULT_DEPENDENCY_LOOKBACK_NS,
         Some(v) => match v.parse::<i64>() {
             Ok(ms) => ms.saturating_mul(1_000_000),
             Err(_) => {
-                return parse_param_error(
+                return refuse(parse_param_error(
                     "lookback",
                     format!("strconv.ParseInt: parsing \"{v}\": invalid syntax"),
-                );
+                ));
             }
         },
     };

@@ -28,11 +28,13 @@ fn error(code: StatusCode, message: impl Into<String>) -> Response {
         .into_response()
 }
 
-fn malformed(param: &str, err: impl std::fmt::Display) -> Response {
-    error(
-        StatusCode::BAD_REQUEST,
-        format!("malformed parameter {param}: {err}"),
-    )
+/// A refusal's message; every refusal of a parameter is a 400.
+fn malformed(param: &str, err: impl std::fmt::Display) -> String {
+    format!("malformed parameter {param}: {err}")
+}
+
+fn refuse(msg: String) -> Response {
+    error(StatusCode::BAD_REQUEST, msg)
 }
 
 pub async fn services(State(f): State<Arc<JaegerFacade>>) -> Response {
@@ -59,11 +61,7 @@ fn names(camel: &'static str, snake: &'static str) -> [&'static str; 2] {
     [camel, snake]
 }
 
-fn rfc3339_param(
-    p: &Params,
-    n: [&'static str; 2],
-    clock: &Reading,
-) -> Result<Option<i64>, Response> {
+fn rfc3339_param(p: &Params, n: [&'static str; 2], clock: &Reading) -> Result<Option<i64>, String> {
     p.get(&n)
         .map(|v| {
             parse_rfc3339(v)
@@ -73,7 +71,7 @@ fn rfc3339_param(
         .transpose()
 }
 
-fn duration_param(p: &Params, n: [&'static str; 2]) -> Result<Option<i64>, Response> {
+fn duration_param(p: &Params, n: [&'static str; 2]) -> Result<Option<i64>, String> {
     p.get(&n)
         .map(|v| duration::parse_go(v).map_err(|e| malformed(n[1], format!("time: {e}"))))
         .transpose()
@@ -81,7 +79,7 @@ fn duration_param(p: &Params, n: [&'static str; 2]) -> Result<Option<i64>, Respo
 
 /// `query.attributes` as a JSON object, or one `query.attributes[key]=value` (also
 /// `query.attributes.key=value`) per attribute.
-fn attributes_param(p: &Params) -> Result<BTreeMap<String, String>, Response> {
+fn attributes_param(p: &Params) -> Result<BTreeMap<String, String>, String> {
     let mut out = BTreeMap::new();
     for (k, v) in p.pairs() {
         if k == "query.attributes" {
@@ -120,9 +118,9 @@ pub async fn find_traces(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQue
             rfc3339_param(&p, min_names, &clock)?,
             rfc3339_param(&p, max_names, &clock)?,
         ) else {
-            return Err(error(
-                StatusCode::BAD_REQUEST,
-                format!("{} and {} are required", min_names[1], max_names[1]),
+            return Err(format!(
+                "{} and {} are required",
+                min_names[1], max_names[1]
             ));
         };
         let depth = match p.get(&[
@@ -159,7 +157,7 @@ pub async fn find_traces(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQue
     })();
     let query = match parsed {
         Ok(q) => q,
-        Err(r) => return r,
+        Err(msg) => return refuse(msg),
     };
     let now = clock.virtual_now_ns;
     let ids = f.spans.find_traces(&query, now, derived_tags);
@@ -178,7 +176,7 @@ pub async fn trace(
 ) -> Response {
     let id = match parse_trace_id(&trace_id) {
         Ok(id) => id,
-        Err(e) => return malformed("trace_id", e),
+        Err(e) => return refuse(malformed("trace_id", e)),
     };
     let p = Params::parse(q.as_deref());
     let clock = f.clock.read();
@@ -190,7 +188,7 @@ pub async fn trace(
     })();
     let (from, to) = match window {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(msg) => return refuse(msg),
     };
     let spans: Vec<&SpanRow> = f
         .spans

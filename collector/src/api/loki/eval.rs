@@ -460,6 +460,12 @@ fn container_lines(store: &LogStore) -> HashMap<&ContainerKey, &[Line]> {
     store.streams().collect()
 }
 
+/// Streams of a log query's answer: labels and (recorded time, line) entries, in query order.
+pub type Streams = Vec<(Labels, Vec<(i64, String)>)>;
+
+/// A line that passed the pipeline: (recorded time, labels, line).
+type Entry = (i64, Labels, String);
+
 /// One selected stream walked in time order (or reverse) through the pipeline.
 struct Cursor<'a> {
     stream: &'a Stream,
@@ -472,7 +478,7 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    fn advance(&mut self, stages: &[Stage], stats: &mut Stats) -> Option<(i64, Labels, String)> {
+    fn advance(&mut self, stages: &[Stage], stats: &mut Stats) -> Option<Entry> {
         loop {
             let pos = if self.backward {
                 if self.next <= self.lo {
@@ -508,7 +514,7 @@ pub fn log_query(
     end: i64,
     limit: usize,
     backward: bool,
-) -> (Vec<(Labels, Vec<(i64, String)>)>, Stats) {
+) -> (Streams, Stats) {
     let lines = container_lines(store);
     let mut stats = Stats::default();
     let mut cursors: Vec<Cursor> = index
@@ -527,7 +533,7 @@ pub fn log_query(
         })
         .collect();
     // Heap of the pending entry of each cursor, ordered by time in the query's direction.
-    let mut pending: Vec<Option<(i64, Labels, String)>> = Vec::with_capacity(cursors.len());
+    let mut pending: Vec<Option<Entry>> = Vec::with_capacity(cursors.len());
     let mut heap: BinaryHeap<(i64, Reverse<usize>)> = BinaryHeap::new();
     for (i, c) in cursors.iter_mut().enumerate() {
         let item = c.advance(&expr.stages, &mut stats);

@@ -92,7 +92,12 @@ fn error(code: StatusCode, msg: impl Into<String>) -> Response {
         .into_response()
 }
 
-fn bad(msg: impl Into<String>) -> Response {
+/// A refusal's message; every refusal is a 400.
+fn bad(msg: impl Into<String>) -> String {
+    msg.into()
+}
+
+fn refuse(msg: String) -> Response {
     error(StatusCode::BAD_REQUEST, msg)
 }
 
@@ -145,7 +150,7 @@ fn parse_time(v: &str) -> Option<i64> {
     }
 }
 
-fn time_param(p: &Params, name: &str, default: i64) -> Result<i64, Response> {
+fn time_param(p: &Params, name: &str, default: i64) -> Result<i64, String> {
     match p.get(name) {
         None => Ok(default),
         Some(v) => parse_time(v).ok_or_else(|| {
@@ -157,7 +162,7 @@ fn time_param(p: &Params, name: &str, default: i64) -> Result<i64, Response> {
 }
 
 /// Float seconds or a duration (`step`, `since`).
-fn seconds_or_duration(p: &Params, name: &str) -> Result<Option<i64>, Response> {
+fn seconds_or_duration(p: &Params, name: &str) -> Result<Option<i64>, String> {
     let Some(v) = p.get(name) else {
         return Ok(None);
     };
@@ -172,7 +177,7 @@ fn seconds_or_duration(p: &Params, name: &str) -> Result<Option<i64>, Response> 
 }
 
 /// The served window `[start, end]` of a request, with Loki's defaults.
-fn window(p: &Params, clock: &Reading, default_since: i64) -> Result<(i64, i64), Response> {
+fn window(p: &Params, clock: &Reading, default_since: i64) -> Result<(i64, i64), String> {
     let end = time_param(p, "end", clock.served_now_ns())?;
     let since = seconds_or_duration(p, "since")?.unwrap_or(default_since);
     let start = time_param(p, "start", end - since)?;
@@ -184,7 +189,7 @@ fn window(p: &Params, clock: &Reading, default_since: i64) -> Result<(i64, i64),
     Ok((start, end))
 }
 
-fn parse_query(p: &Params) -> Result<Expr, Response> {
+fn parse_query(p: &Params) -> Result<Expr, String> {
     let q = p.get("query").unwrap_or("");
     logql::parse(q).map_err(bad)
 }
@@ -220,7 +225,7 @@ async fn query_range(
     let started = std::time::Instant::now();
     let p = Params::new(q, &body);
     let clock = f.clock.read();
-    let run = || -> Result<Response, Response> {
+    let run = || -> Result<Response, String> {
         let expr = parse_query(&p)?;
         let (start, end) = window(&p, &clock, 3600 * SEC)?;
         match expr {
@@ -303,14 +308,14 @@ async fn query_range(
             }
         }
     };
-    run().unwrap_or_else(|r| r)
+    run().unwrap_or_else(refuse)
 }
 
 async fn query(State(f): State<Arc<LokiFacade>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
     let started = std::time::Instant::now();
     let p = Params::new(q, &body);
     let clock = f.clock.read();
-    let run = || -> Result<Response, Response> {
+    let run = || -> Result<Response, String> {
         let expr = parse_query(&p)?;
         let t = time_param(&p, "time", clock.served_now_ns())?;
         let Expr::Metric(m) = expr else {
@@ -340,7 +345,7 @@ async fn query(State(f): State<Arc<LokiFacade>>, RawQuery(q): RawQuery, body: By
             "stats": stats_json(stats, returned, started),
         })))
     };
-    run().unwrap_or_else(|r| r)
+    run().unwrap_or_else(refuse)
 }
 
 /// Streams with lines in the request's window (default: the last 6 hours), optionally only
@@ -349,7 +354,7 @@ fn streams_in_window<'a>(
     f: &'a LokiFacade,
     p: &Params,
     selectors: &[Vec<Matcher>],
-) -> Result<Vec<&'a Labels>, Response> {
+) -> Result<Vec<&'a Labels>, String> {
     let clock = f.clock.read();
     let (start, end) = window(p, &clock, 6 * 3600 * SEC)?;
     let (from, to) = (
@@ -371,7 +376,7 @@ fn streams_in_window<'a>(
         .collect())
 }
 
-fn selectors(p: &Params, name: &str) -> Result<Vec<Vec<Matcher>>, Response> {
+fn selectors(p: &Params, name: &str) -> Result<Vec<Vec<Matcher>>, String> {
     p.all(name)
         .filter(|s| !s.is_empty())
         .map(|s| logql::parse_selector(s).map_err(bad))
@@ -380,7 +385,7 @@ fn selectors(p: &Params, name: &str) -> Result<Vec<Vec<Matcher>>, Response> {
 
 async fn labels(State(f): State<Arc<LokiFacade>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
     let p = Params::new(q, &body);
-    let run = || -> Result<Response, Response> {
+    let run = || -> Result<Response, String> {
         let sel = selectors(&p, "query")?;
         let names: BTreeSet<&String> = streams_in_window(&f, &p, &sel)?
             .into_iter()
@@ -388,7 +393,7 @@ async fn labels(State(f): State<Arc<LokiFacade>>, RawQuery(q): RawQuery, body: B
             .collect();
         Ok(success(json!(names)))
     };
-    run().unwrap_or_else(|r| r)
+    run().unwrap_or_else(refuse)
 }
 
 async fn label_values(
@@ -398,7 +403,7 @@ async fn label_values(
     body: Bytes,
 ) -> Response {
     let p = Params::new(q, &body);
-    let run = || -> Result<Response, Response> {
+    let run = || -> Result<Response, String> {
         let sel = selectors(&p, "query")?;
         let values: BTreeSet<&String> = streams_in_window(&f, &p, &sel)?
             .into_iter()
@@ -406,18 +411,18 @@ async fn label_values(
             .collect();
         Ok(success(json!(values)))
     };
-    run().unwrap_or_else(|r| r)
+    run().unwrap_or_else(refuse)
 }
 
 async fn series(State(f): State<Arc<LokiFacade>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
     let p = Params::new(q, &body);
-    let run = || -> Result<Response, Response> {
+    let run = || -> Result<Response, String> {
         let mut sel = selectors(&p, "match[]")?;
         sel.extend(selectors(&p, "match")?);
         let series: Vec<&Labels> = streams_in_window(&f, &p, &sel)?;
         Ok(success(json!(series)))
     };
-    run().unwrap_or_else(|r| r)
+    run().unwrap_or_else(refuse)
 }
 
 async fn buildinfo() -> Response {
