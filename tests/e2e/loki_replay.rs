@@ -220,6 +220,18 @@ fn log_queries_filter_parse_and_page() {
         ("limit", "3"),
     ]);
     assert_eq!(lines(&data), ["user 49", "user 48", "user 47"]);
+
+    // pattern and regexp extract labels too.
+    let data = l.query_range(&[
+        ("query", &format!(r#"{{pod="{CRASHING}"}} | pattern "<level>: cart service starting, instance <n>" | n > 3 | line_format "{{{{.level}}}} {{{{.n}}}}""#)),
+        ("start", &start),
+    ]);
+    assert_eq!(lines(&data), ["info 5", "info 4"]);
+    let data = l.query_range(&[
+        ("query", r#"{container="checkout"} | regexp `"duration_ms":(?P<ms>[0-9]+)` | ms < 200 | label_format took=ms | line_format "{{.took}}""#),
+        ("start", &start),
+    ]);
+    assert_eq!(lines(&data), ["180", "120"]);
 }
 
 #[test]
@@ -315,12 +327,17 @@ fn refusals_read_like_loki() {
     );
     let e = l.fails(
         "/loki/api/v1/query_range",
-        &[("query", r#"{namespace="shop"} | pattern "<_> <msg>""#)],
+        &[("query", r#"{namespace="shop"} | unpack"#)],
     );
     assert!(
-        e.contains("unsupported LogQL") && e.contains("`pattern`"),
+        e.contains("unsupported LogQL") && e.contains("`unpack`"),
         "{e}"
     );
+    let e = l.fails(
+        "/loki/api/v1/query_range",
+        &[("query", r#"{namespace="shop"}"#), ("interval", "1m")],
+    );
+    assert!(e.contains("interval"), "{e}");
     let e = l.fails(
         "/loki/api/v1/query_range",
         &[("query", r#"sum(rate({namespace="shop"}[1m])) * 2"#)],

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use serde_json::Value;
 
 use super::logql::{
-    AggOp, CmpOp, CmpValue, Grouping, LabelExpr, LogExpr, Matcher, MetricExpr, PathPart, RangeFn,
-    Stage, TemplatePart, bytes_unit,
+    AggOp, CmpOp, CmpValue, Grouping, LabelExpr, LabelFormat, LogExpr, Matcher, MetricExpr,
+    PathPart, PatternPart, RangeFn, Stage, TemplatePart, bytes_unit,
 };
 use crate::api::duration;
 use crate::store::logs::{ContainerKey, Line, LogStore};
@@ -386,6 +386,45 @@ fn label_filter(e: &LabelExpr, labels: &mut Cow<'_, Labels>) -> bool {
     }
 }
 
+/// A template with the labels filled in (a missing label renders empty).
+fn render(parts: &[TemplatePart], labels: &Labels) -> String {
+    let mut s = String::new();
+    for p in parts {
+        match p {
+            TemplatePart::Text(t) => s.push_str(t),
+            TemplatePart::Label(l) => {
+                if let Some(v) = labels.get(l) {
+                    s.push_str(v);
+                }
+            }
+        }
+    }
+    s
+}
+
+/// Captures of a `pattern` expression, or `None` when a literal is missing from the line.
+fn match_pattern(parts: &[PatternPart], line: &str) -> Option<Vec<(String, String)>> {
+    let mut rest = line;
+    let mut open: Option<&Option<String>> = None;
+    let mut found = Vec::new();
+    for p in parts {
+        match p {
+            PatternPart::Literal(lit) => {
+                let at = rest.find(lit.as_str())?;
+                if let Some(Some(name)) = open.take() {
+                    found.push((name.clone(), rest[..at].to_string()));
+                }
+                rest = &rest[at + lit.len()..];
+            }
+            PatternPart::Capture(name) => open = Some(name),
+        }
+    }
+    if let Some(Some(name)) = open {
+        found.push((name.clone(), rest.to_string()));
+    }
+    Some(found)
+}
+
 /// Runs a pipeline over one line; `None` when a filter drops it.
 fn run_pipeline<'a>(stages: &[Stage], base: &'a Labels, line: &'a str) -> Option<Out<'a>> {
     let mut out = Out {
@@ -428,23 +467,45 @@ fn run_pipeline<'a>(stages: &[Stage], base: &'a Labels, line: &'a str) -> Option
                 }
             }
             Stage::LineFormat(parts) => {
-                let mut s = String::new();
-                for p in parts {
-                    match p {
-                        TemplatePart::Text(t) => s.push_str(t),
-                        TemplatePart::Label(l) => {
-                            if let Some(v) = out.labels.get(l) {
-                                s.push_str(v);
-                            }
-                        }
-                    }
-                }
-                out.line = Cow::Owned(s);
+                out.line = Cow::Owned(render(parts, &out.labels));
             }
             Stage::Drop(names) => {
                 let l = out.labels.to_mut();
                 for n in names {
                     l.remove(n);
+                }
+            }
+            Stage::Regexp(re) => {
+                if let Some(caps) = re.captures(&out.line) {
+                    let found: Vec<(String, String)> = re
+                        .capture_names()
+                        .flatten()
+                        .filter_map(|n| Some((n.to_string(), caps.name(n)?.as_str().to_string())))
+                        .collect();
+                    let l = out.labels.to_mut();
+                    for (k, v) in found {
+                        put(l, base, &k, v);
+                    }
+                }
+            }
+            Stage::Pattern(parts) => {
+                if let Some(found) = match_pattern(parts, &out.line) {
+                    let l = out.labels.to_mut();
+                    for (k, v) in found {
+                        put(l, base, &k, v);
+                    }
+                }
+            }
+            Stage::LabelFormat(formats) => {
+                for (dst, f) in formats {
+                    let value = match f {
+                        LabelFormat::Rename(src) => {
+                            let v = out.labels.to_mut().remove(src);
+                            v.unwrap_or_default()
+                        }
+                        LabelFormat::Template(parts) => render(parts, &out.labels),
+                    };
+                    out.labels.to_mut().insert(dst.clone(), value);
                 }
             }
             Stage::Keep(names) => {
@@ -905,6 +966,30 @@ mod tests {
         );
         let oldest = run(r#"{namespace="shop"}"#, 1, false);
         assert_eq!(oldest[0].1[0].0, S);
+    }
+
+    #[test]
+    fn extraction_stages_add_labels() {
+        let st = store();
+        let idx = StreamIndex::build(&st, |_, _| None);
+        let run = |q: &str| lines(&log_query(&idx, &st, &log(q), 0, 10 * S, 100, true).0);
+        assert_eq!(
+            run(
+                r#"{pod="b"} | pattern "level=<level> msg=<_> status=<status>" | label_format sev=level | line_format "{{.sev}} {{.level}}""#
+            ),
+            ["error ", "info "],
+            "label_format moves the label"
+        );
+        assert_eq!(
+            run(r#"{pod="b"} | regexp "status=(?P<code>\\d+)" | code >= 500"#).len(),
+            1
+        );
+        assert_eq!(
+            run(
+                r#"{pod="b"} | logfmt | label_format route="{{.status}}:{{.msg}}" | line_format "{{.route}}""#
+            ),
+            ["504:upstream timeout", "200:ok"]
+        );
     }
 
     #[test]

@@ -133,6 +133,27 @@ pub enum Stage {
     LineFormat(Vec<TemplatePart>),
     Drop(Vec<String>),
     Keep(Vec<String>),
+    /// `| regexp "..."`: named capture groups become labels.
+    Regexp(Regex),
+    /// `| pattern "<a> - <_> <b>"`.
+    Pattern(Vec<PatternPart>),
+    /// `| label_format dst=src, dst="{{.x}}"`.
+    LabelFormat(Vec<(String, LabelFormat)>),
+}
+
+/// A `pattern` expression: literals searched in order, captures take what lies between.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PatternPart {
+    Literal(String),
+    /// `None` for `<_>`.
+    Capture(Option<String>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LabelFormat {
+    /// `dst=src`: the label moves.
+    Rename(String),
+    Template(Vec<TemplatePart>),
 }
 
 #[derive(Debug, Clone)]
@@ -695,7 +716,42 @@ impl Parser {
             "unwrap" => Err(unsupported(
                 "`unwrap` (sum_over_time and the other unwrapped range aggregations)",
             )),
-            "pattern" | "regexp" | "unpack" | "label_format" | "decolorize" | "distinct" => {
+            "regexp" => {
+                let src = self.string()?;
+                let re = Regex::new(&src)
+                    .map_err(|e| self.err(&format!("invalid regular expression \"{src}\": {e}")))?;
+                if re.capture_names().flatten().next().is_none() {
+                    return Err(self.err("at least one named capture must be supplied"));
+                }
+                Ok(Stage::Regexp(re))
+            }
+            "pattern" => {
+                let src = self.string()?;
+                Ok(Stage::Pattern(
+                    parse_pattern(&src).map_err(|e| self.err(&e))?,
+                ))
+            }
+            "label_format" => {
+                let mut out = Vec::new();
+                loop {
+                    let dst = self.ident()?;
+                    self.expect_sym("=")?;
+                    let f = match self.next() {
+                        Some(Tok::Ident(src)) => LabelFormat::Rename(src),
+                        Some(Tok::Str(t)) => LabelFormat::Template(parse_template(&t)?),
+                        _ => {
+                            self.pos -= 1;
+                            return Err(self.unexpected());
+                        }
+                    };
+                    out.push((dst, f));
+                    if !self.eat_sym(",") {
+                        break;
+                    }
+                }
+                Ok(Stage::LabelFormat(out))
+            }
+            "unpack" | "decolorize" | "distinct" => {
                 Err(unsupported(&format!("the `{name}` stage")))
             }
             _ => {
@@ -950,6 +1006,48 @@ fn parse_json_path(p: &str) -> Result<Vec<PathPart>, String> {
     Ok(out)
 }
 
+/// A `pattern` expression: `<name>` captures, `<_>` skips, everything else is literal.
+fn parse_pattern(src: &str) -> Result<Vec<PatternPart>, String> {
+    let mut out = Vec::new();
+    let mut rest = src;
+    while !rest.is_empty() {
+        let capture = rest.strip_prefix('<').and_then(|r| {
+            let end = r.find('>')?;
+            let name = &r[..end];
+            (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                .then_some((name, &r[end + 1..]))
+        });
+        match capture {
+            Some((name, after)) => {
+                if matches!(out.last(), Some(PatternPart::Capture(_))) {
+                    return Err(format!("invalid pattern \"{src}\": consecutive captures"));
+                }
+                out.push(PatternPart::Capture(
+                    (name != "_").then(|| name.to_string()),
+                ));
+                rest = after;
+            }
+            None => {
+                let next = rest[1..].find('<').map_or(rest.len(), |i| i + 1);
+                match out.last_mut() {
+                    Some(PatternPart::Literal(l)) => l.push_str(&rest[..next]),
+                    _ => out.push(PatternPart::Literal(rest[..next].to_string())),
+                }
+                rest = &rest[next..];
+            }
+        }
+    }
+    if !out
+        .iter()
+        .any(|p| matches!(p, PatternPart::Capture(Some(_))))
+    {
+        return Err(format!(
+            "invalid pattern \"{src}\": at least one named capture is needed"
+        ));
+    }
+    Ok(out)
+}
+
 /// `line_format` templates: text and `{{ .label }}`; Go template functions and pipelines are
 /// refused by name.
 fn parse_template(t: &str) -> Result<Vec<TemplatePart>, String> {
@@ -1069,7 +1167,7 @@ mod tests {
         for (q, what) in [
             (r#"sum_over_time({a="b"} | unwrap x [1m])"#, "sum_over_time"),
             (r#"count_over_time({a="b"} | unwrap x [1m])"#, "unwrap"),
-            (r#"{a="b"} | pattern "<ip> <_>""#, "pattern"),
+            (r#"{a="b"} | unpack"#, "unpack"),
             (r#"sum(rate({a="b"}[1m])) / 2"#, "binary operator"),
             (
                 r#"{a="b"} | line_format "{{ .x | upper }}""#,
@@ -1083,6 +1181,34 @@ mod tests {
             let e = parse(q).unwrap_err();
             assert!(e.starts_with(UNSUPPORTED) && e.contains(what), "{q}: {e}");
         }
+    }
+
+    #[test]
+    fn parses_extraction_stages() {
+        let Expr::Log(l) = parse(r#"{a="b"} | pattern `<ip> - <_> "<method> <path>"` | regexp "took=(?P<took>\\d+)" | label_format who=ip, route="{{.method}} {{.path}}""#).unwrap() else {
+            panic!()
+        };
+        let Stage::Pattern(p) = &l.stages[0] else {
+            panic!()
+        };
+        assert_eq!(p[0], PatternPart::Capture(Some("ip".into())));
+        assert_eq!(p[1], PatternPart::Literal(" - ".into()));
+        assert_eq!(p[2], PatternPart::Capture(None));
+        assert_eq!(p[3], PatternPart::Literal(" \"".into()));
+        assert!(matches!(&l.stages[1], Stage::Regexp(_)));
+        assert!(
+            matches!(&l.stages[2], Stage::LabelFormat(f) if f[0] == ("who".to_string(), LabelFormat::Rename("ip".into())))
+        );
+        assert!(
+            parse(r#"{a="b"} | regexp "(\\d+)""#)
+                .unwrap_err()
+                .contains("named capture")
+        );
+        assert!(
+            parse(r#"{a="b"} | pattern "<_> x""#)
+                .unwrap_err()
+                .contains("named capture")
+        );
     }
 
     #[test]

@@ -227,6 +227,12 @@ async fn query_range(
     let clock = f.clock.read();
     let run = || -> Result<Response, String> {
         let expr = parse_query(&p)?;
+        if p.get("interval").is_some() {
+            return Err(bad(format!(
+                "{}: the interval parameter is not applied by this replay",
+                logql::UNSUPPORTED
+            )));
+        }
         let (start, end) = window(&p, &clock, 3600 * SEC)?;
         match expr {
             Expr::Log(log) => {
