@@ -138,7 +138,7 @@ pub async fn search(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQuery) -
     let clock = f.clock.read();
     let now = clock.served_now_ns();
     let parsed = (|| {
-        let start = time_param(&p, "start", 1_000, now - DEFAULT_LOOKBACK_NS)?;
+        let start = time_param(&p, "start", 1_000, now.saturating_sub(DEFAULT_LOOKBACK_NS))?;
         let end = time_param(&p, "end", 1_000, now)?;
         let tags = tags_param(&p)?;
         let limit = match p.get(&["limit"]) {
@@ -250,7 +250,7 @@ pub async fn dependencies(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQu
     let service = p.get(&["service"]);
     let links: Vec<Value> = f
         .spans
-        .dependencies(end - lookback, end, clock.virtual_now_ns)
+        .dependencies(end.saturating_sub(lookback), end, clock.virtual_now_ns)
         .into_iter()
         .filter(|((parent, child), _)| service.is_none_or(|s| s == parent || s == child))
         .map(|((parent, child), n)| json!({"parent": parent, "child": child, "callCount": n}))

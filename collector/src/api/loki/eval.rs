@@ -359,8 +359,8 @@ fn compare<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
 /// `__error__="LabelFilterErr"`.
 fn label_filter(e: &LabelExpr, labels: &mut Cow<'_, Labels>) -> bool {
     match e {
-        LabelExpr::And(a, b) => label_filter(a, labels) && label_filter(b, labels),
-        LabelExpr::Or(a, b) => label_filter(a, labels) || label_filter(b, labels),
+        LabelExpr::And(all) => all.iter().all(|e| label_filter(e, labels)),
+        LabelExpr::Or(any) => any.iter().any(|e| label_filter(e, labels)),
         LabelExpr::Cmp { name, op, value } => {
             if let CmpValue::Str(m) = value {
                 return m.matches(labels.get(name).map_or("", String::as_str));
@@ -696,8 +696,8 @@ fn range_agg(
     let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
         return Ok(Vec::new());
     };
-    let from = first - offset_ns - range_ns;
-    let to = (last - offset_ns).min(now);
+    let from = first.saturating_sub(offset_ns).saturating_sub(range_ns);
+    let to = last.saturating_sub(offset_ns).min(now);
     // (time, bytes) of every line that passed, per output label set.
     let mut samples: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
     for s in index.select(&log.selector) {
@@ -737,8 +737,8 @@ fn range_agg(
         }
         let mut points = Vec::new();
         for (i, &t) in steps.iter().enumerate() {
-            let end = (t - offset_ns).min(now);
-            let start = t - offset_ns - range_ns;
+            let end = t.saturating_sub(offset_ns).min(now);
+            let start = t.saturating_sub(offset_ns).saturating_sub(range_ns);
             let lo = pts.partition_point(|p| p.0 <= start);
             let hi = pts.partition_point(|p| p.0 <= end);
             if hi <= lo {

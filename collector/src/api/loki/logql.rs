@@ -95,8 +95,9 @@ pub enum CmpValue {
 
 #[derive(Debug, Clone)]
 pub enum LabelExpr {
-    And(Box<LabelExpr>, Box<LabelExpr>),
-    Or(Box<LabelExpr>, Box<LabelExpr>),
+    /// All must hold (kept flat, so long chains do not nest).
+    And(Vec<LabelExpr>),
+    Or(Vec<LabelExpr>),
     Cmp {
         name: String,
         op: CmpOp,
@@ -255,8 +256,12 @@ pub(crate) fn bytes_unit(u: &str) -> Option<u64> {
     })
 }
 
+/// Parsing recurses into brackets; this bounds the depth a query can make it go.
+const MAX_NESTING: usize = 64;
+
 fn lex(src: &str) -> Result<Vec<(usize, Tok)>, String> {
     let mut out = Vec::new();
+    let mut depth = 0usize;
     let b = src.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -372,6 +377,19 @@ fn lex(src: &str) -> Result<Vec<(usize, Tok)>, String> {
         }
         match SYMBOLS.iter().find(|s| src[i..].starts_with(**s)) {
             Some(s) => {
+                match *s {
+                    "(" | "{" | "[" => {
+                        depth += 1;
+                        if depth > MAX_NESTING {
+                            return Err(format!(
+                                "more than {MAX_NESTING} nested brackets at col {}",
+                                at + 1
+                            ));
+                        }
+                    }
+                    ")" | "}" | "]" => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
                 out.push((at, Tok::Sym(s)));
                 i += s.len();
             }
@@ -763,17 +781,20 @@ impl Parser {
 
     /// `a and b`, `a, b` and `a b` bind tighter than `a or b`.
     fn label_expr(&mut self) -> Result<LabelExpr, String> {
-        let mut left = self.label_and()?;
+        let mut any = vec![self.label_and()?];
         while matches!(self.peek(), Some(Tok::Ident(s)) if s == "or") {
             self.pos += 1;
-            let right = self.label_and()?;
-            left = LabelExpr::Or(Box::new(left), Box::new(right));
+            any.push(self.label_and()?);
         }
-        Ok(left)
+        Ok(if any.len() == 1 {
+            any.remove(0)
+        } else {
+            LabelExpr::Or(any)
+        })
     }
 
     fn label_and(&mut self) -> Result<LabelExpr, String> {
-        let mut left = self.label_atom()?;
+        let mut all = vec![self.label_atom()?];
         loop {
             let explicit = match self.peek() {
                 Some(Tok::Ident(s)) if s == "and" => true,
@@ -787,10 +808,13 @@ impl Parser {
             if explicit {
                 self.pos += 1;
             }
-            let right = self.label_atom()?;
-            left = LabelExpr::And(Box::new(left), Box::new(right));
+            all.push(self.label_atom()?);
         }
-        Ok(left)
+        Ok(if all.len() == 1 {
+            all.remove(0)
+        } else {
+            LabelExpr::And(all)
+        })
     }
 
     fn label_atom(&mut self) -> Result<LabelExpr, String> {
@@ -1228,5 +1252,9 @@ mod tests {
                 .contains("range like [5m]")
         );
         assert!(parse("").unwrap_err().contains("unexpected end of query"));
+        let deep = format!("{}{{a=\"b\"}}{}", "(".repeat(10_000), ")".repeat(10_000));
+        assert!(parse(&deep).unwrap_err().contains("nested brackets"));
+        let long = format!("{{a=\"b\"}} | x=\"1\"{}", " and x=\"1\"".repeat(100_000));
+        assert!(parse(&long).is_ok(), "long filter chains stay flat");
     }
 }

@@ -141,7 +141,11 @@ fn parse_time(v: &str) -> Option<i64> {
     {
         let secs = f.trunc();
         let ms = ((f - secs) * 1000.0).round();
-        return Some(secs as i64 * SEC + ms as i64 * 1_000_000);
+        return Some(
+            (secs as i64)
+                .saturating_mul(SEC)
+                .saturating_add(ms as i64 * 1_000_000),
+        );
     }
     match v.parse::<i64>() {
         Ok(n) if v.len() <= 10 => Some(n.saturating_mul(SEC)),
@@ -180,7 +184,7 @@ fn seconds_or_duration(p: &Params, name: &str) -> Result<Option<i64>, String> {
 fn window(p: &Params, clock: &Reading, default_since: i64) -> Result<(i64, i64), String> {
     let end = time_param(p, "end", clock.served_now_ns())?;
     let since = seconds_or_duration(p, "since")?.unwrap_or(default_since);
-    let start = time_param(p, "start", end - since)?;
+    let start = time_param(p, "start", end.saturating_sub(since))?;
     if end < start {
         return Err(bad(
             "end timestamp must not be before or equal to start time",
@@ -275,22 +279,20 @@ async fn query_range(
                 })))
             }
             Expr::Metric(m) => {
-                let default_step = ((end - start) / SEC / 250).max(1) * SEC;
+                let span = end.saturating_sub(start);
+                let default_step = (span / SEC / 250).max(1) * SEC;
                 let step = seconds_or_duration(&p, "step")?.unwrap_or(default_step);
                 if step <= 0 {
                     return Err(bad(
                         "zero or negative query resolution step widths are not accepted. Try a positive integer",
                     ));
                 }
-                if (end - start) / step > MAX_POINTS {
+                if span / step > MAX_POINTS {
                     return Err(bad(
                         "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
                     ));
                 }
-                let served_steps: Vec<i64> = (0..)
-                    .map(|i| start + i * step)
-                    .take_while(|t| *t <= end)
-                    .collect();
+                let served_steps: Vec<i64> = (0..=span / step).map(|i| start + i * step).collect();
                 let steps: Vec<i64> = served_steps.iter().map(|t| clock.recorded(*t)).collect();
                 let (series, stats) =
                     eval::metric_query(&f.index, &f.logs, &m, &steps, clock.virtual_now_ns)
