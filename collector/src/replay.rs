@@ -1,7 +1,8 @@
 //! `collector replay`: serve a recorded dataset through the APIs agents use, frozen at a virtual now.
 //!
-//! Each API gets its own listener (the Kubernetes and Prometheus path spaces overlap under
-//! `/api/v1`). The endpoints are printed and, on request, written as a kubeconfig and an env file.
+//! Each API gets its own listener (the Kubernetes, Prometheus and Jaeger path spaces overlap under
+//! `/api`): Kubernetes on the first port, then Prometheus, Jaeger and Loki on the next three. The
+//! endpoints are printed and, on request, written as a kubeconfig and an env file.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
