@@ -44,14 +44,10 @@ pub fn load_dataset(dir: &Path) -> anyhow::Result<Observations> {
     let mut logs = LogStore::default();
     logs.add(typed(read(Table::Logs)?));
     logs.seal();
-    let metrics = typed(read(Table::Metrics)?)
-        .collect();
-    let metric_metadata = typed(read(Table::MetricMetadata)?)
-        .collect();
-    let spans = typed(read(Table::Spans)?)
-        .collect();
-    let alerts = typed(read(Table::Alerts)?)
-        .collect();
+    let metrics = typed(read(Table::Metrics)?).collect();
+    let metric_metadata = typed(read(Table::MetricMetadata)?).collect();
+    let spans = typed(read(Table::Spans)?).collect();
+    let alerts = typed(read(Table::Alerts)?).collect();
     Ok(Observations {
         manifest: ds.manifest().clone(),
         timeline: Arc::new(timeline),

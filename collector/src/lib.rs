@@ -6,6 +6,6 @@ pub mod cli;
 pub mod clock;
 pub mod env;
 pub mod replay;
-pub mod store;
-pub mod sim;
 pub mod run;
+pub mod sim;
+pub mod store;

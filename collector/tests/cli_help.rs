@@ -37,10 +37,16 @@ fn every_command_has_help_with_an_example() {
             .filter_map(|l| l.split_whitespace().next().map(str::to_string))
             .filter(|c| c != "help")
             .collect();
-        assert!(text.contains("Example"), "collector {command} --help:\n{text}");
+        assert!(
+            text.contains("Example"),
+            "collector {command} --help:\n{text}"
+        );
         for sub in subcommands {
             let text = help(&[command, &sub]);
-            assert!(text.contains("Example"), "collector {command} {sub} --help:\n{text}");
+            assert!(
+                text.contains("Example"),
+                "collector {command} {sub} --help:\n{text}"
+            );
         }
     }
 }

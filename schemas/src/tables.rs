@@ -157,8 +157,7 @@ impl Table {
                 utf8("name", false),
                 utf8("kind", false),
                 ts("start", false),
-                Field::new("duration", DataType::Int64, false)
-                    .with_metadata([(FIELD_UNIT, "ns")]),
+                Field::new("duration", DataType::Int64, false).with_metadata([(FIELD_UNIT, "ns")]),
                 utf8("status_code", false),
                 utf8("status_message", true),
                 map("resource_attributes"),
@@ -215,8 +214,7 @@ pub fn timestamp_type() -> DataType {
 }
 
 fn ts(name: &str, nullable: bool) -> Field {
-    Field::new(name, timestamp_type(), nullable)
-        .with_metadata([(FIELD_UNIT, "ns")])
+    Field::new(name, timestamp_type(), nullable).with_metadata([(FIELD_UNIT, "ns")])
 }
 
 /// The entries struct of a `Map<Utf8, Utf8>` column, named as Arrow's spec and pyarrow name them.

@@ -58,7 +58,9 @@ fn changed_is_read_from_the_fault_or_its_entity() {
 #[test]
 fn wrapped_yaml_documents_read_and_write_back_in_their_form() {
     for n in [1, 20, 102] {
-        let path = fixtures().join(format!("ground_truth_examples/scenario_{n}_groundtruth_v1.yaml"));
+        let path = fixtures().join(format!(
+            "ground_truth_examples/scenario_{n}_groundtruth_v1.yaml"
+        ));
         let text = std::fs::read_to_string(&path).unwrap();
         let value: Value = serde_norway::from_str(&text).unwrap();
         let doc = ItbenchDocument::from_value(value.clone()).unwrap();
@@ -81,5 +83,8 @@ fn broken_references_are_reported_with_their_place() {
     );
     gt.propagations[0].target = "nowhere".into();
     let err = gt.check().unwrap_err();
-    assert!(err.contains("propagations[0].target") && err.contains("nowhere"), "{err}");
+    assert!(
+        err.contains("propagations[0].target") && err.contains("nowhere"),
+        "{err}"
+    );
 }

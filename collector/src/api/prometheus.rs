@@ -100,7 +100,10 @@ fn alert_json(a: &AlertRow, state: &AlertsState) -> Value {
 }
 
 async fn alerts_handler(State(state): State<Arc<AlertsState>>) -> axum::Json<Value> {
-    let alerts: Vec<Value> = active(&state).into_iter().map(|a| alert_json(a, &state)).collect();
+    let alerts: Vec<Value> = active(&state)
+        .into_iter()
+        .map(|a| alert_json(a, &state))
+        .collect();
     axum::Json(json!({"status": "success", "data": {"alerts": alerts}}))
 }
 

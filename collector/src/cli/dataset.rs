@@ -23,7 +23,9 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 pub enum DatasetCommand {
     /// Show a dataset's tables, rows, sizes and time ranges.
-    #[command(after_help = "Example:\n  collector dataset inspect out/dataset\n  collector dataset inspect out/dataset --json | jq .tables")]
+    #[command(
+        after_help = "Example:\n  collector dataset inspect out/dataset\n  collector dataset inspect out/dataset --json | jq .tables"
+    )]
     Inspect {
         /// The dataset directory (the one holding manifest.json).
         dir: PathBuf,
@@ -40,7 +42,9 @@ pub enum DatasetCommand {
         json: bool,
     },
     /// Write tables as JSON Lines or CSV.
-    #[command(after_help = "Examples:\n  collector dataset export out/dataset --table logs | head\n  collector dataset export out/dataset --format csv --out out/csv   # every table, one file each")]
+    #[command(
+        after_help = "Examples:\n  collector dataset export out/dataset --table logs | head\n  collector dataset export out/dataset --format csv --out out/csv   # every table, one file each"
+    )]
     Export {
         dir: PathBuf,
         /// Tables to export (repeat the flag); all tables when omitted.
@@ -129,10 +133,7 @@ fn inspect(dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
     );
     println!("virtual now {}", m.virtual_now.to_rfc3339());
     println!();
-    println!(
-        "{:<16} {:>12} {:>11}  time range",
-        "table", "rows", "size"
-    );
+    println!("{:<16} {:>12} {:>11}  time range", "table", "rows", "size");
     for (table, entry, range) in &tables {
         let range = range.map_or_else(
             || "-".to_string(),
@@ -211,7 +212,10 @@ fn validate(dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
             eprintln!("  {}: {f}", dir.display());
         }
         if report.findings_omitted > 0 {
-            eprintln!("  ... and {} more findings of the same kinds", report.findings_omitted);
+            eprintln!(
+                "  ... and {} more findings of the same kinds",
+                report.findings_omitted
+            );
         }
     }
     Ok(if report.is_valid() {
@@ -255,9 +259,9 @@ fn export_tables(
                 eprintln!("wrote {rows} rows to {}", path.display());
             }
         }
-        (_, None) => bail!(
-            "several tables need --out DIR (one file per table); or pick one with --table"
-        ),
+        (_, None) => {
+            bail!("several tables need --out DIR (one file per table); or pick one with --table")
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -268,8 +272,8 @@ fn export_file(ds: &Dataset, table: Table, fmt: Format, path: &Path) -> anyhow::
         .file_name()
         .with_context(|| format!("{} is not a file name", path.display()))?;
     let tmp = path.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
-    let file = std::fs::File::create(&tmp)
-        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    let file =
+        std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     let mut writer = std::io::BufWriter::new(file);
     let result = export(ds, table, fmt, &mut writer).and_then(|rows| {
         writer

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use crate::replay::{Replay, ReplayOptions, write_file};
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  collector replay out/dataset --write-kubeconfig /tmp/replay.kubeconfig\n  KUBECONFIG=/tmp/replay.kubeconfig kubectl get pods -A\n  collector replay out/dataset --time-shift --listen 127.0.0.1:8080 --env-file /tmp/replay.env")]
+#[command(
+    after_help = "Examples:\n  collector replay out/dataset --write-kubeconfig /tmp/replay.kubeconfig\n  KUBECONFIG=/tmp/replay.kubeconfig kubectl get pods -A\n  collector replay out/dataset --time-shift --listen 127.0.0.1:8080 --env-file /tmp/replay.env"
+)]
 pub struct Args {
     /// The dataset directory (the one holding manifest.json).
     pub dataset: PathBuf,

@@ -116,7 +116,13 @@ mod tests {
             stream: "stdout".into(),
             line: text.into(),
         };
-        store.add([row(30, 1, "c"), row(10, 0, "a"), row(20, 0, "b"), row(40, 1, "d"), row(99, 1, "future")]);
+        store.add([
+            row(30, 1, "c"),
+            row(10, 0, "a"),
+            row(20, 0, "b"),
+            row(40, 1, "d"),
+            row(99, 1, "future"),
+        ]);
         store.seal();
         let q = |restart, since, tail| LogQuery {
             restart,
@@ -125,7 +131,11 @@ mod tests {
             tail_lines: tail,
         };
         let texts = |q: &LogQuery| -> Vec<String> {
-            store.query("ns", "p", "c", q).iter().map(|l| l.text.clone()).collect()
+            store
+                .query("ns", "p", "c", q)
+                .iter()
+                .map(|l| l.text.clone())
+                .collect()
         };
         assert_eq!(texts(&q(1, None, None)), ["c", "d"]);
         assert_eq!(texts(&q(0, None, None)), ["a", "b"]);

@@ -274,10 +274,20 @@ mod tests {
         assert_eq!(at(5).objects("v1", "Pod").count(), 0);
         let s = at(25);
         assert_eq!(s.objects("v1", "Pod").count(), 2);
-        assert_eq!(s.get("v1", "Pod", "ns", "a").unwrap()["status"]["phase"], "Running");
-        assert!(s.get("v1", "Pod", "ns", "a").unwrap()["metadata"].get("managedFields").is_none());
+        assert_eq!(
+            s.get("v1", "Pod", "ns", "a").unwrap()["status"]["phase"],
+            "Running"
+        );
+        assert!(
+            s.get("v1", "Pod", "ns", "a").unwrap()["metadata"]
+                .get("managedFields")
+                .is_none()
+        );
         assert_eq!(s.resource_version, 3);
-        assert_eq!(s.get("v1", "Pod", "ns", "a").unwrap()["metadata"]["resourceVersion"], "3");
+        assert_eq!(
+            s.get("v1", "Pod", "ns", "a").unwrap()["metadata"]["resourceVersion"],
+            "3"
+        );
         let changes: Vec<u64> = tl.changes(1, 4).map(|(_, v)| v.rv).collect();
         assert_eq!(changes, vec![2, 3, 4]);
         assert_eq!(tl.changes(4, 4).count(), 0);

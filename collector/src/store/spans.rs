@@ -2,8 +2,10 @@
 //! A span is visible once it has started: every query names the instant it looks from.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Deref;
+use std::sync::Arc;
 
-use schemas::tables::SpanRow;
+use schemas::tables::{Labels, SpanRow};
 
 /// A trace search, in recorded nanoseconds. Conditions hold for one span; a trace matches when
 /// any of its visible spans does (as Jaeger's stores search).
@@ -27,10 +29,26 @@ pub fn trace_key(id: &str) -> String {
     format!("{:0>32}", id.to_ascii_lowercase())
 }
 
+/// A stored span with its resource attributes (kept once per distinct resource: every span of a
+/// process repeats them).
+#[derive(Debug, Clone, Copy)]
+pub struct Span<'a> {
+    pub row: &'a SpanRow,
+    pub resource: &'a Labels,
+}
+
+impl Deref for Span<'_> {
+    type Target = SpanRow;
+    fn deref(&self) -> &SpanRow {
+        self.row
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct SpanStore {
-    /// Sorted by start time.
+    /// Sorted by start time; `resource_attributes` moved out into `resources`.
     spans: Vec<SpanRow>,
+    resources: Vec<Arc<Labels>>,
     by_trace: HashMap<String, Vec<usize>>,
     /// Span indices per service, in start order.
     by_service: BTreeMap<String, Vec<usize>>,
@@ -43,6 +61,14 @@ impl SpanStore {
         let mut spans: Vec<SpanRow> = rows.into_iter().collect();
         spans.sort_by(|a, b| (a.start_ns, &a.span_id).cmp(&(b.start_ns, &b.span_id)));
         let mut store = SpanStore::default();
+        let mut interned: HashMap<Labels, Arc<Labels>> = HashMap::new();
+        for s in &mut spans {
+            let r = std::mem::take(&mut s.resource_attributes);
+            let shared = interned
+                .entry(r)
+                .or_insert_with_key(|r| Arc::new(r.clone()));
+            store.resources.push(shared.clone());
+        }
         for (i, s) in spans.iter().enumerate() {
             store
                 .by_trace
@@ -85,13 +111,20 @@ impl SpanStore {
             .collect()
     }
 
+    fn span(&self, i: usize) -> Span<'_> {
+        Span {
+            row: &self.spans[i],
+            resource: &self.resources[i],
+        }
+    }
+
     /// The visible spans of a trace, in start order; `None` when none is visible.
-    pub fn trace(&self, trace_id: &str, now: i64) -> Option<Vec<&SpanRow>> {
-        let spans: Vec<&SpanRow> = self
+    pub fn trace(&self, trace_id: &str, now: i64) -> Option<Vec<Span<'_>>> {
+        let spans: Vec<Span> = self
             .by_trace
             .get(&trace_key(trace_id))?
             .iter()
-            .map(|&i| &self.spans[i])
+            .map(|&i| self.span(i))
             .filter(|s| s.start_ns <= now)
             .collect();
         (!spans.is_empty()).then_some(spans)
@@ -135,7 +168,7 @@ impl SpanStore {
                 let derived = derived_tags(s);
                 let has = |k: &String, v: &String| {
                     s.attributes.get(k) == Some(v)
-                        || s.resource_attributes.get(k) == Some(v)
+                        || self.resources[i].get(k) == Some(v)
                         || derived.iter().any(|(dk, dv)| dk == k && dv == v)
                 };
                 if !q.tags.iter().all(|(k, v)| has(k, v)) {
@@ -167,7 +200,7 @@ impl SpanStore {
                 continue;
             };
             let by_id: HashMap<&str, &SpanRow> =
-                spans.iter().map(|s| (s.span_id.as_str(), *s)).collect();
+                spans.iter().map(|s| (s.span_id.as_str(), s.row)).collect();
             for s in &spans {
                 let Some(parent) = s.parent_span_id.as_deref().and_then(|p| by_id.get(p)) else {
                     continue;

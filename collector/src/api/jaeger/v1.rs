@@ -7,12 +7,11 @@ use std::sync::Arc;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use schemas::tables::SpanRow;
 use serde_json::{Map, Value, json};
 
 use super::{JaegerFacade, Params, Typed, derived_tags, parse_trace_id, typed};
 use crate::api::duration;
-use crate::store::spans::TraceQuery;
+use crate::store::spans::{Span, TraceQuery};
 
 const DEFAULT_LIMIT: usize = 100;
 /// `defaultTraceQueryLookbackDuration`: searches without `start` look back two days.
@@ -269,11 +268,11 @@ fn tag(key: &str, value: &str) -> Value {
 
 /// A trace in the UI model: spans point at processes `p1`, `p2`, ... (one per distinct service
 /// and resource), tags sorted by key as Jaeger's adjusters leave them.
-fn trace_json(trace_id: &str, spans: &[&SpanRow], shift_ns: i64) -> Value {
+fn trace_json(trace_id: &str, spans: &[Span], shift_ns: i64) -> Value {
     let mut processes: Vec<(&str, &schemas::tables::Labels)> = Vec::new();
     let mut out = Vec::with_capacity(spans.len());
     for s in spans {
-        let key = (s.service.as_str(), &s.resource_attributes);
+        let key = (s.service.as_str(), s.resource);
         let pid = match processes.iter().position(|p| *p == key) {
             Some(i) => i + 1,
             None => {

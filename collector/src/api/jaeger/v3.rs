@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::{JaegerFacade, Params, Typed, derived_tags, parse_trace_id, typed};
 use crate::api::duration;
 use crate::clock::{Reading, parse_rfc3339};
-use crate::store::spans::TraceQuery;
+use crate::store::spans::{Span, TraceQuery};
 
 const DEFAULT_SEARCH_DEPTH: usize = 100;
 
@@ -161,7 +161,7 @@ pub async fn find_traces(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQue
     };
     let now = clock.virtual_now_ns;
     let ids = f.spans.find_traces(&query, now, derived_tags);
-    let spans: Vec<&SpanRow> = ids
+    let spans: Vec<Span> = ids
         .iter()
         .filter_map(|id| f.spans.trace(id, now))
         .flatten()
@@ -190,7 +190,7 @@ pub async fn trace(
         Ok(w) => w,
         Err(msg) => return refuse(msg),
     };
-    let spans: Vec<&SpanRow> = f
+    let spans: Vec<Span> = f
         .spans
         .trace(&id, clock.virtual_now_ns)
         .unwrap_or_default()
@@ -200,7 +200,7 @@ pub async fn trace(
     traces_response(&spans, &clock)
 }
 
-fn traces_response(spans: &[&SpanRow], clock: &Reading) -> Response {
+fn traces_response(spans: &[Span], clock: &Reading) -> Response {
     if spans.is_empty() {
         return error(StatusCode::NOT_FOUND, "No traces found");
     }
@@ -234,10 +234,10 @@ fn kind_number(kind: &str) -> u8 {
 }
 
 /// Spans grouped by resource (service and resource attributes), one scope each.
-fn resource_spans(spans: &[&SpanRow], clock: &Reading) -> Vec<Value> {
+fn resource_spans(spans: &[Span], clock: &Reading) -> Vec<Value> {
     let mut groups: Vec<(Labels, Vec<Value>)> = Vec::new();
     for s in spans {
-        let mut resource = s.resource_attributes.clone();
+        let mut resource = s.resource.clone();
         resource.insert("service.name".into(), s.service.clone());
         let span = span_json(s, clock);
         match groups.iter_mut().find(|(r, _)| *r == resource) {

@@ -8,7 +8,14 @@ use super::resources::{Registry, Resource};
 /// Verbs advertised per resource: what a real apiserver advertises, so that kubectl sends writes
 /// to the server (which refuses them with a clear message) instead of failing in the client.
 const VERBS: [&str; 8] = [
-    "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
 ];
 
 /// The aggregated discovery version the client asked for, if any (`v2` preferred).
@@ -176,7 +183,9 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     } else {
         format!("{group}/{version}")
     };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": out}))
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": out}),
+    )
 }
 
 #[cfg(test)]
@@ -188,7 +197,9 @@ mod tests {
         let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
         assert_eq!(aggregated_version(kubectl), Some("v2"));
         assert_eq!(
-            aggregated_version("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"),
+            aggregated_version(
+                "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+            ),
             Some("v2beta1")
         );
         assert_eq!(aggregated_version("application/json"), None);
@@ -208,8 +219,17 @@ mod tests {
         assert_eq!(pods["shortNames"], json!(["po"]));
         assert_eq!(pods["categories"], json!(["all"]));
         let apps = resource_list(&reg, "apps", "v1").unwrap();
-        assert!(apps["resources"].as_array().unwrap().iter().any(|r| r["name"] == "deployments/scale"));
+        assert!(
+            apps["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["name"] == "deployments/scale")
+        );
         assert!(resource_list(&reg, "nope", "v1").is_none());
-        assert_eq!(api_group(&reg, "apps").unwrap()["preferredVersion"]["version"], "v1");
+        assert_eq!(
+            api_group(&reg, "apps").unwrap()["preferredVersion"]["version"],
+            "v1"
+        );
     }
 }

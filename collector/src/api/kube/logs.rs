@@ -30,9 +30,7 @@ pub fn pod_logs(f: &KubeFacade, namespace: &str, pod: &str, params: &Params) -> 
     let container = match params.container.as_deref() {
         Some(c) if containers.contains(&c) => c,
         Some(c) => {
-            return status::bad_request(format!(
-                "container {c} is not valid for pod {pod}"
-            ));
+            return status::bad_request(format!("container {c} is not valid for pod {pod}"));
         }
         None if containers.len() == 1 => containers[0],
         None => {
@@ -97,10 +95,5 @@ pub fn pod_logs(f: &KubeFacade, namespace: &str, pod: &str, params: &Params) -> 
         }
         body.truncate(cut);
     }
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain")],
-        body,
-    )
-        .into_response()
+    (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], body).into_response()
 }

@@ -79,7 +79,10 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         .unwrap_or("")
         .to_string();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    if segments.iter().any(|s| matches!(*s, "exec" | "attach" | "portforward" | "proxy")) {
+    if segments
+        .iter()
+        .any(|s| matches!(*s, "exec" | "attach" | "portforward" | "proxy"))
+    {
         return status::read_only(segments.last().copied().unwrap_or("this request"));
     }
     if method != Method::GET && method != Method::HEAD {
@@ -146,9 +149,12 @@ async fn resource(
 ) -> Response {
     let find = |plural: &str| f.registry.find(group, version, plural);
     let (namespace, plural, name, sub) = match rest {
-        ["namespaces", ns, plural, tail @ ..] if find(plural).is_some_and(|r| r.namespaced) => {
-            (Some(*ns), *plural, tail.first().copied(), tail.get(1).copied())
-        }
+        ["namespaces", ns, plural, tail @ ..] if find(plural).is_some_and(|r| r.namespaced) => (
+            Some(*ns),
+            *plural,
+            tail.first().copied(),
+            tail.get(1).copied(),
+        ),
         [plural] => (None, *plural, None, None),
         [plural, name] => (None, *plural, Some(*name), None),
         [plural, name, sub] => (None, *plural, Some(*name), Some(*sub)),

@@ -226,7 +226,11 @@ fn table(
     metadata: Value,
     with_columns: bool,
 ) -> Value {
-    let kind = if res.group == "events.k8s.io" { "Event" } else { res.kind.as_str() };
+    let kind = if res.group == "events.k8s.io" {
+        "Event"
+    } else {
+        res.kind.as_str()
+    };
     let rows: Vec<Value> = objects
         .iter()
         .map(|v| {
@@ -316,10 +320,11 @@ pub fn watch(
             }
         }
         Some(after) => {
-            let labels =
-                LabelSelector::parse(params.label_selector.as_deref().unwrap_or("")).unwrap_or_default();
-            let fields = FieldSelector::parse(params.field_selector.as_deref().unwrap_or(""), &res.kind)
+            let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or(""))
                 .unwrap_or_default();
+            let fields =
+                FieldSelector::parse(params.field_selector.as_deref().unwrap_or(""), &res.kind)
+                    .unwrap_or_default();
             for ((api, kind, ns, _), version) in f.timeline.changes(after, current) {
                 let same_kind = (api, kind) == (&res.api_version(), &res.kind)
                     || (res.group == "events.k8s.io" && kind == "Event");
@@ -353,7 +358,10 @@ pub fn watch(
             Render::Metadata => partial_metadata(&served(res, object, &clock)),
             Render::Json => served(res, object, &clock),
         };
-        lines.push(Bytes::from(format!("{}\n", json!({"type": ty, "object": object}))));
+        lines.push(Bytes::from(format!(
+            "{}\n",
+            json!({"type": ty, "object": object})
+        )));
     }
     let bookmark = |kind: &str, api: &str| {
         let mut meta = Map::new();
@@ -407,11 +415,15 @@ mod tests {
     #[test]
     fn negotiates_like_the_apiserver() {
         assert_eq!(
-            render("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"),
+            render(
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+            ),
             Render::Table
         );
         assert_eq!(
-            render("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"),
+            render(
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+            ),
             Render::Metadata
         );
         assert_eq!(render("application/json"), Render::Json);
@@ -426,7 +438,10 @@ mod tests {
         shift_times(&mut v, 3_600_000_000_000);
         assert_eq!(v["metadata"]["creationTimestamp"], "2026-01-01T01:00:00Z");
         assert_eq!(v["metadata"]["name"], "2026-01-01T00:00:00Z");
-        assert_eq!(v["status"]["containerStatuses"][0]["state"]["running"]["startedAt"], "2026-01-01T01:00:00Z");
+        assert_eq!(
+            v["status"]["containerStatuses"][0]["state"]["running"]["startedAt"],
+            "2026-01-01T01:00:00Z"
+        );
         assert_eq!(v["eventTime"], "2026-01-01T01:00:00.500000000Z");
     }
 
@@ -434,7 +449,13 @@ mod tests {
     fn continue_tokens_expire_with_the_list() {
         let t = encode_continue(7, 500);
         assert_eq!(decode_continue(&t, 7).unwrap(), 500);
-        assert_eq!(decode_continue(&t, 8).unwrap_err().status(), StatusCode::GONE);
-        assert_eq!(decode_continue("zz", 7).unwrap_err().status(), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            decode_continue(&t, 8).unwrap_err().status(),
+            StatusCode::GONE
+        );
+        assert_eq!(
+            decode_continue("zz", 7).unwrap_err().status(),
+            StatusCode::BAD_REQUEST
+        );
     }
 }

@@ -42,92 +42,224 @@ const NAME: Column = Column {
     priority: 0,
     description: "Name must be unique within a namespace.",
 };
-const AGE: Column = col("Age", 0, "CreationTimestamp is a timestamp representing the server time when this object was created.");
+const AGE: Column = col(
+    "Age",
+    0,
+    "CreationTimestamp is a timestamp representing the server time when this object was created.",
+);
 
 /// The columns of `kind`'s table.
 pub fn columns(kind: &str) -> Vec<Column> {
     match kind {
         "Pod" => vec![
             NAME,
-            col("Ready", 0, "The aggregate readiness state of this pod for accepting traffic."),
-            col("Status", 0, "The aggregate status of the containers in this pod."),
-            col("Restarts", 0, "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+            col(
+                "Ready",
+                0,
+                "The aggregate readiness state of this pod for accepting traffic.",
+            ),
+            col(
+                "Status",
+                0,
+                "The aggregate status of the containers in this pod.",
+            ),
+            col(
+                "Restarts",
+                0,
+                "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+            ),
             AGE,
             col("IP", 1, "IP address allocated to the pod."),
             col("Node", 1, "Name of the Node the Pod is assigned to."),
-            col("Nominated Node", 1, "nominatedNodeName is set when this pod preempts other pods on the node."),
-            col("Readiness Gates", 1, "If specified, all readiness gates will be evaluated for pod readiness."),
+            col(
+                "Nominated Node",
+                1,
+                "nominatedNodeName is set when this pod preempts other pods on the node.",
+            ),
+            col(
+                "Readiness Gates",
+                1,
+                "If specified, all readiness gates will be evaluated for pod readiness.",
+            ),
         ],
         "Deployment" => vec![
             NAME,
             col("Ready", 0, "Number of the pod with ready state"),
-            int("Up-to-date", 0, "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
-            int("Available", 0, "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+            int(
+                "Up-to-date",
+                0,
+                "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+            ),
+            int(
+                "Available",
+                0,
+                "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+            ),
             AGE,
             col("Containers", 1, "Names of each container in the template."),
-            col("Images", 1, "Images referenced by each container in the template."),
+            col(
+                "Images",
+                1,
+                "Images referenced by each container in the template.",
+            ),
             col("Selector", 1, "Label selector for pods."),
         ],
         "ReplicaSet" => vec![
             NAME,
             int("Desired", 0, "Replicas is the number of desired replicas."),
-            int("Current", 0, "Replicas is the most recently observed number of replicas."),
-            int("Ready", 0, "The number of ready replicas for this replica set."),
+            int(
+                "Current",
+                0,
+                "Replicas is the most recently observed number of replicas.",
+            ),
+            int(
+                "Ready",
+                0,
+                "The number of ready replicas for this replica set.",
+            ),
             AGE,
             col("Containers", 1, "Names of each container in the template."),
-            col("Images", 1, "Images referenced by each container in the template."),
-            col("Selector", 1, "Selector is a label query over pods that should match the replica count."),
+            col(
+                "Images",
+                1,
+                "Images referenced by each container in the template.",
+            ),
+            col(
+                "Selector",
+                1,
+                "Selector is a label query over pods that should match the replica count.",
+            ),
         ],
         "StatefulSet" => vec![
             NAME,
             col("Ready", 0, "Number of the pod with ready state"),
             AGE,
             col("Containers", 1, "Names of each container in the template."),
-            col("Images", 1, "Images referenced by each container in the template."),
+            col(
+                "Images",
+                1,
+                "Images referenced by each container in the template.",
+            ),
         ],
         "DaemonSet" => vec![
             NAME,
-            int("Desired", 0, "The total number of nodes that should be running the daemon pod."),
-            int("Current", 0, "The number of nodes that are running at least 1 daemon pod."),
-            int("Ready", 0, "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready."),
-            int("Up-to-date", 0, "The total number of nodes that are running updated daemon pod"),
-            int("Available", 0, "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available."),
-            col("Node Selector", 0, "NodeSelector is a selector which must be true for the pod to fit on a node."),
+            int(
+                "Desired",
+                0,
+                "The total number of nodes that should be running the daemon pod.",
+            ),
+            int(
+                "Current",
+                0,
+                "The number of nodes that are running at least 1 daemon pod.",
+            ),
+            int(
+                "Ready",
+                0,
+                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.",
+            ),
+            int(
+                "Up-to-date",
+                0,
+                "The total number of nodes that are running updated daemon pod",
+            ),
+            int(
+                "Available",
+                0,
+                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available.",
+            ),
+            col(
+                "Node Selector",
+                0,
+                "NodeSelector is a selector which must be true for the pod to fit on a node.",
+            ),
             AGE,
             col("Containers", 1, "Names of each container in the template."),
-            col("Images", 1, "Images referenced by each container in the template."),
-            col("Selector", 1, "A label query over pods that are managed by the daemon set."),
+            col(
+                "Images",
+                1,
+                "Images referenced by each container in the template.",
+            ),
+            col(
+                "Selector",
+                1,
+                "A label query over pods that are managed by the daemon set.",
+            ),
         ],
         "Service" => vec![
             NAME,
             col("Type", 0, "type determines how the Service is exposed."),
-            col("Cluster-IP", 0, "clusterIP is the IP address of the service."),
-            col("External-IP", 0, "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service."),
-            col("Port(s)", 0, "The list of ports that are exposed by this service."),
+            col(
+                "Cluster-IP",
+                0,
+                "clusterIP is the IP address of the service.",
+            ),
+            col(
+                "External-IP",
+                0,
+                "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.",
+            ),
+            col(
+                "Port(s)",
+                0,
+                "The list of ports that are exposed by this service.",
+            ),
             AGE,
-            col("Selector", 1, "Route service traffic to pods with label keys and values matching this selector."),
+            col(
+                "Selector",
+                1,
+                "Route service traffic to pods with label keys and values matching this selector.",
+            ),
         ],
-        "Endpoints" => vec![
-            NAME,
-            col("Endpoints", 0, "Endpoints of the service"),
-            AGE,
-        ],
+        "Endpoints" => vec![NAME, col("Endpoints", 0, "Endpoints of the service"), AGE],
         "ConfigMap" => vec![NAME, int("Data", 0, "Number of keys"), AGE],
         "Secret" => vec![
             NAME,
-            col("Type", 0, "Used to facilitate programmatic handling of secret data."),
+            col(
+                "Type",
+                0,
+                "Used to facilitate programmatic handling of secret data.",
+            ),
             int("Data", 0, "Number of keys"),
             AGE,
         ],
         "Event" => vec![
-            col("Last Seen", 0, "The time at which the most recent occurrence of this event was recorded."),
-            col("Type", 0, "Type of this event (Normal, Warning), new types could be added in the future"),
-            col("Reason", 0, "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
+            col(
+                "Last Seen",
+                0,
+                "The time at which the most recent occurrence of this event was recorded.",
+            ),
+            col(
+                "Type",
+                0,
+                "Type of this event (Normal, Warning), new types could be added in the future",
+            ),
+            col(
+                "Reason",
+                0,
+                "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
+            ),
             col("Object", 0, "The object that this event is about."),
-            col("Subobject", 1, "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement."),
-            col("Source", 1, "The component reporting this event. Should be a short machine understandable string."),
-            col("Message", 0, "A human-readable description of the status of this operation."),
-            col("First Seen", 1, "The time at which the event was first recorded."),
+            col(
+                "Subobject",
+                1,
+                "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement.",
+            ),
+            col(
+                "Source",
+                1,
+                "The component reporting this event. Should be a short machine understandable string.",
+            ),
+            col(
+                "Message",
+                0,
+                "A human-readable description of the status of this operation.",
+            ),
+            col(
+                "First Seen",
+                1,
+                "The time at which the event was first recorded.",
+            ),
             int("Count", 1, "The number of times this event has occurred."),
             col("Name", 1, "Name must be unique within a namespace."),
         ],
@@ -139,33 +271,93 @@ pub fn columns(kind: &str) -> Vec<Column> {
             col("Version", 0, "Kubelet Version reported by the node."),
             col("Internal-IP", 1, "List of addresses reachable to the node."),
             col("External-IP", 1, "List of addresses reachable to the node."),
-            col("OS-Image", 1, "OS Image reported by the node from /etc/os-release."),
-            col("Kernel-Version", 1, "Kernel Version reported by the node from 'uname -r'."),
-            col("Container-Runtime", 1, "ContainerRuntime Version reported by the node through runtime remote API."),
+            col(
+                "OS-Image",
+                1,
+                "OS Image reported by the node from /etc/os-release.",
+            ),
+            col(
+                "Kernel-Version",
+                1,
+                "Kernel Version reported by the node from 'uname -r'.",
+            ),
+            col(
+                "Container-Runtime",
+                1,
+                "ContainerRuntime Version reported by the node through runtime remote API.",
+            ),
         ],
-        "Namespace" => vec![
-            NAME,
-            col("Status", 0, "The status of the namespace"),
-            AGE,
-        ],
+        "Namespace" => vec![NAME, col("Status", 0, "The status of the namespace"), AGE],
         "PersistentVolumeClaim" => vec![
             NAME,
-            col("Status", 0, "Phase represents the current phase of PersistentVolumeClaim."),
-            col("Volume", 0, "volumeName is the binding reference to the PersistentVolume backing this claim."),
-            col("Capacity", 0, "capacity represents the actual resources of the underlying volume."),
-            col("Access Modes", 0, "accessModes contains the actual access modes the volume backing the PVC has."),
-            col("StorageClass", 0, "storageClassName is the name of the StorageClass required by the claim."),
-            col("VolumeAttributesClass", 0, "volumeAttributesClassName may be used to set the VolumeAttributesClass used by this claim."),
+            col(
+                "Status",
+                0,
+                "Phase represents the current phase of PersistentVolumeClaim.",
+            ),
+            col(
+                "Volume",
+                0,
+                "volumeName is the binding reference to the PersistentVolume backing this claim.",
+            ),
+            col(
+                "Capacity",
+                0,
+                "capacity represents the actual resources of the underlying volume.",
+            ),
+            col(
+                "Access Modes",
+                0,
+                "accessModes contains the actual access modes the volume backing the PVC has.",
+            ),
+            col(
+                "StorageClass",
+                0,
+                "storageClassName is the name of the StorageClass required by the claim.",
+            ),
+            col(
+                "VolumeAttributesClass",
+                0,
+                "volumeAttributesClassName may be used to set the VolumeAttributesClass used by this claim.",
+            ),
             AGE,
-            col("VolumeMode", 1, "volumeMode defines what type of volume is required by the claim."),
+            col(
+                "VolumeMode",
+                1,
+                "volumeMode defines what type of volume is required by the claim.",
+            ),
         ],
-        "ServiceAccount" => vec![NAME, int("Secrets", 0, "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use."), AGE],
-        "NetworkPolicy" => vec![NAME, col("Pod-Selector", 0, "Selects the pods to which this NetworkPolicy object applies."), AGE],
+        "ServiceAccount" => vec![
+            NAME,
+            int(
+                "Secrets",
+                0,
+                "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
+            ),
+            AGE,
+        ],
+        "NetworkPolicy" => vec![
+            NAME,
+            col(
+                "Pod-Selector",
+                0,
+                "Selects the pods to which this NetworkPolicy object applies.",
+            ),
+            AGE,
+        ],
         "ResourceQuota" => vec![
             NAME,
             AGE,
-            col("Request", 0, "Request represents a minimum amount of cpu/memory that a container may consume."),
-            col("Limit", 0, "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
+            col(
+                "Request",
+                0,
+                "Request represents a minimum amount of cpu/memory that a container may consume.",
+            ),
+            col(
+                "Limit",
+                0,
+                "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
+            ),
         ],
         _ => vec![
             NAME,
@@ -320,7 +512,12 @@ pub fn cells(kind: &str, v: &Value, now_ns: i64) -> Vec<Value> {
             let (containers, images) = containers_and_images(v);
             vec![
                 name.into(),
-                format!("{}/{}", n(v, "/status/readyReplicas"), n(v, "/spec/replicas")).into(),
+                format!(
+                    "{}/{}",
+                    n(v, "/status/readyReplicas"),
+                    n(v, "/spec/replicas")
+                )
+                .into(),
                 n(v, "/status/updatedReplicas").into(),
                 n(v, "/status/availableReplicas").into(),
                 created.into(),
@@ -346,7 +543,12 @@ pub fn cells(kind: &str, v: &Value, now_ns: i64) -> Vec<Value> {
             let (containers, images) = containers_and_images(v);
             vec![
                 name.into(),
-                format!("{}/{}", n(v, "/status/readyReplicas"), n(v, "/spec/replicas")).into(),
+                format!(
+                    "{}/{}",
+                    n(v, "/status/readyReplicas"),
+                    n(v, "/spec/replicas")
+                )
+                .into(),
                 created.into(),
                 containers.into(),
                 images.into(),
@@ -440,7 +642,12 @@ pub fn cells(kind: &str, v: &Value, now_ns: i64) -> Vec<Value> {
                 .pointer("/data")
                 .and_then(Value::as_object)
                 .map_or(0, |m| m.len());
-            vec![name.into(), s(v, "/type").into(), count.into(), created.into()]
+            vec![
+                name.into(),
+                s(v, "/type").into(),
+                count.into(),
+                created.into(),
+            ]
         }
         "Event" => {
             let last = if s(v, "/lastTimestamp").is_empty() {
@@ -455,10 +662,22 @@ pub fn cells(kind: &str, v: &Value, now_ns: i64) -> Vec<Value> {
             );
             let source = {
                 let c = s(v, "/source/component");
-                let c = if c.is_empty() { s(v, "/reportingComponent") } else { c };
+                let c = if c.is_empty() {
+                    s(v, "/reportingComponent")
+                } else {
+                    c
+                };
                 let h = s(v, "/source/host");
-                let h = if h.is_empty() { s(v, "/reportingInstance") } else { h };
-                if h.is_empty() { c.to_string() } else { format!("{c}, {h}") }
+                let h = if h.is_empty() {
+                    s(v, "/reportingInstance")
+                } else {
+                    h
+                };
+                if h.is_empty() {
+                    c.to_string()
+                } else {
+                    format!("{c}, {h}")
+                }
             };
             vec![
                 last.into(),
@@ -508,7 +727,12 @@ pub fn cells(kind: &str, v: &Value, now_ns: i64) -> Vec<Value> {
             let sel = labels_string(v.pointer("/spec/podSelector/matchLabels"));
             vec![
                 name.into(),
-                if sel.is_empty() { "<none>".to_string() } else { sel }.into(),
+                if sel.is_empty() {
+                    "<none>".to_string()
+                } else {
+                    sel
+                }
+                .into(),
                 created.into(),
             ]
         }
@@ -529,21 +753,37 @@ pub fn cells(kind: &str, v: &Value, now_ns: i64) -> Vec<Value> {
                     }
                 }
             }
-            vec![name.into(), created.into(), req.join(", ").into(), lim.join(", ").into()]
+            vec![
+                name.into(),
+                created.into(),
+                req.join(", ").into(),
+                lim.join(", ").into(),
+            ]
         }
         _ => vec![name.into(), s(v, "/metadata/creationTimestamp").into()],
     }
 }
 
 fn or_unset(x: &str) -> String {
-    if x.is_empty() { "<unset>".into() } else { x.into() }
+    if x.is_empty() {
+        "<unset>".into()
+    } else {
+        x.into()
+    }
 }
 
 fn node_cells(v: &Value, created: String) -> Vec<Value> {
     let mut status: Vec<String> = Vec::new();
     for c in arr(v, "/status/conditions") {
         if s(c, "/type") == "Ready" {
-            status.push(if s(c, "/status") == "True" { "Ready" } else { "NotReady" }.into());
+            status.push(
+                if s(c, "/status") == "True" {
+                    "Ready"
+                } else {
+                    "NotReady"
+                }
+                .into(),
+            );
         }
     }
     if status.is_empty() {
@@ -557,7 +797,10 @@ fn node_cells(v: &Value, created: String) -> Vec<Value> {
         .and_then(Value::as_object)
         .map(|m| {
             m.keys()
-                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/").map(str::to_string))
+                .filter_map(|k| {
+                    k.strip_prefix("node-role.kubernetes.io/")
+                        .map(str::to_string)
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -673,9 +916,9 @@ fn pod_cells(v: &Value, now_ns: i64) -> Vec<Value> {
         let true_gates = gates
             .iter()
             .filter(|g| {
-                arr(v, "/status/conditions").iter().any(|c| {
-                    s(c, "/type") == s(g, "/conditionType") && s(c, "/status") == "True"
-                })
+                arr(v, "/status/conditions")
+                    .iter()
+                    .any(|c| s(c, "/type") == s(g, "/conditionType") && s(c, "/status") == "True")
             })
             .count();
         format!("{true_gates}/{}", gates.len())
@@ -733,8 +976,15 @@ mod tests {
         assert_eq!(
             cells,
             vec![
-                json!("geo-1"), json!("0/1"), json!("CrashLoopBackOff"), json!("4 (2m ago)"),
-                json!("60m"), json!("10.0.0.5"), json!("worker-1"), json!("<none>"), json!("<none>")
+                json!("geo-1"),
+                json!("0/1"),
+                json!("CrashLoopBackOff"),
+                json!("4 (2m ago)"),
+                json!("60m"),
+                json!("10.0.0.5"),
+                json!("worker-1"),
+                json!("<none>"),
+                json!("<none>")
             ]
         );
         assert_eq!(cells.len(), columns("Pod").len());
@@ -744,9 +994,23 @@ mod tests {
     fn every_printer_fills_every_column() {
         let empty = json!({"metadata": {"name": "x"}});
         for kind in [
-            "Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Service", "Endpoints",
-            "ConfigMap", "Secret", "Event", "Node", "Namespace", "PersistentVolumeClaim",
-            "ServiceAccount", "NetworkPolicy", "ResourceQuota", "Lease",
+            "Pod",
+            "Deployment",
+            "ReplicaSet",
+            "StatefulSet",
+            "DaemonSet",
+            "Service",
+            "Endpoints",
+            "ConfigMap",
+            "Secret",
+            "Event",
+            "Node",
+            "Namespace",
+            "PersistentVolumeClaim",
+            "ServiceAccount",
+            "NetworkPolicy",
+            "ResourceQuota",
+            "Lease",
         ] {
             assert_eq!(cells(kind, &empty, 0).len(), columns(kind).len(), "{kind}");
         }

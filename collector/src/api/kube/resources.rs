@@ -43,46 +43,270 @@ type Row = (
 
 const BUILTIN: &[Row] = &[
     ("", "v1", "Binding", "bindings", true, &[], false),
-    ("", "v1", "ComponentStatus", "componentstatuses", false, &["cs"], false),
+    (
+        "",
+        "v1",
+        "ComponentStatus",
+        "componentstatuses",
+        false,
+        &["cs"],
+        false,
+    ),
     ("", "v1", "ConfigMap", "configmaps", true, &["cm"], false),
     ("", "v1", "Endpoints", "endpoints", true, &["ep"], false),
     ("", "v1", "Event", "events", true, &["ev"], false),
-    ("", "v1", "LimitRange", "limitranges", true, &["limits"], false),
+    (
+        "",
+        "v1",
+        "LimitRange",
+        "limitranges",
+        true,
+        &["limits"],
+        false,
+    ),
     ("", "v1", "Namespace", "namespaces", false, &["ns"], false),
     ("", "v1", "Node", "nodes", false, &["no"], false),
-    ("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, &["pvc"], false),
-    ("", "v1", "PersistentVolume", "persistentvolumes", false, &["pv"], false),
+    (
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        true,
+        &["pvc"],
+        false,
+    ),
+    (
+        "",
+        "v1",
+        "PersistentVolume",
+        "persistentvolumes",
+        false,
+        &["pv"],
+        false,
+    ),
     ("", "v1", "Pod", "pods", true, &["po"], true),
     ("", "v1", "PodTemplate", "podtemplates", true, &[], false),
-    ("", "v1", "ReplicationController", "replicationcontrollers", true, &["rc"], true),
-    ("", "v1", "ResourceQuota", "resourcequotas", true, &["quota"], false),
+    (
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        true,
+        &["rc"],
+        true,
+    ),
+    (
+        "",
+        "v1",
+        "ResourceQuota",
+        "resourcequotas",
+        true,
+        &["quota"],
+        false,
+    ),
     ("", "v1", "Secret", "secrets", true, &[], false),
-    ("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"], false),
+    (
+        "",
+        "v1",
+        "ServiceAccount",
+        "serviceaccounts",
+        true,
+        &["sa"],
+        false,
+    ),
     ("", "v1", "Service", "services", true, &["svc"], true),
-    ("apps", "v1", "ControllerRevision", "controllerrevisions", true, &[], false),
+    (
+        "apps",
+        "v1",
+        "ControllerRevision",
+        "controllerrevisions",
+        true,
+        &[],
+        false,
+    ),
     ("apps", "v1", "DaemonSet", "daemonsets", true, &["ds"], true),
-    ("apps", "v1", "Deployment", "deployments", true, &["deploy"], true),
-    ("apps", "v1", "ReplicaSet", "replicasets", true, &["rs"], true),
-    ("apps", "v1", "StatefulSet", "statefulsets", true, &["sts"], true),
-    ("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", true, &["hpa"], true),
+    (
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        true,
+        &["deploy"],
+        true,
+    ),
+    (
+        "apps",
+        "v1",
+        "ReplicaSet",
+        "replicasets",
+        true,
+        &["rs"],
+        true,
+    ),
+    (
+        "apps",
+        "v1",
+        "StatefulSet",
+        "statefulsets",
+        true,
+        &["sts"],
+        true,
+    ),
+    (
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        true,
+        &["hpa"],
+        true,
+    ),
     ("batch", "v1", "CronJob", "cronjobs", true, &["cj"], true),
     ("batch", "v1", "Job", "jobs", true, &[], true),
-    ("coordination.k8s.io", "v1", "Lease", "leases", true, &[], false),
-    ("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true, &[], false),
-    ("events.k8s.io", "v1", "Event", "events", true, &["ev"], false),
-    ("networking.k8s.io", "v1", "Ingress", "ingresses", true, &["ing"], false),
-    ("networking.k8s.io", "v1", "IngressClass", "ingressclasses", false, &[], false),
-    ("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", true, &["netpol"], false),
-    ("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true, &["pdb"], false),
-    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false, &[], false),
-    ("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, &[], false),
-    ("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, &[], false),
-    ("rbac.authorization.k8s.io", "v1", "Role", "roles", true, &[], false),
-    ("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false, &["pc"], false),
-    ("storage.k8s.io", "v1", "StorageClass", "storageclasses", false, &["sc"], false),
-    ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false, &[], false),
-    ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false, &[], false),
-    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"], false),
+    (
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "leases",
+        true,
+        &[],
+        false,
+    ),
+    (
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        "endpointslices",
+        true,
+        &[],
+        false,
+    ),
+    (
+        "events.k8s.io",
+        "v1",
+        "Event",
+        "events",
+        true,
+        &["ev"],
+        false,
+    ),
+    (
+        "networking.k8s.io",
+        "v1",
+        "Ingress",
+        "ingresses",
+        true,
+        &["ing"],
+        false,
+    ),
+    (
+        "networking.k8s.io",
+        "v1",
+        "IngressClass",
+        "ingressclasses",
+        false,
+        &[],
+        false,
+    ),
+    (
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        true,
+        &["netpol"],
+        false,
+    ),
+    (
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+        &["pdb"],
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+        &[],
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        false,
+        &[],
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+        true,
+        &[],
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        "roles",
+        true,
+        &[],
+        false,
+    ),
+    (
+        "scheduling.k8s.io",
+        "v1",
+        "PriorityClass",
+        "priorityclasses",
+        false,
+        &["pc"],
+        false,
+    ),
+    (
+        "storage.k8s.io",
+        "v1",
+        "StorageClass",
+        "storageclasses",
+        false,
+        &["sc"],
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        false,
+        &[],
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        false,
+        &[],
+        false,
+    ),
+    (
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+        &["crd", "crds"],
+        false,
+    ),
 ];
 
 /// Every resource the facade serves, in discovery order (core group first).
@@ -173,7 +397,11 @@ impl Registry {
 /// English plural of a kind, as the apiserver's default RESTMapper forms it.
 fn plural_of(kind: &str) -> String {
     let lower = kind.to_lowercase();
-    if lower.ends_with('s') || lower.ends_with("sh") || lower.ends_with("ch") || lower.ends_with('x') {
+    if lower.ends_with('s')
+        || lower.ends_with("sh")
+        || lower.ends_with("ch")
+        || lower.ends_with('x')
+    {
         format!("{lower}es")
     } else if let Some(stem) = lower.strip_suffix('y')
         && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
@@ -190,10 +418,18 @@ mod tests {
 
     #[test]
     fn finds_builtin_and_derives_custom_resources() {
-        let reg = Registry::new([("chaos-mesh.org/v1alpha1", "NetworkChaos", true), ("v1", "Pod", true)]);
+        let reg = Registry::new([
+            ("chaos-mesh.org/v1alpha1", "NetworkChaos", true),
+            ("v1", "Pod", true),
+        ]);
         assert_eq!(reg.find("", "v1", "pods").unwrap().short_names, vec!["po"]);
-        assert_eq!(reg.find("apps", "v1", "deployments").unwrap().kind, "Deployment");
-        let custom = reg.by_kind("chaos-mesh.org/v1alpha1", "NetworkChaos").unwrap();
+        assert_eq!(
+            reg.find("apps", "v1", "deployments").unwrap().kind,
+            "Deployment"
+        );
+        let custom = reg
+            .by_kind("chaos-mesh.org/v1alpha1", "NetworkChaos")
+            .unwrap();
         assert_eq!(custom.plural, "networkchaos".to_string() + "es");
         assert_eq!(plural_of("Policy"), "policies");
         assert_eq!(plural_of("Gateway"), "gateways");

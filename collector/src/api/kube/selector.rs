@@ -105,8 +105,7 @@ fn split_top_level(s: &str) -> Result<Vec<&str>, String> {
 fn valid_key(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 317
-        && k
-            .chars()
+        && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
@@ -191,7 +190,9 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once('=') {
                 (f, true, v)
             } else {
-                return Err(format!("invalid selector: '{s}'; can't understand '{part}'"));
+                return Err(format!(
+                    "invalid selector: '{s}'; can't understand '{part}'"
+                ));
             };
             let field = field.trim();
             if !supported_fields(kind).contains(&field) {
@@ -305,7 +306,11 @@ mod tests {
             ("app=frontend,tier in (db)", false),
             ("missing notin (x)", true),
         ] {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&l), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(&l),
+                want,
+                "{sel}"
+            );
         }
     }
 
@@ -325,14 +330,30 @@ mod tests {
         let ev = serde_json::json!({"type": "Warning", "involvedObject": {"kind": "Pod", "name": "p"}, "source": {"component": "kubelet"}});
         let sel = FieldSelector::parse("type=Warning,involvedObject.name=p", "Event").unwrap();
         assert!(sel.matches(&ev));
-        assert!(!FieldSelector::parse("type!=Warning", "Event").unwrap().matches(&ev));
-        assert!(FieldSelector::parse("source=kubelet", "Event").unwrap().matches(&ev));
+        assert!(
+            !FieldSelector::parse("type!=Warning", "Event")
+                .unwrap()
+                .matches(&ev)
+        );
+        assert!(
+            FieldSelector::parse("source=kubelet", "Event")
+                .unwrap()
+                .matches(&ev)
+        );
         assert_eq!(
             FieldSelector::parse("spec.bogus=1", "Pod").unwrap_err(),
             "field label not supported: spec.bogus"
         );
         let pod = serde_json::json!({"status": {"phase": "Running"}, "spec": {}});
-        assert!(FieldSelector::parse("spec.hostNetwork=false", "Pod").unwrap().matches(&pod));
-        assert!(FieldSelector::parse("status.phase=Running", "Pod").unwrap().matches(&pod));
+        assert!(
+            FieldSelector::parse("spec.hostNetwork=false", "Pod")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert!(
+            FieldSelector::parse("status.phase=Running", "Pod")
+                .unwrap()
+                .matches(&pod)
+        );
     }
 }

@@ -1,0 +1,48 @@
+//! Helpers for end-to-end tests: locating the real binaries, running them, and recorded fixtures.
+
+pub mod fixture;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The directory cargo puts binaries in for this build (the test executable's parent's parent).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("deps dir");
+    deps.parent().expect("profile dir").to_path_buf()
+}
+
+/// Path of a workspace binary. Cargo builds every workspace binary before integration tests run when
+/// the whole workspace is tested; when it is missing, say how to build it.
+pub fn binary(name: &str) -> PathBuf {
+    let path = bin_dir().join(name);
+    assert!(
+        path.exists(),
+        "{} not built: run `cargo build --workspace` (or `cargo test --workspace`) first",
+        path.display()
+    );
+    path
+}
+
+/// Runs a workspace binary with arguments and returns its output.
+pub fn run(name: &str, args: &[&str]) -> Output {
+    Command::new(binary(name))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {name}: {e}"))
+}
+
+/// The shared facts folder beside the repository.
+pub fn shared_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+}
+
+/// Stdout and stderr of an output, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
