@@ -296,6 +296,28 @@ fn metric_queries_over_ranges_and_instants() {
         top["data"]["result"],
         json!([{"metric": {"pod": HEALTHY}, "value": [t(3600), "50"]}])
     );
+    let busy = l.ok(
+        "/loki/api/v1/query",
+        &[(
+            "query",
+            r#"sum by (pod) (count_over_time({namespace="shop"}[1h])) > 10"#,
+        )],
+    );
+    assert_eq!(
+        busy["data"]["result"],
+        json!([
+            {"metric": {"pod": HEALTHY}, "value": [t(3600), "50"]},
+            {"metric": {"pod": CRASHING}, "value": [t(3600), "11"]},
+        ])
+    );
+    let per_minute = l.ok(
+        "/loki/api/v1/query",
+        &[(
+            "query",
+            r#"60 * rate({container="checkout", stream="stdout"}[10m])"#,
+        )],
+    );
+    assert_eq!(per_minute["data"]["result"][0]["value"][1], "0.4");
     let bytes = l.ok(
         "/loki/api/v1/query",
         &[(
@@ -340,9 +362,12 @@ fn refusals_read_like_loki() {
     assert!(e.contains("interval"), "{e}");
     let e = l.fails(
         "/loki/api/v1/query_range",
-        &[("query", r#"sum(rate({namespace="shop"}[1m])) * 2"#)],
+        &[(
+            "query",
+            r#"sum(rate({namespace="shop"}[1m])) / sum(rate({namespace="shop"}[5m]))"#,
+        )],
     );
-    assert!(e.contains("binary operator `*`"), "{e}");
+    assert!(e.contains("binary operation between two vectors"), "{e}");
     let e = l.fails(
         "/loki/api/v1/query_range",
         &[("query", r#"{namespace="shop""#)],

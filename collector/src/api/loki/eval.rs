@@ -678,6 +678,49 @@ fn eval(
                 steps.len(),
             ))
         }
+        MetricExpr::Scalar(_) => Err("a number is not a vector".into()),
+        MetricExpr::Binary {
+            op,
+            keep_bool,
+            lhs,
+            rhs,
+        } => {
+            // The parser lets through only a vector with a constant on one side.
+            let (vector, constant, vector_left) = if rhs.is_constant() {
+                (lhs, rhs, true)
+            } else {
+                (rhs, lhs, false)
+            };
+            let k = constant_value(constant);
+            let mut out = Vec::new();
+            for mut s in eval(index, lines, vector, steps, now, stats)? {
+                s.points.retain_mut(|(_, v)| {
+                    let (a, b) = if vector_left { (*v, k) } else { (k, *v) };
+                    let r = op.apply(a, b);
+                    if !op.is_comparison() || *keep_bool {
+                        *v = r;
+                        true
+                    } else {
+                        r == 1.0
+                    }
+                });
+                if !s.points.is_empty() {
+                    out.push(s);
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The value of a constant expression.
+fn constant_value(e: &MetricExpr) -> f64 {
+    match e {
+        MetricExpr::Scalar(v) => *v,
+        MetricExpr::Binary { op, lhs, rhs, .. } => {
+            op.apply(constant_value(lhs), constant_value(rhs))
+        }
+        _ => f64::NAN,
     }
 }
 
@@ -1029,6 +1072,25 @@ mod tests {
         .unwrap();
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].points, [(0, 2.0)]);
+        let q = |q: &str, t| metric_query(&idx, &st, &metric(q), &[t], t).unwrap().0;
+        let r = q(
+            r#"sum by (pod) (count_over_time({namespace="shop"}[10s])) > 2"#,
+            10 * S,
+        );
+        assert_eq!(r.len(), 1, "pod b has only 2 lines: {r:?}");
+        assert_eq!(
+            r[0].points,
+            [(0, 3.0)],
+            "a comparison filters and keeps the value"
+        );
+        let r = q(
+            r#"sum by (pod) (count_over_time({namespace="shop"}[10s])) > bool 2"#,
+            10 * S,
+        );
+        let values: Vec<f64> = r.iter().map(|s| s.points[0].1).collect();
+        assert_eq!(values, [1.0, 0.0]);
+        let r = q(r#"60 * sum(rate({pod="b"}[10s])) / 2"#, 10 * S);
+        assert_eq!(r[0].points, [(0, 6.0)]);
         let err = metric_query(
             &idx,
             &st,

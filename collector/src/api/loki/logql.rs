@@ -203,6 +203,71 @@ pub enum MetricExpr {
         param: Option<usize>,
         inner: Box<MetricExpr>,
     },
+    /// A number literal.
+    Scalar(f64),
+    /// A vector and a scalar (either side) combined point by point.
+    Binary {
+        op: BinOp,
+        /// `bool`: comparisons give 1 or 0 instead of filtering.
+        keep_bool: bool,
+        lhs: Box<MetricExpr>,
+        rhs: Box<MetricExpr>,
+    },
+}
+
+impl MetricExpr {
+    /// Whether the expression is a constant (no log selector in it).
+    pub fn is_constant(&self) -> bool {
+        match self {
+            MetricExpr::Scalar(_) => true,
+            MetricExpr::Binary { lhs, rhs, .. } => lhs.is_constant() && rhs.is_constant(),
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Pow,
+    Eq,
+    Neq,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+impl BinOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Neq | BinOp::Gt | BinOp::Ge | BinOp::Lt | BinOp::Le
+        )
+    }
+
+    /// Arithmetic gives the value; a comparison gives 1.0 when it holds, 0.0 otherwise.
+    pub fn apply(self, a: f64, b: f64) -> f64 {
+        let truth = |c: bool| if c { 1.0 } else { 0.0 };
+        match self {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a * b,
+            BinOp::Div => a / b,
+            BinOp::Mod => a % b,
+            BinOp::Pow => a.powf(b),
+            BinOp::Eq => truth(a == b),
+            BinOp::Neq => truth(a != b),
+            BinOp::Gt => truth(a > b),
+            BinOp::Ge => truth(a >= b),
+            BinOp::Lt => truth(a < b),
+            BinOp::Le => truth(a <= b),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -514,29 +579,103 @@ impl Parser {
     }
 
     fn expr(&mut self) -> Result<Expr, String> {
-        match self.peek() {
-            Some(Tok::Sym("{")) => Ok(Expr::Log(self.log_expr()?)),
-            Some(Tok::Sym("(")) => {
-                // A parenthesised query of either kind.
-                self.pos += 1;
-                let e = self.expr()?;
+        // A log query, possibly in parentheses.
+        let mut open = 0;
+        while matches!(self.peek_at(open), Some(Tok::Sym("("))) {
+            open += 1;
+        }
+        if matches!(self.peek_at(open), Some(Tok::Sym("{"))) {
+            self.pos += open;
+            let log = self.log_expr()?;
+            for _ in 0..open {
                 self.expect_sym(")")?;
-                if let Expr::Metric(_) = e
-                    && self.peek().is_some()
-                {
-                    return Err(self.binary_or_unexpected());
-                }
-                Ok(e)
             }
-            Some(Tok::Ident(_)) => {
-                let m = self.metric_expr()?;
-                if self.peek().is_some() {
-                    return Err(self.binary_or_unexpected());
-                }
-                Ok(Expr::Metric(m))
+            return Ok(Expr::Log(log));
+        }
+        if self.peek().is_none() {
+            return Err(self.unexpected());
+        }
+        let m = self.binary(0)?;
+        if self.peek().is_some() {
+            return Err(self.binary_or_unexpected());
+        }
+        if m.is_constant() {
+            return Err(unsupported("a query without a log stream selector"));
+        }
+        Ok(Expr::Metric(m))
+    }
+
+    /// The binary operator ahead, with its precedence (higher binds tighter).
+    fn peek_binop(&self) -> Option<(BinOp, u8)> {
+        let Some(Tok::Sym(s)) = self.peek() else {
+            return None;
+        };
+        Some(match *s {
+            "==" => (BinOp::Eq, 3),
+            "!=" => (BinOp::Neq, 3),
+            ">" => (BinOp::Gt, 3),
+            ">=" => (BinOp::Ge, 3),
+            "<" => (BinOp::Lt, 3),
+            "<=" => (BinOp::Le, 3),
+            "+" => (BinOp::Add, 4),
+            "-" => (BinOp::Sub, 4),
+            "*" => (BinOp::Mul, 5),
+            "/" => (BinOp::Div, 5),
+            "%" => (BinOp::Mod, 5),
+            "^" => (BinOp::Pow, 6),
+            _ => return None,
+        })
+    }
+
+    /// Precedence climbing over metric operands; `^` is right-associative.
+    fn binary(&mut self, min_prec: u8) -> Result<MetricExpr, String> {
+        let mut lhs = self.operand()?;
+        while let Some((op, prec)) = self.peek_binop() {
+            if prec < min_prec {
+                break;
             }
-            Some(Tok::Number(_)) => Err(unsupported("a number literal or arithmetic")),
-            _ => Err(self.unexpected()),
+            self.pos += 1;
+            let keep_bool = matches!(self.peek(), Some(Tok::Ident(s)) if s == "bool");
+            if keep_bool {
+                if !op.is_comparison() {
+                    return Err(self.err("bool modifier can only be used on comparison operators"));
+                }
+                self.pos += 1;
+            }
+            if let Some(Tok::Ident(s)) = self.peek()
+                && matches!(s.as_str(), "on" | "ignoring" | "group_left" | "group_right")
+            {
+                return Err(unsupported(&format!("vector matching with `{s}`")));
+            }
+            let rhs = self.binary(if op == BinOp::Pow { prec } else { prec + 1 })?;
+            if !lhs.is_constant() && !rhs.is_constant() {
+                return Err(unsupported("a binary operation between two vectors"));
+            }
+            lhs = MetricExpr::Binary {
+                op,
+                keep_bool,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            };
+        }
+        Ok(lhs)
+    }
+
+    fn operand(&mut self) -> Result<MetricExpr, String> {
+        match self.peek() {
+            Some(Tok::Number(n)) => {
+                let n = *n;
+                self.pos += 1;
+                Ok(MetricExpr::Scalar(n))
+            }
+            Some(Tok::Sym("-")) if matches!(self.peek_at(1), Some(Tok::Number(_))) => {
+                self.pos += 1;
+                match self.next() {
+                    Some(Tok::Number(n)) => Ok(MetricExpr::Scalar(-n)),
+                    _ => Err(self.unexpected()),
+                }
+            }
+            _ => self.metric_expr(),
         }
     }
 
@@ -891,7 +1030,7 @@ impl Parser {
 
     fn metric_expr(&mut self) -> Result<MetricExpr, String> {
         if self.eat_sym("(") {
-            let m = self.metric_expr()?;
+            let m = self.binary(0)?;
             self.expect_sym(")")?;
             return Ok(m);
         }
@@ -980,7 +1119,7 @@ impl Parser {
         } else {
             None
         };
-        let inner = self.metric_expr()?;
+        let inner = self.binary(0)?;
         self.expect_sym(")")?;
         if grouping.is_none() {
             grouping = self.grouping()?;
@@ -1175,6 +1314,24 @@ mod tests {
                 ..
             }
         ));
+        let m = metric(r#"sum by (pod) (count_over_time({a="b"}[5m])) > bool 10 * 2 ^ 2 ^ 0"#);
+        let MetricExpr::Binary {
+            op: BinOp::Gt,
+            keep_bool: true,
+            rhs,
+            ..
+        } = m
+        else {
+            panic!("comparison at the top: {m:?}")
+        };
+        assert!(matches!(*rhs, MetricExpr::Binary { op: BinOp::Mul, .. }));
+        assert!(matches!(
+            metric(r#"-1 * rate({a="b"}[1m])"#),
+            MetricExpr::Binary { op: BinOp::Mul, .. }
+        ));
+        let Expr::Log(_) = parse(r#"(({a="b"} |= "x"))"#).unwrap() else {
+            panic!()
+        };
         let m = metric(r#"bytes_rate({a="b"}[30s] offset 1m)"#);
         assert!(matches!(
             m,
@@ -1192,7 +1349,15 @@ mod tests {
             (r#"sum_over_time({a="b"} | unwrap x [1m])"#, "sum_over_time"),
             (r#"count_over_time({a="b"} | unwrap x [1m])"#, "unwrap"),
             (r#"{a="b"} | unpack"#, "unpack"),
-            (r#"sum(rate({a="b"}[1m])) / 2"#, "binary operator"),
+            (
+                r#"sum(rate({a="b"}[1m])) / sum(rate({a="c"}[1m]))"#,
+                "two vectors",
+            ),
+            (
+                r#"sum(rate({a="b"}[1m])) and sum(rate({a="c"}[1m]))"#,
+                "binary operator `and`",
+            ),
+            (r#"1 + 2"#, "without a log stream selector"),
             (
                 r#"{a="b"} | line_format "{{ .x | upper }}""#,
                 "line_format template action",
