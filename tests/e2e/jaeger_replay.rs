@@ -309,6 +309,11 @@ fn api_v3_answers_in_otlp_json() {
         "/api/v3/traces?query.service_name=frontend&query.start_time_min={min}&query.start_time_max={max}&query.duration_min=1s"
     ));
     assert_eq!(otlp_trace_ids(&slow), [TRACE_B, TRACE_C]);
+    assert_eq!(
+        slow["result"]["resourceSpans"].as_array().unwrap().len(),
+        4,
+        "trace after trace, one resource per service: C (frontend, checkout, cart) then B (frontend)"
+    );
     let camel = j.ok(&format!(
         "/api/v3/traces?query.serviceName=checkout&query.startTimeMin={min}&query.startTimeMax={max}"
     ));

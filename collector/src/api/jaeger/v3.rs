@@ -160,13 +160,13 @@ pub async fn find_traces(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQue
         Err(msg) => return refuse(msg),
     };
     let now = clock.virtual_now_ns;
-    let ids = f.spans.find_traces(&query, now, derived_tags);
-    let spans: Vec<Span> = ids
+    let traces: Vec<Vec<Span>> = f
+        .spans
+        .find_traces(&query, now, derived_tags)
         .iter()
         .filter_map(|id| f.spans.trace(id, now))
-        .flatten()
         .collect();
-    traces_response(&spans, &clock)
+    traces_response(&traces, &clock)
 }
 
 pub async fn trace(
@@ -197,14 +197,20 @@ pub async fn trace(
         .into_iter()
         .filter(|s| from.is_none_or(|t| s.start_ns >= t) && to.is_none_or(|t| s.start_ns <= t))
         .collect();
-    traces_response(&spans, &clock)
+    traces_response(&[spans], &clock)
 }
 
-fn traces_response(spans: &[Span], clock: &Reading) -> Response {
-    if spans.is_empty() {
+/// The traces' resource spans one trace after another, as the gateway concatenates them.
+fn traces_response(traces: &[Vec<Span>], clock: &Reading) -> Response {
+    let resource_spans: Vec<Value> = traces
+        .iter()
+        .filter(|t| !t.is_empty())
+        .flat_map(|t| resource_spans(t, clock))
+        .collect();
+    if resource_spans.is_empty() {
         return error(StatusCode::NOT_FOUND, "No traces found");
     }
-    axum::Json(json!({"result": {"resourceSpans": resource_spans(spans, clock)}})).into_response()
+    axum::Json(json!({"result": {"resourceSpans": resource_spans}})).into_response()
 }
 
 fn any_value(v: &str) -> Value {
