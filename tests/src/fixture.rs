@@ -38,7 +38,7 @@ fn object(t: i64, change: ChangeType, v: Value) -> Row {
     })
 }
 
-fn pod(name: &str, uid: &str, ip: &str, status: Value) -> Value {
+fn pod(name: &str, uid: &str, status: Value) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": NS, "uid": uid, "creationTimestamp": ts(0),
@@ -81,9 +81,7 @@ fn event(
     count: i32,
     ty: &str,
     reason: &str,
-    kind: &str,
-    obj: &str,
-    uid: &str,
+    (kind, obj, uid): (&str, &str, &str),
     msg: &str,
 ) -> Row {
     Row::Event(EventRow {
@@ -183,27 +181,22 @@ pub fn cluster_rows() -> Vec<Row> {
         object(
             1,
             ChangeType::Added,
-            pod(healthy, "pod-1", "10.244.1.7", running_status("10.244.1.7")),
+            pod(healthy, "pod-1", running_status("10.244.1.7")),
         ),
         object(
             1,
             ChangeType::Added,
-            pod(
-                crashing,
-                "pod-2",
-                "10.244.1.8",
-                running_status("10.244.1.8"),
-            ),
+            pod(crashing, "pod-2", running_status("10.244.1.8")),
         ),
         object(
             600,
             ChangeType::Modified,
-            pod(crashing, "pod-2", "10.244.1.8", crashloop_status(2, 590)),
+            pod(crashing, "pod-2", crashloop_status(2, 590)),
         ),
         object(
             3300,
             ChangeType::Modified,
-            pod(crashing, "pod-2", "10.244.1.8", crashloop_status(5, 3290)),
+            pod(crashing, "pod-2", crashloop_status(5, 3290)),
         ),
         object(
             0,
@@ -249,9 +242,7 @@ pub fn cluster_rows() -> Vec<Row> {
             1,
             "Normal",
             "ScalingReplicaSet",
-            "Deployment",
-            "cart",
-            "dep-1",
+            ("Deployment", "cart", "dep-1"),
             "Scaled up replica set cart-5d8f7c9b4 to 2",
         ),
         event(
@@ -260,9 +251,7 @@ pub fn cluster_rows() -> Vec<Row> {
             5,
             "Warning",
             "OOMKilling",
-            "Pod",
-            crashing,
-            "pod-2",
+            ("Pod", crashing, "pod-2"),
             "Memory cgroup out of memory: Killed process 4242 (cart)",
         ),
         event(
@@ -271,9 +260,7 @@ pub fn cluster_rows() -> Vec<Row> {
             12,
             "Warning",
             "BackOff",
-            "Pod",
-            crashing,
-            "pod-2",
+            ("Pod", crashing, "pod-2"),
             "Back-off restarting failed container cart in pod cart-5d8f7c9b4-x2x9z_shop(pod-2)",
         ),
         event(
@@ -282,9 +269,7 @@ pub fn cluster_rows() -> Vec<Row> {
             1,
             "Normal",
             "Started",
-            "Pod",
-            healthy,
-            "pod-1",
+            ("Pod", healthy, "pod-1"),
             "Started container cart",
         ),
     ];

@@ -82,14 +82,17 @@ pub const RULES: &[Rule] = &[
 const RUNBOOK: &str = "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/";
 
 /// Alert state across evaluations.
+/// (namespace, pod, container).
+type ContainerKey = (String, String, String);
+
 #[derive(Debug, Clone, Default)]
 pub struct Alerts {
     /// Active alerts: (rule, labels) -> active since.
     active: BTreeMap<(String, Labels), i64>,
     /// Last time each container was seen in CrashLoopBackOff (for `max_over_time[5m]`).
-    crashloop_seen: BTreeMap<(String, String, String), i64>,
+    crashloop_seen: BTreeMap<ContainerKey, i64>,
     /// Recent (time, throttled, periods) per container, for the 5-minute throttling ratio.
-    throttle: BTreeMap<(String, String, String), VecDeque<(i64, f64, f64)>>,
+    throttle: BTreeMap<ContainerKey, VecDeque<(i64, f64, f64)>>,
     /// Recent (time, requests, errors, p99) per service.
     health: BTreeMap<String, VecDeque<(i64, f64, f64, f64)>>,
 }

@@ -1214,7 +1214,7 @@ impl Endpoints {
             })
         };
         let mut subsets = vec![];
-        if !(self.ready.is_empty() && self.not_ready.is_empty()) && !self.ports.is_empty() {
+        if (!self.ready.is_empty() || !self.not_ready.is_empty()) && !self.ports.is_empty() {
             let mut s = serde_json::Map::new();
             if !self.ready.is_empty() {
                 s.insert(

@@ -10,7 +10,7 @@ use problems::app::{AppSpec, Protocol};
 use schemas::tables::{Labels, MetricMeta, MetricSample, Row};
 
 use super::objects::*;
-use super::workload::Workload;
+use super::workload::{OpCounters, Workload};
 use super::world::World;
 
 /// Families this simulator exports: name, type, help, unit.
@@ -1120,7 +1120,7 @@ fn app_metrics(o: &mut Out, w: &World, app: &AppSpec, wl: &Workload) {
     let ns = app.namespace.as_str();
     if wl.spanmetrics() {
         // The OTel collector's spanmetrics connector: per service and span, all pods together.
-        let mut agg: BTreeMap<(String, String), (f64, f64, f64, Vec<f64>)> = BTreeMap::new();
+        let mut agg: BTreeMap<(String, String), OpCounters> = BTreeMap::new();
         for ((pk, op), c) in &wl.counters {
             let Some(p) = w.pods.get(pk) else { continue };
             let Some(svc) = p
@@ -1132,17 +1132,19 @@ fn app_metrics(o: &mut Out, w: &World, app: &AppSpec, wl: &Workload) {
             else {
                 continue;
             };
-            let e = agg
-                .entry((svc, op.clone()))
-                .or_insert_with(|| (0.0, 0.0, 0.0, vec![0.0; c.buckets.len()]));
-            e.0 += c.requests;
-            e.1 += c.errors;
-            e.2 += c.duration_sum;
+            let e = agg.entry((svc, op.clone())).or_insert_with(|| OpCounters {
+                buckets: vec![0.0; c.buckets.len()],
+                ..OpCounters::default()
+            });
+            e.requests += c.requests;
+            e.errors += c.errors;
+            e.duration_sum += c.duration_sum;
             for (i, v) in c.buckets.iter().enumerate() {
-                e.3[i] += v;
+                e.buckets[i] += v;
             }
         }
-        for ((svc, op), (req, err, sum, buckets)) in agg {
+        for ((svc, op), c) in agg {
+            let (req, err, sum, buckets) = (c.requests, c.errors, c.duration_sum, c.buckets);
             let name = op.strip_prefix("HTTP ").unwrap_or(&op).to_string();
             let base = |status: &str| {
                 labels(&[

@@ -336,15 +336,12 @@ impl Workload {
             let mut ok = 0.0;
             let mut err = None;
             for pk in caller_pods {
-                match routes.get(&(pk.clone(), callee.to_string())) {
-                    Some(r) => {
-                        let f = r.failure.as_ref().map(|f| f.0).unwrap_or(0.0);
-                        ok += 1.0 - f;
-                        if let Some((_, e)) = &r.failure {
-                            err.get_or_insert((e.clone(), r.host.clone(), r.port));
-                        }
+                if let Some(r) = routes.get(&(pk.clone(), callee.to_string())) {
+                    let f = r.failure.as_ref().map(|f| f.0).unwrap_or(0.0);
+                    ok += 1.0 - f;
+                    if let Some((_, e)) = &r.failure {
+                        err.get_or_insert((e.clone(), r.host.clone(), r.port));
                     }
-                    None => {}
                 }
             }
             (ok / caller_pods.len() as f64, err)

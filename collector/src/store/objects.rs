@@ -136,8 +136,7 @@ impl ObjectTimeline {
 
     /// The objects that exist at `t`.
     pub fn state_at(&self, t: i64) -> ClusterState {
-        let mut kinds: BTreeMap<(String, String), BTreeMap<(String, String), Arc<Value>>> =
-            BTreeMap::new();
+        let mut kinds: BTreeMap<KindKey, ObjectsOfKind> = BTreeMap::new();
         for ((api_version, kind, ns, name), versions) in &self.versions {
             let upto = versions.partition_point(|v| v.observed_ns <= t);
             let Some(last) = upto.checked_sub(1).map(|i| &versions[i]) else {
@@ -169,10 +168,15 @@ impl ObjectTimeline {
     }
 }
 
+/// (apiVersion, kind).
+pub type KindKey = (String, String);
+/// The objects of one kind by (namespace, name); cluster-scoped objects have an empty namespace.
+pub type ObjectsOfKind = BTreeMap<(String, String), Arc<Value>>;
+
 /// The objects that exist at one instant, by (apiVersion, kind), then by (namespace, name).
 #[derive(Debug, Default, Clone)]
 pub struct ClusterState {
-    pub kinds: BTreeMap<(String, String), BTreeMap<(String, String), Arc<Value>>>,
+    pub kinds: BTreeMap<KindKey, ObjectsOfKind>,
     pub resource_version: u64,
 }
 

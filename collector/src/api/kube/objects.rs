@@ -122,16 +122,13 @@ fn select(
 fn objects_of<'a>(
     f: &'a KubeFacade,
     res: &Resource,
-) -> Box<dyn Iterator<Item = (&'a (String, String), &'a Arc<Value>)> + 'a> {
+) -> impl Iterator<Item = (&'a (String, String), &'a Arc<Value>)> + 'a {
     let key = if res.group == "events.k8s.io" {
         ("v1".to_string(), "Event".to_string())
     } else {
         (res.api_version(), res.kind.clone())
     };
-    match f.state.kinds.get(&key) {
-        Some(m) => Box::new(m.iter()),
-        None => Box::new(std::iter::empty()),
-    }
+    f.state.kinds.get(&key).into_iter().flatten()
 }
 
 /// Continue tokens carry the list's resource version and the offset of the next item.
