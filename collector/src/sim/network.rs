@@ -51,39 +51,44 @@ pub struct Route {
 
 /// NXDOMAIN templates in the Corefile: `template ANY ANY <name> { rcode NXDOMAIN }` blocks.
 fn nxdomain(corefile: &str, fqdn: &str) -> bool {
-    let mut in_template = false;
-    let mut pattern: Option<String> = None;
+    // CoreDNS matches template regexes against the query name with its trailing dot, and only for
+    // names inside the template's zones (every name when it lists none).
+    let qname = format!("{}.", fqdn.trim_end_matches('.'));
+    let in_zone = |zone: &str| {
+        let zone = zone.trim_end_matches('.');
+        zone.is_empty() || fqdn == zone || fqdn.ends_with(&format!(".{zone}"))
+    };
+    let mut template: Option<(Vec<String>, Vec<String>, bool)> = None;
     for line in corefile.lines() {
         let t = line.trim();
         if let Some(rest) = t.strip_prefix("template ") {
-            in_template = true;
-            pattern = rest
+            let zones = rest
+                .trim_end_matches('{')
                 .split_whitespace()
-                .nth(2)
-                .map(|s| s.trim_end_matches('{').trim().to_string());
+                .skip(2)
+                .map(str::to_string)
+                .collect();
+            template = Some((zones, vec![], false));
             continue;
         }
-        if in_template {
-            if let Some(m) = t.strip_prefix("match ") {
-                pattern = Some(m.trim().trim_matches('"').to_string());
+        let Some((zones, patterns, rcode)) = template.as_mut() else {
+            continue;
+        };
+        if let Some(m) = t.strip_prefix("match ") {
+            patterns.push(m.trim().trim_matches('"').to_string());
+        } else if t.contains("rcode NXDOMAIN") {
+            *rcode = true;
+        } else if t == "}" {
+            let hit = *rcode
+                && (zones.is_empty() || zones.iter().any(|z| in_zone(z)))
+                && (patterns.is_empty()
+                    || patterns
+                        .iter()
+                        .any(|p| regex::Regex::new(p).is_ok_and(|re| re.is_match(&qname))));
+            if hit {
+                return true;
             }
-            if t.contains("rcode NXDOMAIN")
-                && let Some(p) = &pattern
-            {
-                let p = p.trim_end_matches('.');
-                let hit = if p.contains('*') || p.contains('\\') || p.contains('(') {
-                    regex::Regex::new(p).is_ok_and(|re| re.is_match(fqdn))
-                } else {
-                    fqdn == p || fqdn.starts_with(&format!("{p}."))
-                };
-                if hit {
-                    return true;
-                }
-            }
-            if t == "}" {
-                in_template = false;
-                pattern = None;
-            }
+            template = None;
         }
     }
     false
