@@ -114,14 +114,21 @@ fn render_truth(gt: &GroundTruth) -> String {
     s
 }
 
-fn render_output(out: &AgentOutput) -> String {
-    let mut s = String::new();
+fn render_output(out: &AgentOutput, s: &mut String) {
     if !out.diagnosis.trim().is_empty() {
         s.push_str(out.diagnosis.trim());
         s.push('\n');
     }
     if !out.entities.is_empty() || !out.propagations.is_empty() {
-        let structured = json!({"entities": out.entities, "propagations": out.propagations});
+        #[derive(serde::Serialize)]
+        struct Structured<'a> {
+            entities: &'a [schemas::agent_output::AgentEntity],
+            propagations: &'a [schemas::agent_output::AgentPropagation],
+        }
+        let structured = Structured {
+            entities: &out.entities,
+            propagations: &out.propagations,
+        };
         s.push_str("Structured answer:\n");
         s.push_str(&serde_json::to_string_pretty(&structured).unwrap_or_default());
         s.push('\n');
@@ -131,7 +138,66 @@ fn render_output(out: &AgentOutput) -> String {
         s.push_str(&serde_json::to_string_pretty(summary).unwrap_or_default());
         s.push('\n');
     }
-    s
+}
+
+/// What every prompt for one ground truth and checklist shares, rendered once: a batch then
+/// renders only each agent output.
+#[derive(Debug, Clone)]
+pub struct Template {
+    truth: String,
+    checklist: String,
+    ids: Vec<String>,
+}
+
+impl Template {
+    pub fn new(gt: &GroundTruth, checklist: &Checklist) -> Self {
+        let mut text = String::new();
+        let mut ids = Vec::new();
+        for d in &checklist.dimensions {
+            text.push_str(&format!("### {} — {}\n{}\n", d.id, d.name, d.definition));
+            for q in &d.questions {
+                text.push_str(&format!("{}: {}\n", q.id, q.text));
+                if !q.hint.is_empty() {
+                    text.push_str(&format!("  Hint: {}\n", q.hint));
+                }
+                ids.push(q.id.clone());
+            }
+        }
+        Self {
+            truth: render_truth(gt),
+            checklist: text,
+            ids,
+        }
+    }
+
+    /// The prompt for one output, with the semantic questions its entities raise.
+    pub fn prompt(&self, out: &AgentOutput, extra: &[SemanticQuestion]) -> Prompt {
+        let mut user = String::with_capacity(self.truth.len() + self.checklist.len() + 2048);
+        user.push_str("## Ground truth\n");
+        user.push_str(&self.truth);
+        user.push_str("\n## Agent diagnosis\n");
+        render_output(out, &mut user);
+        user.push_str("\n## Checklist\n");
+        user.push_str(&self.checklist);
+        let mut ids = self.ids.clone();
+        if !extra.is_empty() {
+            user.push_str("### Reasoning of named entities\n");
+            for q in extra {
+                user.push_str(&format!("{}: {}\n", q.id, q.text));
+                ids.push(q.id.clone());
+            }
+        }
+        user.push_str(&format!(
+            "\n## Required JSON ({} answers)\nQuestion ids: {}\n",
+            ids.len(),
+            ids.join(", ")
+        ));
+        Prompt {
+            system: SYSTEM.to_string(),
+            user,
+            question_ids: ids,
+        }
+    }
 }
 
 /// Builds the prompt for one item.
@@ -141,40 +207,7 @@ pub fn build(
     checklist: &Checklist,
     extra: &[SemanticQuestion],
 ) -> Prompt {
-    let mut user = String::new();
-    user.push_str("## Ground truth\n");
-    user.push_str(&render_truth(gt));
-    user.push_str("\n## Agent diagnosis\n");
-    user.push_str(&render_output(out));
-    user.push_str("\n## Checklist\n");
-    let mut ids = Vec::new();
-    for d in &checklist.dimensions {
-        user.push_str(&format!("### {} — {}\n{}\n", d.id, d.name, d.definition));
-        for q in &d.questions {
-            user.push_str(&format!("{}: {}\n", q.id, q.text));
-            if !q.hint.is_empty() {
-                user.push_str(&format!("  Hint: {}\n", q.hint));
-            }
-            ids.push(q.id.clone());
-        }
-    }
-    if !extra.is_empty() {
-        user.push_str("### Reasoning of named entities\n");
-        for q in extra {
-            user.push_str(&format!("{}: {}\n", q.id, q.text));
-            ids.push(q.id.clone());
-        }
-    }
-    user.push_str(&format!(
-        "\n## Required JSON ({} answers)\nQuestion ids: {}\n",
-        ids.len(),
-        ids.join(", ")
-    ));
-    Prompt {
-        system: SYSTEM.to_string(),
-        user,
-        question_ids: ids,
-    }
+    Template::new(gt, checklist).prompt(out, extra)
 }
 
 impl Prompt {

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use chrono::Utc;
+use schemas::AgentOutput;
 use schemas::verdict::{
     Answer, Confidence, JudgeParams, JudgeResults, JudgedItem, Usage, VERDICT_VERSION, Verdict,
     VerdictStatus, YesNo,
@@ -22,7 +23,7 @@ use crate::itbench::Evaluation;
 use crate::layout::Item;
 use crate::llm::{CallError, Conversation, Llm, StructuredMode, counting_requests};
 use crate::prices::PriceTable;
-use crate::prompt::{self, Prompt};
+use crate::prompt::{Prompt, Template};
 use crate::rubric::Rubric;
 use crate::store::{Cache, LogWriter, content_key, read_log, write_json};
 use crate::{aggregate, report_itbench};
@@ -81,20 +82,44 @@ struct Prepared {
     content: String,
 }
 
-fn prepare(item: Item, rubric: &Rubric, with_llm: bool, idx: &GtIndex, gt_hash: &str) -> Prepared {
-    let output = item.output.clone().unwrap_or_default();
-    let evaluation =
-        structured(&item).then(|| Evaluation::with_index(&item.truth.truth, idx, &output));
-    let prompt = (with_llm && item.output.is_ok() && !output.is_empty()).then(|| {
-        let checklist = rubric.checklist(&item.item.problem_id);
-        let extra = evaluation
-            .as_ref()
-            .map(|e| e.questions.as_slice())
-            .unwrap_or(&[]);
-        prompt::build(&item.truth.truth, &output, &checklist, extra)
-    });
+/// What every item of one problem shares, built once per run.
+struct Problem {
+    /// The ground truth with its filters compiled.
+    index: GtIndex,
+    hash: String,
+    /// None without a judge model.
+    template: Option<Template>,
+}
+
+impl Problem {
+    fn new(item: &Item, rubric: &Rubric, with_llm: bool) -> Self {
+        let gt = &item.truth.truth;
+        Self {
+            index: GtIndex::new(gt),
+            hash: content_key(gt),
+            template: with_llm.then(|| Template::new(gt, &rubric.checklist(&item.item.problem_id))),
+        }
+    }
+}
+
+fn prepare(item: Item, problem: &Problem) -> Prepared {
+    let empty = AgentOutput::default();
+    let output = item.output.as_ref().unwrap_or(&empty);
+    let evaluation = structured(&item)
+        .then(|| Evaluation::with_index(&item.truth.truth, &problem.index, output));
+    let prompt = problem
+        .template
+        .as_ref()
+        .filter(|_| item.output.is_ok() && !output.is_empty())
+        .map(|t| {
+            let extra = evaluation
+                .as_ref()
+                .map(|e| e.questions.as_slice())
+                .unwrap_or(&[]);
+            t.prompt(output, extra)
+        });
     let content = content_key(&json!({
-        "ground_truth": gt_hash,
+        "ground_truth": problem.hash,
         "submission": item.output.as_ref().map_err(|e| e.as_str()),
         "prompt_hash": prompt.as_ref().map(Prompt::hash),
     }));
@@ -386,7 +411,6 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
     let previous = read_log(&log_path)?;
     let log = LogWriter::open(&log_path)?;
     let with_llm = cfg.llm.is_some();
-    // Per problem: the compiled ground truth and its hash, shared by all its trials.
     let ctx = Arc::new(Ctx {
         rubric: cfg.rubric.clone(),
         llm: cfg.llm.clone(),
@@ -414,20 +438,15 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
     let mut done: HashMap<(String, u32), Verdict> = HashMap::new();
     let mut tasks = tokio::task::JoinSet::new();
     // Per problem: the compiled ground truth and its hash, shared by all its trials.
-    let mut indexes: HashMap<String, (GtIndex, String)> = HashMap::new();
+    let mut problems: HashMap<String, Problem> = HashMap::new();
     let mut prepared: Vec<Arc<Prepared>> = Vec::with_capacity(items.len());
     // Items are prepared one by one as they are dispatched, so building prompts overlaps the
     // judge calls already in flight.
     for (index, item) in items.into_iter().enumerate() {
-        let (idx, gt_hash) = indexes
+        let problem = problems
             .entry(item.item.problem_id.clone())
-            .or_insert_with(|| {
-                (
-                    GtIndex::new(&item.truth.truth),
-                    content_key(&item.truth.truth),
-                )
-            });
-        let p = Arc::new(prepare(item, &cfg.rubric, with_llm, idx, gt_hash));
+            .or_insert_with(|| Problem::new(&item, &cfg.rubric, with_llm));
+        let p = Arc::new(prepare(item, problem));
         prepared.push(p.clone());
         for sample in 0..samples {
             let key = cache_key(&p, &ctx.rubric, ctx.llm.as_deref(), sample);
