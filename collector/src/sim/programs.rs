@@ -218,10 +218,20 @@ pub fn dial_address(
 ) -> Option<(String, u16)> {
     let ns = pod.meta.namespace.as_deref().unwrap_or_default();
     match app.address_of(&caller.name, callee)? {
-        AddressSource::Env { var, .. } => {
+        AddressSource::Env { var, port } => {
             let v = env_value(w, ns, c, &var)?;
-            let (h, p) = super::util::split_address(&v)?;
-            Some((h.to_string(), p))
+            if let Some((h, p)) = super::util::split_address(&v) {
+                return Some((h.to_string(), p));
+            }
+            // A host-only variable (`FRONTEND_HOST`) pairs with its `_PORT` sibling, as the
+            // Envoy template of the OpenTelemetry demo does, else with the Service port.
+            let port = var
+                .strip_suffix("_HOST")
+                .and_then(|prefix| env_value(w, ns, c, &format!("{prefix}_PORT")))
+                .and_then(|p| p.trim().parse().ok())
+                .unwrap_or(port);
+            let host = v.trim();
+            (!host.is_empty()).then(|| (host.to_string(), port))
         }
         AddressSource::ConfigMap {
             config_map, key, ..
