@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use schemas::AgentOutput;
@@ -19,7 +20,7 @@ pub struct Item {
     pub item: ItemRef,
     /// The output, or why it could not be read (an agent error, scored 0).
     pub output: Result<AgentOutput, String>,
-    pub truth: LoadedTruth,
+    pub truth: Arc<LoadedTruth>,
 }
 
 /// What a scan found besides the items.
@@ -43,7 +44,7 @@ pub fn scan(
     path: &Path,
     agent: &str,
     problem: Option<&str>,
-    truths: &BTreeMap<String, LoadedTruth>,
+    truths: &BTreeMap<String, Arc<LoadedTruth>>,
     scan: &mut Scan,
 ) -> anyhow::Result<()> {
     if path.is_dir() {
@@ -98,7 +99,7 @@ fn find_run_files(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 
 /// A problem id as given by a user or a directory name, matched to the loaded ground truths: exact
 /// first, then by ITBench canonical scenario id.
-fn resolve_id(raw: &str, truths: &BTreeMap<String, LoadedTruth>) -> String {
+fn resolve_id(raw: &str, truths: &BTreeMap<String, Arc<LoadedTruth>>) -> String {
     if truths.contains_key(raw) {
         return raw.to_string();
     }
@@ -116,7 +117,7 @@ fn read_output(path: &Path) -> Result<AgentOutput, String> {
 
 fn push(
     scan: &mut Scan,
-    truths: &BTreeMap<String, LoadedTruth>,
+    truths: &BTreeMap<String, Arc<LoadedTruth>>,
     agent: &str,
     problem_id: &str,
     trial: &str,
@@ -145,7 +146,7 @@ fn push(
 fn scan_itbench(
     root: &Path,
     agent: &str,
-    truths: &BTreeMap<String, LoadedTruth>,
+    truths: &BTreeMap<String, Arc<LoadedTruth>>,
     scan: &mut Scan,
 ) -> anyhow::Result<()> {
     for incident in truth::sorted_entries(root)?
@@ -195,7 +196,7 @@ fn scan_itbench(
 
 fn scan_run(
     path: &Path,
-    truths: &BTreeMap<String, LoadedTruth>,
+    truths: &BTreeMap<String, Arc<LoadedTruth>>,
     scan: &mut Scan,
 ) -> anyhow::Result<()> {
     let text =
@@ -214,10 +215,10 @@ fn scan_run(
         if let Some(t) = loaded.into_values().next() {
             own.insert(
                 run.problem_id.clone(),
-                LoadedTruth {
+                Arc::new(LoadedTruth {
                     problem_id: run.problem_id.clone(),
-                    ..t
-                },
+                    ..Arc::unwrap_or_clone(t)
+                }),
             );
         }
         push(
@@ -246,7 +247,7 @@ fn scan_run(
 fn scan_sregym_csv(
     path: &Path,
     agent: &str,
-    truths: &BTreeMap<String, LoadedTruth>,
+    truths: &BTreeMap<String, Arc<LoadedTruth>>,
     scan: &mut Scan,
 ) -> anyhow::Result<()> {
     let mut reader =

@@ -401,6 +401,25 @@ fn combine(p: &Prepared, verdicts: &[&Verdict], requested: u32, rubric: &Rubric)
     item
 }
 
+/// Where a verdict that needed no request came from.
+enum Source {
+    /// This run's own log (a resumed run).
+    Log,
+    Cache,
+}
+
+/// What a run's tasks hand back: an item prepared with the verdicts found for it and the samples
+/// still to judge, or one judged sample.
+enum Done {
+    Looked {
+        index: usize,
+        p: Arc<Prepared>,
+        found: Vec<(Verdict, Source)>,
+        missing: Vec<(u32, String)>,
+    },
+    Judged(Verdict),
+}
+
 /// Judges all items and writes `verdicts.jsonl`, `results.json` and ITBench's
 /// `evaluation_results.json` (plus per-trial `judge_output.json`) into the output directory.
 pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResults, RunReport)> {
@@ -434,68 +453,110 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
 
     let t0 = Instant::now();
     let semaphore = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
+    let previous = Arc::new(previous);
     let mut report = RunReport::default();
     let mut done: HashMap<(String, u32), Verdict> = HashMap::new();
-    let mut tasks = tokio::task::JoinSet::new();
-    // Per problem: the compiled ground truth and its hash, shared by all its trials.
-    let mut problems: HashMap<String, Problem> = HashMap::new();
-    let mut prepared: Vec<Arc<Prepared>> = Vec::with_capacity(items.len());
-    // Items are prepared one by one as they are dispatched, so building prompts overlaps the
-    // judge calls already in flight.
+    let mut tasks: tokio::task::JoinSet<anyhow::Result<Done>> = tokio::task::JoinSet::new();
+    // Per problem: the compiled ground truth, its hash and the prompt template, shared by all its
+    // trials.
+    let mut problems: HashMap<String, Arc<Problem>> = HashMap::new();
+    let mut prepared: Vec<Option<Arc<Prepared>>> = vec![None; items.len()];
+    // One task per item prepares it and looks its samples up in the log and the cache, so that
+    // work spreads over the runtime's threads and overlaps the judge calls already in flight;
+    // the samples still to judge come back here and get a task each.
     for (index, item) in items.into_iter().enumerate() {
         let problem = problems
             .entry(item.item.problem_id.clone())
-            .or_insert_with(|| Problem::new(&item, &cfg.rubric, with_llm));
-        let p = Arc::new(prepare(item, problem));
-        prepared.push(p.clone());
-        for sample in 0..samples {
-            let key = cache_key(&p, &ctx.rubric, ctx.llm.as_deref(), sample);
-            let id = (p.item.item.id.clone(), sample);
-            if let Some(v) = previous
-                .get(&id)
-                .filter(|v| v.cache_key == key && v.status != VerdictStatus::JudgeError)
-            {
-                report.resumed += 1;
-                done.insert(id, v.clone());
-                bar.inc(1);
-                continue;
+            .or_insert_with(|| Arc::new(Problem::new(&item, &cfg.rubric, with_llm)))
+            .clone();
+        let (ctx, cache, previous, log) = (
+            ctx.clone(),
+            cfg.cache.clone(),
+            previous.clone(),
+            log.sender(),
+        );
+        tasks.spawn(async move {
+            let p = Arc::new(prepare(item, &problem));
+            let mut found = Vec::new();
+            let mut missing = Vec::new();
+            for sample in 0..samples {
+                let key = cache_key(&p, &ctx.rubric, ctx.llm.as_deref(), sample);
+                let id = (p.item.item.id.clone(), sample);
+                if let Some(v) = previous
+                    .get(&id)
+                    .filter(|v| v.cache_key == key && v.status != VerdictStatus::JudgeError)
+                {
+                    found.push((v.clone(), Source::Log));
+                } else if let Some(mut v) = cache.as_ref().and_then(|c| c.get(&key)) {
+                    v.item = p.item.item.clone();
+                    v.cached = true;
+                    v.requests = 0;
+                    log.append(&v)?;
+                    found.push((v, Source::Cache));
+                } else {
+                    missing.push((sample, key));
+                }
             }
-            if let Some(mut v) = cfg.cache.as_ref().and_then(|c| c.get(&key)) {
-                v.item = p.item.item.clone();
-                v.cached = true;
-                v.requests = 0;
-                report.from_cache += 1;
-                log.append(v.clone());
-                done.insert(id, v);
-                bar.inc(1);
-                continue;
-            }
-            let (p, ctx, sem, cache) =
-                (p.clone(), ctx.clone(), semaphore.clone(), cfg.cache.clone());
-            tasks.spawn(async move {
-                let _permit = sem.acquire_owned().await.expect("semaphore open");
-                let v = judge_sample(&p, &ctx, sample, key).await;
-                // Errors are never cached, so the next run tries them again.
-                let stored = match (&cache, v.status) {
-                    (Some(c), VerdictStatus::Scored | VerdictStatus::AgentError) => c.put(&v),
-                    _ => Ok(()),
-                };
-                (index, v, stored)
-            });
-        }
+            Ok(Done::Looked {
+                index,
+                p,
+                found,
+                missing,
+            })
+        });
     }
     while let Some(joined) = tasks.join_next().await {
-        let (_, v, stored) = joined.context("a judging task panicked")?;
-        stored?;
-        report.judged += 1;
-        report.requests += u64::from(v.requests);
-        if v.status == VerdictStatus::JudgeError {
-            report.judge_errors += 1;
-            bar.set_message(format!("{} judge errors", report.judge_errors));
+        match joined.context("a judging task panicked")?? {
+            Done::Looked {
+                index,
+                p,
+                found,
+                missing,
+            } => {
+                for (v, source) in found {
+                    match source {
+                        Source::Log => report.resumed += 1,
+                        Source::Cache => report.from_cache += 1,
+                    }
+                    done.insert((v.item.id.clone(), v.sample), v);
+                    bar.inc(1);
+                }
+                for (sample, key) in missing {
+                    let (p, ctx, sem, cache, log) = (
+                        p.clone(),
+                        ctx.clone(),
+                        semaphore.clone(),
+                        cfg.cache.clone(),
+                        log.sender(),
+                    );
+                    tasks.spawn(async move {
+                        let v = {
+                            let _permit = sem.acquire_owned().await.expect("semaphore open");
+                            judge_sample(&p, &ctx, sample, key).await
+                        };
+                        // Errors are never cached, so the next run tries them again.
+                        if let (Some(c), VerdictStatus::Scored | VerdictStatus::AgentError) =
+                            (&cache, v.status)
+                        {
+                            c.put(&v)?;
+                        }
+                        log.append(&v)?;
+                        Ok(Done::Judged(v))
+                    });
+                }
+                prepared[index] = Some(p);
+            }
+            Done::Judged(v) => {
+                report.judged += 1;
+                report.requests += u64::from(v.requests);
+                if v.status == VerdictStatus::JudgeError {
+                    report.judge_errors += 1;
+                    bar.set_message(format!("{} judge errors", report.judge_errors));
+                }
+                done.insert((v.item.id.clone(), v.sample), v);
+                bar.inc(1);
+            }
         }
-        log.append(v.clone());
-        done.insert((v.item.id.clone(), v.sample), v);
-        bar.inc(1);
     }
     log.close().await?;
     report.judging = t0.elapsed();
@@ -503,6 +564,10 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
     report.verdicts = done.len();
 
     tracing::debug!(elapsed = ?t0.elapsed(), "verdicts ready");
+    let prepared: Vec<Arc<Prepared>> = prepared
+        .into_iter()
+        .map(|p| p.expect("every item task reported"))
+        .collect();
     let items: Vec<JudgedItem> = prepared
         .iter()
         .map(|p| {

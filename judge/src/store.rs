@@ -142,12 +142,26 @@ pub fn read_log(path: &Path) -> anyhow::Result<HashMap<(String, u32), Verdict>> 
     Ok(out)
 }
 
-/// Appends verdicts to the log from one writer task. Lines that arrive together are written
-/// together and made durable with one fsync, so a fast stream of cached verdicts is not throttled by
-/// the disk.
+/// Appends verdicts to the log from one writer thread. Verdicts are serialised by whoever appends
+/// them (spread over the runtime's threads); lines that arrive together are written together and
+/// made durable with one fsync, so a fast stream of cached verdicts is not throttled by the disk.
 pub struct LogWriter {
-    tx: mpsc::UnboundedSender<Verdict>,
+    tx: LogSender,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+/// A handle that appends to the log; the log is closed once every handle is dropped.
+#[derive(Clone)]
+pub struct LogSender(mpsc::UnboundedSender<Vec<u8>>);
+
+impl LogSender {
+    pub fn append(&self, v: &Verdict) -> anyhow::Result<()> {
+        let mut line = serde_json::to_vec(v).context("cannot serialise a verdict")?;
+        line.push(b'\n');
+        // The writer only stops when the log cannot be written; `close` reports that error.
+        let _ = self.0.send(line);
+        Ok(())
+    }
 }
 
 impl LogWriter {
@@ -165,17 +179,15 @@ impl LogWriter {
         if file.metadata()?.len() > 0 {
             file.write_all(b"\n")?;
         }
-        let (tx, mut rx) = mpsc::unbounded_channel::<Verdict>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
         let shown = path.display().to_string();
         let task = tokio::task::spawn_blocking(move || {
             let mut buf = Vec::new();
-            while let Some(v) = rx.blocking_recv() {
+            while let Some(line) = rx.blocking_recv() {
                 buf.clear();
-                serde_json::to_writer(&mut buf, &v)?;
-                buf.push(b'\n');
+                buf.extend_from_slice(&line);
                 while let Ok(more) = rx.try_recv() {
-                    serde_json::to_writer(&mut buf, &more)?;
-                    buf.push(b'\n');
+                    buf.extend_from_slice(&more);
                 }
                 file.write_all(&buf)
                     .and_then(|()| file.sync_data())
@@ -183,15 +195,17 @@ impl LogWriter {
             }
             Ok(())
         });
-        Ok(Self { tx, task })
+        Ok(Self {
+            tx: LogSender(tx),
+            task,
+        })
     }
 
-    pub fn append(&self, v: Verdict) {
-        // The writer only stops when the log cannot be written; `close` reports that error.
-        let _ = self.tx.send(v);
+    pub fn sender(&self) -> LogSender {
+        self.tx.clone()
     }
 
-    /// Flushes everything and reports a write failure, if any.
+    /// Waits until every sender is dropped and everything is written; reports a write failure.
     pub async fn close(self) -> anyhow::Result<()> {
         drop(self.tx);
         self.task.await.context("the log writer panicked")?

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use anyhow::{Context, bail};
 use regex::Regex;
@@ -70,7 +70,8 @@ pub fn read_value(path: &Path) -> anyhow::Result<Value> {
 }
 
 /// Loads ground truths from a file or a directory.
-pub fn load(path: &Path) -> anyhow::Result<BTreeMap<String, LoadedTruth>> {
+/// Ground truths by problem id, shared (each is referenced by every output judged against it).
+pub fn load(path: &Path) -> anyhow::Result<BTreeMap<String, Arc<LoadedTruth>>> {
     let mut out = BTreeMap::new();
     let mut inconsistent = Vec::new();
     if path.is_dir() {
@@ -92,7 +93,7 @@ pub fn load(path: &Path) -> anyhow::Result<BTreeMap<String, LoadedTruth>> {
             CANDIDATES.join(",")
         );
     }
-    Ok(out)
+    Ok(out.into_iter().map(|(k, v)| (k, Arc::new(v))).collect())
 }
 
 fn load_dir(

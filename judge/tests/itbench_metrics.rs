@@ -13,7 +13,7 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/itbench")
 }
 
-fn truths() -> std::collections::BTreeMap<String, truth::LoadedTruth> {
+fn truths() -> std::collections::BTreeMap<String, std::sync::Arc<truth::LoadedTruth>> {
     truth::load(&fixtures().join("judge_inputs/ground_truths.json")).unwrap()
 }
 

@@ -30,7 +30,7 @@ pub fn setup() {
         .try_init();
 }
 
-pub fn truths() -> std::collections::BTreeMap<String, LoadedTruth> {
+pub fn truths() -> std::collections::BTreeMap<String, Arc<LoadedTruth>> {
     truth::load(&fixtures().join("judge_inputs/ground_truths.json")).unwrap()
 }
 
