@@ -417,7 +417,7 @@ enum Done {
         found: Vec<(Verdict, Source)>,
         missing: Vec<(u32, String)>,
     },
-    Judged(Verdict),
+    Judged(Box<Verdict>),
 }
 
 /// Judges all items and writes `verdicts.jsonl`, `results.json` and ITBench's
@@ -541,7 +541,7 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
                             c.put(&v)?;
                         }
                         log.append(&v)?;
-                        Ok(Done::Judged(v))
+                        Ok(Done::Judged(Box::new(v)))
                     });
                 }
                 prepared[index] = Some(p);
@@ -553,7 +553,7 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
                     report.judge_errors += 1;
                     bar.set_message(format!("{} judge errors", report.judge_errors));
                 }
-                done.insert((v.item.id.clone(), v.sample), v);
+                done.insert((v.item.id.clone(), v.sample), *v);
                 bar.inc(1);
             }
         }
