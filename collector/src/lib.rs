@@ -2,6 +2,7 @@
 //! capture, the API facades, the problem runner and the `collector` command line.
 
 pub mod api;
+pub mod capture;
 pub mod cli;
 pub mod clock;
 pub mod env;

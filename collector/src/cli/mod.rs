@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod capture;
 pub mod dataset;
 pub mod problems;
 pub mod replay;
@@ -29,6 +30,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Record a running system (a cluster, or a replay) into a dataset.
+    Capture(capture::Args),
     /// Inspect, validate and export datasets.
     Dataset(dataset::Args),
     /// List, show and validate the problem catalog.
@@ -44,6 +47,7 @@ pub enum Command {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Capture(args) => capture::run(args),
         Command::Dataset(args) => dataset::run(args),
         Command::Problems(args) => problems::run(args),
         Command::Replay(args) => replay::run(args),

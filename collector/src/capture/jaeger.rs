@@ -1,0 +1,338 @@
+//! The Jaeger source: services, then each service's traces over the window in time chunks (halved
+//! while a chunk hits the search limit), de-duplicated by trace id, into the spans table. Reads
+//! the api_v3 gateway (OTLP JSON, nanosecond times), or the v1 JSON API where api_v3 is absent.
+
+use std::collections::HashSet;
+
+use indicatif::ProgressBar;
+use schemas::tables::{Labels, Row, SpanRow};
+use serde_json::Value;
+
+use super::Window;
+use super::http::HttpSource;
+use super::sink::Sink;
+use crate::clock::rfc3339_nanos;
+
+/// Traces asked for per search; a chunk that returns this many is split.
+const SEARCH_DEPTH: usize = 1000;
+/// The first chunk length.
+const CHUNK_NS: i64 = 300_000_000_000;
+/// Chunks are not split below this (a burst of more than SEARCH_DEPTH traces in it is kept as
+/// returned, with a warning).
+const MIN_CHUNK_NS: i64 = 1_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    V3,
+    V1,
+}
+
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct JaegerOutcome {
+    pub services: usize,
+    pub traces: u64,
+    pub spans: u64,
+    pub truncated_chunks: u64,
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// An OTLP AnyValue as text (64-bit integers arrive as strings already).
+fn any_value(v: &Value) -> String {
+    ["stringValue", "intValue", "doubleValue", "boolValue"]
+        .iter()
+        .find_map(|k| v.get(*k))
+        .map(text)
+        .unwrap_or_default()
+}
+
+fn otlp_attributes(list: &Value) -> Labels {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|kv| Some((kv["key"].as_str()?.to_string(), any_value(&kv["value"]))))
+        .collect()
+}
+
+fn kind_name(kind: i64) -> &'static str {
+    match kind {
+        1 => "internal",
+        2 => "server",
+        3 => "client",
+        4 => "producer",
+        5 => "consumer",
+        _ => "unspecified",
+    }
+}
+
+fn nanos(v: &Value) -> Option<i64> {
+    match v {
+        Value::String(s) => s.parse().ok(),
+        other => other.as_i64(),
+    }
+}
+
+/// The spans of an api_v3 answer (`{"result": {"resourceSpans": [...]}}`).
+fn v3_spans(body: &Value) -> Vec<SpanRow> {
+    let mut out = Vec::new();
+    for rs in body["result"]["resourceSpans"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let mut resource = otlp_attributes(&rs["resource"]["attributes"]);
+        let service = resource.remove("service.name").unwrap_or_default();
+        for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+            for s in ss["spans"].as_array().into_iter().flatten() {
+                let (Some(start), Some(end)) =
+                    (nanos(&s["startTimeUnixNano"]), nanos(&s["endTimeUnixNano"]))
+                else {
+                    continue;
+                };
+                let status_code = match s["status"]["code"].as_i64() {
+                    Some(1) => "ok",
+                    Some(2) => "error",
+                    _ => "unset",
+                };
+                out.push(SpanRow {
+                    trace_id: text(&s["traceId"]).to_lowercase(),
+                    span_id: text(&s["spanId"]).to_lowercase(),
+                    parent_span_id: s["parentSpanId"]
+                        .as_str()
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_lowercase),
+                    service: service.clone(),
+                    name: text(&s["name"]),
+                    kind: kind_name(s["kind"].as_i64().unwrap_or(0)).to_string(),
+                    start_ns: start,
+                    duration_ns: end - start,
+                    status_code: status_code.to_string(),
+                    status_message: s["status"]["message"]
+                        .as_str()
+                        .filter(|m| !m.is_empty())
+                        .map(str::to_string),
+                    resource_attributes: resource.clone(),
+                    attributes: otlp_attributes(&s["attributes"]),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn v1_tags(list: &Value) -> Labels {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| Some((t["key"].as_str()?.to_string(), text(&t["value"]))))
+        .collect()
+}
+
+/// The spans of a v1 answer (`{"data": [trace, ...]}`); kind and status come back from the tags
+/// Jaeger derives them into (`span.kind`, `otel.status_code`, `error`, `otel.status_description`).
+fn v1_spans(body: &Value) -> Vec<SpanRow> {
+    let mut out = Vec::new();
+    for trace in body["data"].as_array().into_iter().flatten() {
+        for s in trace["spans"].as_array().into_iter().flatten() {
+            let process = &trace["processes"][s["processID"].as_str().unwrap_or_default()];
+            let mut attributes = v1_tags(&s["tags"]);
+            let kind = attributes
+                .remove("span.kind")
+                .unwrap_or_else(|| "unspecified".into());
+            let code = attributes.remove("otel.status_code");
+            let error = attributes.remove("error");
+            let status_code = match (code.as_deref(), error.as_deref()) {
+                (Some("ERROR"), _) | (_, Some("true")) => "error",
+                (Some("OK"), _) => "ok",
+                _ => "unset",
+            };
+            let (Some(start_us), Some(duration_us)) =
+                (s["startTime"].as_i64(), s["duration"].as_i64())
+            else {
+                continue;
+            };
+            let parent = s["references"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|r| r["refType"] == "CHILD_OF")
+                .and_then(|r| r["spanID"].as_str())
+                .map(str::to_lowercase);
+            out.push(SpanRow {
+                trace_id: format!("{:0>32}", text(&s["traceID"]).to_lowercase()),
+                span_id: format!("{:0>16}", text(&s["spanID"]).to_lowercase()),
+                parent_span_id: parent,
+                service: process["serviceName"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                name: text(&s["operationName"]),
+                kind,
+                start_ns: start_us * 1000,
+                duration_ns: duration_us * 1000,
+                status_code: status_code.to_string(),
+                status_message: attributes.remove("otel.status_description"),
+                resource_attributes: v1_tags(&process["tags"]),
+                attributes,
+            });
+        }
+    }
+    out
+}
+
+async fn services(jaeger: &HttpSource) -> anyhow::Result<(Api, Vec<String>)> {
+    let names = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    if let Some(body) = jaeger.get_json_or_404("api/v3/services", &[]).await? {
+        return Ok((Api::V3, names(&body["services"])));
+    }
+    let body = jaeger.get_json("api/services", &[]).await?;
+    Ok((Api::V1, names(&body["data"])))
+}
+
+/// The spans of `service`'s traces that started in `[from, to]`.
+async fn search(
+    jaeger: &HttpSource,
+    api: Api,
+    service: &str,
+    from: i64,
+    to: i64,
+) -> anyhow::Result<Vec<SpanRow>> {
+    let body = match api {
+        Api::V3 => {
+            jaeger
+                .get_json_or_404(
+                    "api/v3/traces",
+                    &[
+                        ("query.serviceName", service.to_string()),
+                        ("query.startTimeMin", rfc3339_nanos(from)),
+                        ("query.startTimeMax", rfc3339_nanos(to)),
+                        ("query.searchDepth", SEARCH_DEPTH.to_string()),
+                    ],
+                )
+                .await?
+        }
+        Api::V1 => {
+            jaeger
+                .get_json_or_404(
+                    "api/traces",
+                    &[
+                        ("service", service.to_string()),
+                        ("start", (from / 1000).to_string()),
+                        ("end", (to / 1000).to_string()),
+                        ("limit", SEARCH_DEPTH.to_string()),
+                    ],
+                )
+                .await?
+        }
+    };
+    Ok(match (api, body) {
+        (_, None) => Vec::new(),
+        (Api::V3, Some(b)) => v3_spans(&b),
+        (Api::V1, Some(b)) => v1_spans(&b),
+    })
+}
+
+fn trace_key(id: &str) -> u128 {
+    u128::from_str_radix(id, 16).unwrap_or_default()
+}
+
+pub async fn capture(
+    jaeger: &HttpSource,
+    window: Window,
+    sink: &Sink,
+    bar: &ProgressBar,
+) -> anyhow::Result<JaegerOutcome> {
+    let (api, services) = services(jaeger).await?;
+    bar.set_length(services.len() as u64);
+    let mut outcome = JaegerOutcome {
+        services: services.len(),
+        ..Default::default()
+    };
+    let mut seen: HashSet<u128> = HashSet::new();
+    for service in &services {
+        // Chunks still to read, earliest first.
+        let mut todo: Vec<(i64, i64)> = Vec::new();
+        let mut t = window.until_ns;
+        while t >= window.since_ns {
+            let from = (t - CHUNK_NS + 1).max(window.since_ns);
+            todo.push((from, t));
+            t = from - 1;
+        }
+        while let Some((from, to)) = todo.pop() {
+            let spans = search(jaeger, api, service, from, to).await?;
+            let traces: HashSet<&str> = spans.iter().map(|s| s.trace_id.as_str()).collect();
+            if traces.len() >= SEARCH_DEPTH {
+                if to - from > MIN_CHUNK_NS {
+                    let mid = from + (to - from) / 2;
+                    todo.push((mid + 1, to));
+                    todo.push((from, mid));
+                    continue;
+                }
+                outcome.truncated_chunks += 1;
+                tracing::warn!(
+                    "jaeger: more than {SEARCH_DEPTH} traces of {service} within a millisecond; kept those returned"
+                );
+            }
+            let new: HashSet<u128> = traces
+                .iter()
+                .map(|t| trace_key(t))
+                .filter(|k| !seen.contains(k))
+                .collect();
+            outcome.traces += new.len() as u64;
+            for span in spans {
+                if new.contains(&trace_key(&span.trace_id)) && window.contains(span.start_ns) {
+                    outcome.spans += 1;
+                    sink.push(Row::Span(span)).await?;
+                }
+            }
+            seen.extend(new);
+        }
+        bar.inc(1);
+    }
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn v1_and_v3_answers_give_the_same_span() {
+        let v3 = json!({"result": {"resourceSpans": [{"resource": {"attributes": [
+            {"key": "service.name", "value": {"stringValue": "geo"}},
+            {"key": "host.name", "value": {"stringValue": "n1"}}]},
+          "scopeSpans": [{"scope": {}, "spans": [{"traceId": "00000000000000000000000000000abc", "spanId": "00000000000000de",
+            "parentSpanId": "", "name": "GET /near", "kind": 2, "startTimeUnixNano": "1000000", "endTimeUnixNano": "3000000",
+            "attributes": [{"key": "http.status_code", "value": {"intValue": "500"}}],
+            "status": {"code": 2, "message": "boom"}}]}]}]}});
+        let v1 = json!({"data": [{"traceID": "abc", "processes": {"p1": {"serviceName": "geo",
+            "tags": [{"key": "host.name", "type": "string", "value": "n1"}]}},
+          "spans": [{"traceID": "abc", "spanID": "de", "operationName": "GET /near", "references": [],
+            "startTime": 1000, "duration": 2000, "processID": "p1",
+            "tags": [{"key": "http.status_code", "type": "int64", "value": 500},
+                     {"key": "span.kind", "type": "string", "value": "server"},
+                     {"key": "otel.status_code", "type": "string", "value": "ERROR"},
+                     {"key": "error", "type": "bool", "value": true},
+                     {"key": "otel.status_description", "type": "string", "value": "boom"}]}]}]});
+        let a = v3_spans(&v3);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a, v1_spans(&v1));
+        assert_eq!(a[0].kind, "server");
+        assert_eq!(a[0].status_code, "error");
+        assert_eq!(a[0].duration_ns, 2_000_000);
+        assert_eq!(a[0].attributes["http.status_code"], "500");
+    }
+}

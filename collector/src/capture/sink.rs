@@ -1,0 +1,97 @@
+//! Where captured rows go: a bounded channel into one writer thread that owns the
+//! [`DatasetWriter`], so sources stream rows without holding them and memory stays bounded by the
+//! channel and the writer's spill size.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use datasets::{DatasetInfo, DatasetWriter};
+use schemas::Manifest;
+use schemas::tables::{Row, Table};
+use tokio::sync::mpsc;
+
+/// Rows in flight between the sources and the writer.
+const CHANNEL_ROWS: usize = 16 * 1024;
+
+/// A cloneable handle the sources push rows into.
+#[derive(Clone)]
+pub struct Sink {
+    tx: mpsc::Sender<Row>,
+    counts: Arc<Mutex<BTreeMap<Table, u64>>>,
+}
+
+impl Sink {
+    pub async fn push(&self, row: Row) -> anyhow::Result<()> {
+        let table = row.table();
+        self.tx
+            .send(row)
+            .await
+            .map_err(|_| anyhow::anyhow!("the dataset writer stopped (see its error)"))?;
+        *self
+            .counts
+            .lock()
+            .expect("counts lock")
+            .entry(table)
+            .or_default() += 1;
+        Ok(())
+    }
+
+    /// Rows pushed so far, by table.
+    pub fn counts(&self) -> BTreeMap<Table, u64> {
+        self.counts.lock().expect("counts lock").clone()
+    }
+}
+
+/// The writer thread; [`Writer::finish`] seals the dataset, dropping it abandons the capture (the
+/// partial directory is removed and nothing appears at the output path).
+pub struct Writer {
+    sink: Option<Sink>,
+    thread: std::thread::JoinHandle<anyhow::Result<DatasetWriter>>,
+    dir: PathBuf,
+}
+
+impl Writer {
+    pub fn create(dir: &Path) -> anyhow::Result<Writer> {
+        let mut writer = DatasetWriter::create(dir)
+            .with_context(|| format!("cannot create the dataset {}", dir.display()))?;
+        let (tx, mut rx) = mpsc::channel::<Row>(CHANNEL_ROWS);
+        let path = dir.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("capture-writer".into())
+            .spawn(move || {
+                while let Some(row) = rx.blocking_recv() {
+                    writer
+                        .push(row)
+                        .with_context(|| format!("writing {}", path.display()))?;
+                }
+                Ok(writer)
+            })?;
+        Ok(Writer {
+            sink: Some(Sink {
+                tx,
+                counts: Arc::default(),
+            }),
+            thread,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    pub fn sink(&self) -> Sink {
+        self.sink.clone().expect("sink taken only by finish")
+    }
+
+    /// Waits for every row to be written, then sorts, writes the manifest and renames the dataset
+    /// into place. Every [`Sink`] clone must have been dropped.
+    pub fn finish(mut self, info: DatasetInfo) -> anyhow::Result<Manifest> {
+        drop(self.sink.take());
+        let writer = self
+            .thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the dataset writer panicked"))??;
+        writer
+            .finish(info)
+            .with_context(|| format!("finishing the dataset {}", self.dir.display()))
+    }
+}
