@@ -11,7 +11,11 @@
 //!   compared; Secret values are compared after redacting A's with the same key.
 //! - events: each Event's last recorded version. The core/v1 shape served for a row without a
 //!   first time, reporting controller or instance fills them from the last time and the source.
-//! - logs, metrics, metric metadata, spans, alert states: equal as sets of rows.
+//! - logs, metric metadata, spans: equal as sets of rows.
+//! - metrics: Prometheus's data model drops empty-valued labels and keeps one sample per series
+//!   and time; A is compared under the same rules.
+//! - alert states: `ALERTS` keeps time, name, state and labels; annotations and the value are
+//!   compared where `/api/v1/alerts` still shows them (alerts active at the end).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
@@ -20,7 +24,9 @@ use std::process::{Child, Command, Stdio};
 
 use collector::capture::redact::Redactor;
 use datasets::Dataset;
-use schemas::tables::{ChangeType, EventRow, ObjectRow, Row, Table};
+use schemas::tables::{
+    AlertRow, ChangeType, EventRow, Labels, MetricSample, ObjectRow, Row, Table,
+};
 use serde_json::Value;
 
 const KEY: &str = "round-trip-key";
@@ -297,30 +303,104 @@ fn replayed_snapshot_captures_back_to_the_same_tables() {
             .collect(),
     );
 
-    // The signals read from the query APIs: equal as sets of rows.
-    for table in [
-        Table::Logs,
-        Table::Metrics,
-        Table::MetricMetadata,
-        Table::Spans,
-        Table::Alerts,
-    ] {
-        let show = |rows: Vec<Row>| -> Vec<String> {
-            rows.into_iter()
-                .map(|r| match r {
-                    Row::Metric(m) => format!(
-                        "{} {:?} {} {:?}",
-                        m.metric,
-                        m.labels,
-                        m.time_ns,
-                        m.value.to_bits()
-                    ),
-                    other => format!("{other:?}"),
-                })
-                .collect()
-        };
+    // Logs, metadata and spans: equal as sets of rows.
+    for table in [Table::Logs, Table::MetricMetadata, Table::Spans] {
+        let show =
+            |rows: Vec<Row>| -> Vec<String> { rows.iter().map(|r| format!("{r:?}")).collect() };
         assert_same(table.name(), show(rows(&a, table)), show(rows(&b, table)));
         eprintln!("{} equal", table.name());
     }
+
+    // Metrics: Prometheus drops empty-valued labels and holds one sample per series and time, so
+    // A's samples are compared with those labels left out, and where A has several samples of a
+    // series at one time B must hold one of them.
+    let sample_key = |m: &MetricSample| {
+        let labels: Labels = m
+            .labels
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        format!("{} {labels:?} {}", m.metric, m.time_ns)
+    };
+    let mut a_samples: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    for r in rows(&a, Table::Metrics) {
+        let Row::Metric(m) = r else { unreachable!() };
+        a_samples
+            .entry(sample_key(&m))
+            .or_default()
+            .insert(m.value.to_bits());
+    }
+    let mut b_samples: BTreeMap<String, u64> = BTreeMap::new();
+    for r in rows(&b, Table::Metrics) {
+        let Row::Metric(m) = r else { unreachable!() };
+        assert!(
+            b_samples
+                .insert(sample_key(&m), m.value.to_bits())
+                .is_none(),
+            "B repeats {m:?}"
+        );
+    }
+    assert_same(
+        "metrics",
+        a_samples.keys().cloned().collect(),
+        b_samples.keys().cloned().collect(),
+    );
+    for (key, value) in &b_samples {
+        assert!(
+            a_samples[key].contains(value),
+            "metrics: {key}: B's value is not one of A's"
+        );
+    }
+    let clashes = a_samples.values().filter(|v| v.len() > 1).count();
+    eprintln!(
+        "metrics equal ({} samples; A has {clashes} series-times with several values)",
+        b_samples.len()
+    );
+
+    // Alert states: every observation (time, name, state, labels, activeAt); annotations and the
+    // value where Prometheus still shows them (the latest observation of alerts active at the end).
+    let alert_key = |a: &AlertRow| {
+        format!(
+            "{} {} {} {:?} {:?}",
+            a.time_ns, a.alertname, a.state, a.labels, a.active_at_ns
+        )
+    };
+    let a_alerts: BTreeMap<String, AlertRow> = rows(&a, Table::Alerts)
+        .into_iter()
+        .map(|r| match r {
+            Row::Alert(x) => (alert_key(&x), x),
+            _ => unreachable!(),
+        })
+        .collect();
+    let b_alerts: Vec<AlertRow> = rows(&b, Table::Alerts)
+        .into_iter()
+        .map(|r| match r {
+            Row::Alert(x) => x,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_same(
+        "alerts",
+        a_alerts.keys().cloned().collect(),
+        b_alerts.iter().map(alert_key).collect(),
+    );
+    let detailed: Vec<&AlertRow> = b_alerts.iter().filter(|x| x.value.is_some()).collect();
+    assert!(
+        !detailed.is_empty(),
+        "no alert was active at the end: annotations are not compared"
+    );
+    for x in &detailed {
+        let original = &a_alerts[&alert_key(x)];
+        assert_eq!(
+            (&x.annotations, x.value),
+            (&original.annotations, original.value)
+        );
+    }
+    eprintln!(
+        "alerts equal ({} observations, {} with annotations and value)",
+        b_alerts.len(),
+        detailed.len()
+    );
     drop(replay);
 }

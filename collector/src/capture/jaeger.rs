@@ -86,8 +86,9 @@ fn v3_spans(body: &Value) -> Vec<SpanRow> {
         .into_iter()
         .flatten()
     {
-        let mut resource = otlp_attributes(&rs["resource"]["attributes"]);
-        let service = resource.remove("service.name").unwrap_or_default();
+        // service.name stays among the resource attributes too, as OTLP has it.
+        let resource = otlp_attributes(&rs["resource"]["attributes"]);
+        let service = resource.get("service.name").cloned().unwrap_or_default();
         for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
             for s in ss["spans"].as_array().into_iter().flatten() {
                 let (Some(start), Some(end)) =
@@ -141,6 +142,12 @@ fn v1_spans(body: &Value) -> Vec<SpanRow> {
     for trace in body["data"].as_array().into_iter().flatten() {
         for s in trace["spans"].as_array().into_iter().flatten() {
             let process = &trace["processes"][s["processID"].as_str().unwrap_or_default()];
+            let service = process["serviceName"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let mut resource = v1_tags(&process["tags"]);
+            resource.insert("service.name".into(), service.clone());
             let mut attributes = v1_tags(&s["tags"]);
             let kind = attributes
                 .remove("span.kind")
@@ -168,17 +175,14 @@ fn v1_spans(body: &Value) -> Vec<SpanRow> {
                 trace_id: format!("{:0>32}", text(&s["traceID"]).to_lowercase()),
                 span_id: format!("{:0>16}", text(&s["spanID"]).to_lowercase()),
                 parent_span_id: parent,
-                service: process["serviceName"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
+                service,
                 name: text(&s["operationName"]),
                 kind,
                 start_ns: start_us * 1000,
                 duration_ns: duration_us * 1000,
                 status_code: status_code.to_string(),
                 status_message: attributes.remove("otel.status_description"),
-                resource_attributes: v1_tags(&process["tags"]),
+                resource_attributes: resource,
                 attributes,
             });
         }

@@ -281,7 +281,7 @@ pub async fn capture(
 /// What Prometheus says about an alert beyond its `ALERTS` samples.
 #[derive(Default)]
 struct AlertDetails {
-    /// Alerts active now, by (alertname, labels without alertname).
+    /// Alerts active now, by (alertname, labels).
     current: HashMap<(String, Labels), Value>,
     /// Annotations of each alerting rule, when they are not templates.
     rule_annotations: HashMap<String, Labels>,
@@ -291,8 +291,8 @@ async fn alert_details(prom: &HttpSource) -> anyhow::Result<AlertDetails> {
     let mut details = AlertDetails::default();
     let alerts = prom.get_json("api/v1/alerts", &[]).await?;
     for a in alerts["data"]["alerts"].as_array().into_iter().flatten() {
-        let mut labels = labels_of(&a["labels"]);
-        let name = labels.remove("alertname").unwrap_or_default();
+        let labels = labels_of(&a["labels"]);
+        let name = labels.get("alertname").cloned().unwrap_or_default();
         details.current.insert((name, labels), a.clone());
     }
     let rules = prom
@@ -313,10 +313,12 @@ async fn alert_details(prom: &HttpSource) -> anyhow::Result<AlertDetails> {
     Ok(details)
 }
 
-/// Alert states from the `ALERTS` series: one row per observation. `activeAt` and the value come
-/// from `/api/v1/alerts` for alerts still active at the end; otherwise `activeAt` is the first
-/// observation of the activation (observations more than five minutes apart are separate
-/// activations) and the value is unknown.
+/// Alert states from the `ALERTS` series: one row per observation, labels as Prometheus shows
+/// alerts (with `alertname`). Prometheus keeps neither annotations nor values in `ALERTS`, so
+/// rows carry the rule's static (non-template) annotations and no value, except each alert's
+/// latest observation when `/api/v1/alerts` still lists it: that row gets its annotations and
+/// value. `activeAt` comes from `/api/v1/alerts` for those, else it is the first observation of
+/// the activation (observations more than five minutes apart are separate activations).
 async fn alerts(
     prom: &HttpSource,
     scope: &Scope,
@@ -324,8 +326,9 @@ async fn alerts(
     sink: &Sink,
 ) -> anyhow::Result<u64> {
     let details = alert_details(prom).await?;
-    // (alertname, labels) -> (activation start, last observation)
-    let mut activations: HashMap<(String, Labels), (i64, i64)> = HashMap::new();
+    // Alert observations are few (one per alert per rule evaluation): they are held to find
+    // each alert's latest one.
+    let mut rows: Vec<AlertRow> = Vec::new();
     samples(
         prom,
         "ALERTS",
@@ -337,39 +340,67 @@ async fn alerts(
             }
             let mut labels = labels.clone();
             labels.remove("__name__");
-            let name = labels.remove("alertname").unwrap_or_default();
             let state = labels.remove("alertstate").unwrap_or_default();
-            let key = (name.clone(), labels.clone());
-            let activation = activations.entry(key.clone()).or_insert((t, t));
-            if t - activation.1 > ALERT_GAP_NS {
-                activation.0 = t;
-            }
-            activation.1 = t;
-            let current = details.current.get(&key);
-            let annotations = current
-                .map(|a| labels_of(&a["annotations"]))
-                .or_else(|| details.rule_annotations.get(&name).cloned())
-                .unwrap_or_default();
-            let active_at = current
-                .and_then(|a| a["activeAt"].as_str())
-                .and_then(crate::clock::parse_rfc3339)
-                .unwrap_or(activation.0);
-            let value = current
-                .and_then(|a| a["value"].as_str())
-                .and_then(self::value);
-            Some(Row::Alert(AlertRow {
+            let name = labels.get("alertname").cloned().unwrap_or_default();
+            rows.push(AlertRow {
                 time_ns: t,
+                annotations: details
+                    .rule_annotations
+                    .get(&name)
+                    .cloned()
+                    .unwrap_or_default(),
                 alertname: name,
                 state,
                 labels,
-                annotations,
-                active_at_ns: Some(active_at),
-                value,
-            }))
+                active_at_ns: None,
+                value: None,
+            });
+            None
         },
         sink,
     )
-    .await
+    .await?;
+    // Pending and firing are separate series: an activation spans both, in time order.
+    rows.sort_by_key(|r| r.time_ns);
+    let mut activations: HashMap<(String, Labels), (i64, i64)> = HashMap::new();
+    for r in rows.iter_mut() {
+        let activation = activations
+            .entry((r.alertname.clone(), r.labels.clone()))
+            .or_insert((r.time_ns, r.time_ns));
+        if r.time_ns - activation.1 > ALERT_GAP_NS {
+            activation.0 = r.time_ns;
+        }
+        activation.1 = r.time_ns;
+        r.active_at_ns = Some(activation.0);
+    }
+    let mut latest: HashMap<(String, Labels), usize> = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let slot = latest
+            .entry((r.alertname.clone(), r.labels.clone()))
+            .or_insert(i);
+        if rows[*slot].time_ns <= r.time_ns {
+            *slot = i;
+        }
+    }
+    for (key, i) in latest {
+        let Some(current) = details.current.get(&key) else {
+            continue;
+        };
+        let row = &mut rows[i];
+        row.annotations = labels_of(&current["annotations"]);
+        row.value = current["value"].as_str().and_then(value);
+        if let Some(t) = current["activeAt"]
+            .as_str()
+            .and_then(crate::clock::parse_rfc3339)
+        {
+            row.active_at_ns = Some(t);
+        }
+    }
+    let count = rows.len() as u64;
+    for row in rows {
+        sink.push(Row::Alert(row)).await?;
+    }
+    Ok(count)
 }
 
 #[cfg(test)]
