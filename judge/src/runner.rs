@@ -25,7 +25,7 @@ use crate::llm::{CallError, Conversation, Llm, StructuredMode, counting_requests
 use crate::prices::PriceTable;
 use crate::prompt::{Prompt, Template};
 use crate::rubric::Rubric;
-use crate::store::{Cache, LogWriter, content_key, read_log, write_json};
+use crate::store::{Cache, LogSender, LogWriter, content_key, read_log, write_json};
 use crate::{aggregate, report_itbench};
 
 /// Name of the append-only verdict log inside a run's output directory.
@@ -420,6 +420,53 @@ enum Done {
     Judged(Box<Verdict>),
 }
 
+/// Items being prepared and looked up at any moment.
+const LOOK_AHEAD: usize = 32;
+
+/// What an item's look-up task needs.
+struct Lookup {
+    ctx: Arc<Ctx>,
+    cache: Option<Cache>,
+    /// This run's log as it was when the run started.
+    previous: HashMap<(String, u32), Verdict>,
+    log: LogSender,
+    samples: u32,
+}
+
+impl Lookup {
+    /// Prepares an item and finds its samples in the log or the cache.
+    fn run(&self, index: usize, item: Item, problem: &Problem) -> anyhow::Result<Done> {
+        let p = Arc::new(prepare(item, problem));
+        let mut found = Vec::new();
+        let mut missing = Vec::new();
+        for sample in 0..self.samples {
+            let key = cache_key(&p, &self.ctx.rubric, self.ctx.llm.as_deref(), sample);
+            let id = (p.item.item.id.clone(), sample);
+            if let Some(v) = self
+                .previous
+                .get(&id)
+                .filter(|v| v.cache_key == key && v.status != VerdictStatus::JudgeError)
+            {
+                found.push((v.clone(), Source::Log));
+            } else if let Some(mut v) = self.cache.as_ref().and_then(|c| c.get(&key)) {
+                v.item = p.item.item.clone();
+                v.cached = true;
+                v.requests = 0;
+                self.log.append(&v)?;
+                found.push((v, Source::Cache));
+            } else {
+                missing.push((sample, key));
+            }
+        }
+        Ok(Done::Looked {
+            index,
+            p,
+            found,
+            missing,
+        })
+    }
+}
+
 /// Judges all items and writes `verdicts.jsonl`, `results.json` and ITBench's
 /// `evaluation_results.json` (plus per-trial `judge_output.json`) into the output directory.
 pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResults, RunReport)> {
@@ -453,7 +500,6 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
 
     let t0 = Instant::now();
     let semaphore = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
-    let previous = Arc::new(previous);
     let mut report = RunReport::default();
     let mut done: HashMap<(String, u32), Verdict> = HashMap::new();
     let mut tasks: tokio::task::JoinSet<anyhow::Result<Done>> = tokio::task::JoinSet::new();
@@ -461,49 +507,30 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
     // trials.
     let mut problems: HashMap<String, Arc<Problem>> = HashMap::new();
     let mut prepared: Vec<Option<Arc<Prepared>>> = vec![None; items.len()];
+    let lookup = Arc::new(Lookup {
+        ctx: ctx.clone(),
+        cache: cfg.cache.clone(),
+        previous,
+        log: log.sender(),
+        samples,
+    });
     // One task per item prepares it and looks its samples up in the log and the cache, so that
-    // work spreads over the runtime's threads and overlaps the judge calls already in flight;
-    // the samples still to judge come back here and get a task each.
-    for (index, item) in items.into_iter().enumerate() {
-        let problem = problems
-            .entry(item.item.problem_id.clone())
-            .or_insert_with(|| Arc::new(Problem::new(&item, &cfg.rubric, with_llm)))
-            .clone();
-        let (ctx, cache, previous, log) = (
-            ctx.clone(),
-            cfg.cache.clone(),
-            previous.clone(),
-            log.sender(),
-        );
-        tasks.spawn(async move {
-            let p = Arc::new(prepare(item, &problem));
-            let mut found = Vec::new();
-            let mut missing = Vec::new();
-            for sample in 0..samples {
-                let key = cache_key(&p, &ctx.rubric, ctx.llm.as_deref(), sample);
-                let id = (p.item.item.id.clone(), sample);
-                if let Some(v) = previous
-                    .get(&id)
-                    .filter(|v| v.cache_key == key && v.status != VerdictStatus::JudgeError)
-                {
-                    found.push((v.clone(), Source::Log));
-                } else if let Some(mut v) = cache.as_ref().and_then(|c| c.get(&key)) {
-                    v.item = p.item.item.clone();
-                    v.cached = true;
-                    v.requests = 0;
-                    log.append(&v)?;
-                    found.push((v, Source::Cache));
-                } else {
-                    missing.push((sample, key));
-                }
-            }
-            Ok(Done::Looked {
-                index,
-                p,
-                found,
-                missing,
-            })
-        });
+    // work spreads over the runtime's threads and overlaps the judge calls already in flight; the
+    // samples still to judge come back here and get a task each. Only a few items are looked up
+    // ahead, so the first judge calls are not queued behind the preparation of every item.
+    let mut pending = items.into_iter().enumerate();
+    let mut look_up_next = |tasks: &mut tokio::task::JoinSet<anyhow::Result<Done>>| {
+        if let Some((index, item)) = pending.next() {
+            let problem = problems
+                .entry(item.item.problem_id.clone())
+                .or_insert_with(|| Arc::new(Problem::new(&item, &cfg.rubric, with_llm)))
+                .clone();
+            let lookup = lookup.clone();
+            tasks.spawn(async move { lookup.run(index, item, &problem) });
+        }
+    };
+    for _ in 0..LOOK_AHEAD {
+        look_up_next(&mut tasks);
     }
     while let Some(joined) = tasks.join_next().await {
         match joined.context("a judging task panicked")?? {
@@ -545,6 +572,7 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
                     });
                 }
                 prepared[index] = Some(p);
+                look_up_next(&mut tasks);
             }
             Done::Judged(v) => {
                 report.judged += 1;
@@ -558,6 +586,8 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
             }
         }
     }
+    // The log closes once every sender is gone.
+    drop(lookup);
     log.close().await?;
     report.judging = t0.elapsed();
     bar.finish_and_clear();
