@@ -311,6 +311,9 @@ pub enum Expectation {
     Restarts { service: String, min: u32 },
     /// The Service had no ready endpoint addresses during the faulty period.
     EndpointsEmpty { service: String },
+    /// The Service's ready endpoint addresses included pods of `other` service during the faulty
+    /// period (a selector that also matches another workload's pods).
+    EndpointsInclude { service: String, other: String },
     /// Spans of `service` with error status (calling `peer`, when given).
     ErrorSpans {
         service: String,
@@ -382,6 +385,9 @@ impl fmt::Display for Expectation {
         match self {
             Restarts { service, min } => write!(f, "restarts of {service} >= {min}"),
             EndpointsEmpty { service } => write!(f, "endpoints of service {service} empty"),
+            EndpointsInclude { service, other } => {
+                write!(f, "endpoints of service {service} include {other} pods")
+            }
             ErrorSpans { service, peer } => match peer {
                 Some(p) => write!(f, "error spans from {service} to {p}"),
                 None => write!(f, "error spans in {service}"),

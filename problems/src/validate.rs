@@ -565,6 +565,10 @@ fn expectation_refs(v: &Expectation) -> (Vec<(&'static str, &str)>, Option<&str>
         | LatencyAbove { service, .. }
         | ErrorRatioAbove { service, .. }
         | ReplicasUnavailable { service } => (vec![("service", service)], None),
+        EndpointsInclude { service, other } => (
+            vec![("service", service.as_str()), ("other", other.as_str())],
+            None,
+        ),
         ErrorSpans { service, peer } => {
             let mut v = vec![("service", service.as_str())];
             v.extend(peer.as_deref().map(|p| ("peer", p)));

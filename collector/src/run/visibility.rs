@@ -162,6 +162,31 @@ fn evaluate(t: &Tables, e: &Expectation, from: i64) -> (bool, String) {
                 ),
             )
         }
+        EndpointsInclude { service, other } => {
+            let re = pod_of(other);
+            let n = t
+                .objects
+                .iter()
+                .filter(|o| o.kind == "Endpoints" && o.name == *service && o.observed_ns >= from)
+                .filter(|o| {
+                    let v: Value = serde_json::from_str(&o.object).unwrap_or(Value::Null);
+                    v["subsets"].as_array().is_some_and(|s| {
+                        s.iter()
+                            .flat_map(|ss| ss["addresses"].as_array())
+                            .flatten()
+                            .any(|a| {
+                                a["targetRef"]["name"]
+                                    .as_str()
+                                    .is_some_and(|p| re.is_match(p))
+                            })
+                    })
+                })
+                .count();
+            (
+                n > 0,
+                format!("{n} Endpoints versions listing {other} pods"),
+            )
+        }
         ErrorSpans { service, peer } => {
             let n = t
                 .spans

@@ -636,12 +636,25 @@ fn run_container(
             s.cpu_seconds += used * dts;
             if let Some(l) = limit {
                 s.cfs_periods += 10.0 * dts;
-                if demand > l * 0.9 {
-                    let frac = ((demand - l * 0.9) / demand).clamp(0.0, 1.0);
-                    s.cfs_throttled_periods +=
-                        (10.0 * dts * (0.3 + frac).min(1.0)).floor().max(1.0);
-                    s.cfs_throttled_seconds += (demand - l).max(0.0) * dts;
-                }
+                let served = if i == 0 {
+                    w.requests.get(&k).copied().unwrap_or(0.0)
+                } else {
+                    0.0
+                };
+                let steady = demand
+                    - if i == 0 {
+                        w.demand.get(&k).copied().unwrap_or(0.0)
+                    } else {
+                        0.0
+                    };
+                let cost = if served > 0.0 {
+                    (demand - steady) / served
+                } else {
+                    0.0
+                };
+                let share = util::cfs_throttled_share(l, steady, served, cost);
+                s.cfs_throttled_periods += 10.0 * dts * share;
+                s.cfs_throttled_seconds += share * 10.0 * dts * 0.1 * (1.0 - l.min(0.9));
             }
             // Memory: approaches its target; leaks add to it.
             let gogc = programs::env_value(w, &ns, c, "GOGC")

@@ -158,7 +158,10 @@ pub fn listens(w: &World, app: &AppSpec, pod: &Pod, port: u16) -> bool {
     })
 }
 
-/// The route from `caller` pod (running `caller_spec`) to `callee`.
+/// The route from `caller` pod (running `caller_spec`) to `callee`. `last_ip` is the address the
+/// caller resolved before: Envoy (the proxy role) keeps a STRICT_DNS cluster's hosts when a
+/// re-resolution fails, and load generators resolve their target once (wrk2) or keep pooled
+/// keep-alive connections (Locust), so they go on dialling that address.
 pub fn route(
     w: &World,
     app: &AppSpec,
@@ -166,6 +169,7 @@ pub fn route(
     caller_spec: &ServiceSpec,
     callee: &str,
     unreachable: bool,
+    last_ip: Option<&str>,
 ) -> Route {
     let container = caller
         .spec
@@ -203,9 +207,21 @@ pub fn route(
             addr: format!("{host}:{port}"),
         });
     }
+    let keeps_hosts = matches!(
+        caller_spec.role,
+        problems::app::Role::Proxy | problems::app::Role::Loadgen
+    );
     let svc = match resolve(w, caller, &host) {
         Ok(s) => s,
-        Err(e) => return fail(e),
+        Err(e) => {
+            let kept = last_ip
+                .filter(|_| keeps_hosts && matches!(e, DialError::NoSuchHost { .. }))
+                .and_then(|ip| w.services.values().find(|s| s.cluster_ip == ip));
+            match kept {
+                Some(s) => s,
+                None => return fail(e),
+            }
+        }
     };
     let vip = format!("{}:{port}", svc.cluster_ip);
     let Some(sp) = svc.ports.iter().find(|p| p.port == i32::from(port)) else {

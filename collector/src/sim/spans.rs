@@ -276,7 +276,7 @@ pub fn trace(
                 serving,
                 &(c.service.clone(), c.operation.clone()),
                 trace_id,
-                Some(&client_id),
+                if server { Some(&client_id) } else { parent },
                 t + delay + 50_000,
                 timeout,
                 depth + 1,
@@ -314,20 +314,28 @@ pub fn trace(
                 (d, e)
             }
         };
-        push(
-            w,
-            trace_id,
-            &client_id,
-            my_parent,
-            &op.0,
-            span_name(&c.operation),
-            "client",
-            t,
-            dur,
-            call_err.as_ref().map(|e| e.1.as_str()),
-            res.clone(),
-            attrs,
-        );
+        // An uninstrumented hop (a broker, a database) records nothing of its own calls.
+        if server {
+            let kind = if proto == Protocol::Kafka {
+                "producer"
+            } else {
+                "client"
+            };
+            push(
+                w,
+                trace_id,
+                &client_id,
+                my_parent,
+                &op.0,
+                span_name(&c.operation),
+                kind,
+                t,
+                dur,
+                call_err.as_ref().map(|e| e.1.as_str()),
+                res.clone(),
+                attrs,
+            );
+        }
         if !c.parallel {
             t += dur;
         }
@@ -381,7 +389,12 @@ pub fn trace(
             parent,
             &op.0,
             span_name(&op.1),
-            "server",
+            // A worker without ports takes its work from a queue.
+            if app.service(&op.0).is_some_and(|s| s.ports.is_empty()) {
+                "consumer"
+            } else {
+                "server"
+            },
             start,
             dur,
             err.as_ref().map(|e| e.1.as_str()),

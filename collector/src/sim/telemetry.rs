@@ -1146,6 +1146,11 @@ fn app_metrics(o: &mut Out, w: &World, app: &AppSpec, wl: &Workload) {
         for ((svc, op), c) in agg {
             let (req, err, sum, buckets) = (c.requests, c.errors, c.duration_sum, c.buckets);
             let name = op.strip_prefix("HTTP ").unwrap_or(&op).to_string();
+            let kind = if app.service(&svc).is_some_and(|s| s.ports.is_empty()) {
+                "SPAN_KIND_CONSUMER"
+            } else {
+                "SPAN_KIND_SERVER"
+            };
             let base = |status: &str| {
                 labels(&[
                     ("job", "otel-collector"),
@@ -1153,7 +1158,7 @@ fn app_metrics(o: &mut Out, w: &World, app: &AppSpec, wl: &Workload) {
                     ("namespace", ns),
                     ("service_name", &svc),
                     ("span_name", &name),
-                    ("span_kind", "SPAN_KIND_SERVER"),
+                    ("span_kind", kind),
                     ("status_code", status),
                 ])
             };

@@ -141,6 +141,38 @@ pub fn lognormal_cdf(x: f64, median: f64, sigma: f64) -> f64 {
     normal_cdf((x / median).ln() / sigma)
 }
 
+/// CFS bandwidth control: the share of 100 ms periods in which a container with `limit` cores
+/// exhausts its quota. Work arrives as requests (Poisson, `rate` a second, `cost` core-seconds
+/// each) on top of a steady `base` load; a period is throttled when its work exceeds the quota,
+/// so bursts throttle a container whose average stays below its limit.
+pub fn cfs_throttled_share(limit: f64, base: f64, rate: f64, cost: f64) -> f64 {
+    const PERIOD: f64 = 0.1;
+    let room = (limit - base) * PERIOD;
+    if room <= 0.0 {
+        return 1.0;
+    }
+    if rate <= 0.0 || cost <= 0.0 {
+        return 0.0;
+    }
+    let lambda = rate * PERIOD;
+    // Requests a period can hold: more than `fit` throttles it.
+    let fit = (room / cost).floor();
+    if fit > lambda + 12.0 * lambda.sqrt() + 20.0 {
+        return 0.0;
+    }
+    if lambda > 50.0 {
+        // Normal approximation of the Poisson tail.
+        return 1.0 - normal_cdf((fit + 0.5 - lambda) / lambda.sqrt());
+    }
+    let mut term = (-lambda).exp();
+    let mut cdf = term;
+    for k in 1..=(fit as u64) {
+        term *= lambda / k as f64;
+        cdf += term;
+    }
+    (1.0 - cdf).clamp(0.0, 1.0)
+}
+
 /// A log-normal draw with the given median and shape (Box–Muller).
 pub fn lognormal(rng: &mut ChaCha8Rng, median: f64, sigma: f64) -> f64 {
     let u1: f64 = rng.random_range(f64::EPSILON..1.0);
@@ -188,6 +220,20 @@ pub fn split_address(addr: &str) -> Option<(&str, u16)> {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn cfs_throttles_bursts_below_the_limit_and_everything_above_it() {
+        // 8 requests/s of 0.2 ms on 1 ms of idle work under a 5m limit: occasional bursts.
+        let bursty = cfs_throttled_share(0.005, 0.001, 8.0, 0.0002);
+        assert!(bursty > 0.01 && bursty < 0.5, "{bursty}");
+        // Twice the limit on average: most periods; four times: nearly all.
+        assert!(cfs_throttled_share(0.2, 0.0, 200.0, 0.002) > 0.9);
+        assert!(cfs_throttled_share(0.2, 0.0, 400.0, 0.002) > 0.999);
+        // Far below the limit: never.
+        assert_eq!(cfs_throttled_share(1.0, 0.01, 10.0, 0.001), 0.0);
+        // Idle work alone above the limit: every period.
+        assert_eq!(cfs_throttled_share(0.005, 0.01, 0.0, 0.0), 1.0);
+    }
 
     #[test]
     fn quantities_round_trip() {

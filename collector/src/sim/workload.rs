@@ -219,6 +219,12 @@ pub fn client_error(
     };
     match style {
         LogStyle::Pino => {
+            // grpc-js reports a failed lookup by its resolver, not by the socket error.
+            if proto == Protocol::Grpc && matches!(e, DialError::NoSuchHost { .. }) {
+                return format!(
+                    "14 UNAVAILABLE: Name resolution failed for target dns:{host}:{port}"
+                );
+            }
             let last = match e {
                 DialError::NoSuchHost { .. } => format!("Error: getaddrinfo ENOTFOUND {host}"),
                 DialError::Refused { .. } => format!("Error: connect ECONNREFUSED {addr}"),
@@ -302,7 +308,7 @@ impl Workload {
         // Who serves each service, and the routes of their calls.
         let serving = instances(w, app);
         if epoch != self.routes_epoch || (now / NS_PER_SEC) % 5 == 0 {
-            self.routes.clear();
+            let previous = std::mem::take(&mut self.routes);
             self.routes_epoch = epoch;
             for s in &app.services {
                 let deps: Vec<String> = app
@@ -317,9 +323,21 @@ impl Workload {
                     {
                         deps_all.push(app.workload.target.clone());
                     }
+                    // Consumers pull from the broker: nothing dials them.
+                    deps_all.retain(|d| app.service(d).is_some_and(|c| !c.ports.is_empty()));
                     for d in deps_all {
-                        let r =
-                            network::route(w, app, pod, s, &d, effects.unreachable(&s.name, &d));
+                        let last_ip = previous
+                            .get(&(pk.clone(), d.clone()))
+                            .and_then(|r| r.cluster_ip.as_deref());
+                        let r = network::route(
+                            w,
+                            app,
+                            pod,
+                            s,
+                            &d,
+                            effects.unreachable(&s.name, &d),
+                            last_ip,
+                        );
                         self.routes.insert((pk.clone(), d), r);
                     }
                 }
@@ -332,6 +350,11 @@ impl Workload {
          -> (f64, Option<(DialError, String, u16)>) {
             if caller_pods.is_empty() {
                 return (0.0, None);
+            }
+            if app.service(callee).is_some_and(|c| c.ports.is_empty()) {
+                // A consumer group: messages reach it while any consumer runs.
+                let up = serving.get(callee).is_some_and(|v| !v.is_empty());
+                return (if up { 1.0 } else { 0.0 }, None);
             }
             let mut ok = 0.0;
             let mut err = None;
@@ -417,7 +440,7 @@ impl Workload {
         let mut rejected: BTreeMap<String, f64> = BTreeMap::new();
         // Node contention: requested demand vs node CPU minus stressors.
         let mut node_demand: BTreeMap<String, f64> = BTreeMap::new();
-        let mut pod_demand: Vec<(Key, String, f64, Option<f64>)> = vec![];
+        let mut pod_demand: Vec<(Key, String, f64, f64, Option<f64>)> = vec![];
         for s in &app.services {
             let pods = &serving[&s.name];
             if pods.is_empty() {
@@ -448,7 +471,18 @@ impl Workload {
                 })
                 .sum::<f64>()
                 * gc_factor;
+            let req_per_s: f64 = s
+                .operations
+                .iter()
+                .map(|o| {
+                    rates
+                        .get(&(s.name.clone(), o.name.clone()))
+                        .copied()
+                        .unwrap_or(0.0)
+                })
+                .sum();
             let per_pod = cpu_per_s / pods.len() as f64;
+            let req_per_pod = req_per_s / pods.len() as f64;
             for pk in pods {
                 let p = &w.pods[pk];
                 let limit = p
@@ -459,13 +493,15 @@ impl Workload {
                     .map(|m| m as f64 / 1000.0);
                 let node = p.spec.node_name.clone().unwrap_or_default();
                 *node_demand.entry(node.clone()).or_default() += per_pod + s.usage.idle_cpu.cores();
-                pod_demand.push((pk.clone(), s.name.clone(), per_pod, limit));
+                pod_demand.push((pk.clone(), s.name.clone(), per_pod, req_per_pod, limit));
             }
         }
         for (node, nr) in &w.runtime.nodes {
             *node_demand.entry(node.clone()).or_default() += nr.cpu_stress_milli as f64 / 1000.0;
         }
-        for (pk, svc, demand, limit) in pod_demand {
+        w.requests.clear();
+        let mut throttle_tail: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        for (pk, svc, demand, req_rate, limit) in pod_demand {
             let node = w.pods[&pk].spec.node_name.clone().unwrap_or_default();
             let node_cores = w
                 .nodes
@@ -483,6 +519,23 @@ impl Workload {
             // A service without a limit can burst to a couple of cores.
             let capacity = (limit.unwrap_or(2.0) - extra * 0.5).max(0.02) * share;
             w.demand.insert(pk.clone(), demand);
+            w.requests.insert(pk.clone(), req_rate);
+            // A request landing in a throttled CFS period waits for the next one.
+            if let Some(l) = limit {
+                let base = app.service(&svc).map_or(0.0, |s| s.usage.idle_cpu.cores()) + extra;
+                let cost = if req_rate > 0.0 {
+                    demand / req_rate
+                } else {
+                    0.0
+                };
+                let share = util::cfs_throttled_share(l, base, req_rate, cost);
+                // Once the quota is spent the container waits out the rest of the period.
+                let wait = 0.1 * (1.0 - l.min(0.9));
+                let t = throttle_tail.entry(svc.clone()).or_insert((0.0, 0.0));
+                if share > t.0 {
+                    *t = (share, wait);
+                }
+            }
             let backlog = self.backlog.entry(pk.clone()).or_default();
             *backlog = (*backlog + (demand - capacity) * dt).max(0.0);
             // A server holds a bounded queue; beyond ~20 s of work it sheds load.
@@ -596,7 +649,7 @@ impl Workload {
                 .max_by(|a, b| a.0.total_cmp(&b.0))
                 .map(|(r, c, m)| (r, c, m, None));
             let mut par_max: f64 = 0.0;
-            let mut tail: (f64, f64) = (0.0, 0.0);
+            let mut tail: (f64, f64) = throttle_tail.get(&k.0).copied().unwrap_or((0.0, 0.0));
             for c in &op.calls {
                 let callee = states
                     .get(&(c.service.clone(), c.operation.clone()))
@@ -855,7 +908,8 @@ impl Workload {
         let view = states_view(&states);
         // At least ~2 traces a second, so low-rate apps still show every path.
         let sample = self.trace_sample.max(2.0 / wl.rate.max(1.0)).min(1.0);
-        let n_traces = util::poisson(&mut w.rng, total_rate * sample * dt * entry_reach.max(0.05));
+        // Requests the load generator could not deliver leave no trace (it is not instrumented).
+        let n_traces = util::poisson(&mut w.rng, total_rate * sample * dt * entry_reach);
         for _ in 0..n_traces {
             let pick: f64 = w.rng.random::<f64>() * mix_total;
             let mut acc = 0.0;

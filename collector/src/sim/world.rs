@@ -52,6 +52,8 @@ pub struct World {
     pub pulled: BTreeSet<(String, String)>,
     /// CPU the workload asks of each pod's main container this tick, in cores.
     pub demand: BTreeMap<Key, f64>,
+    /// Requests a second each pod's main container serves this tick (the grain of its demand).
+    pub requests: BTreeMap<Key, f64>,
     /// Next free IPs.
     next_pod_ip: u32,
     next_cluster_ip: u32,
@@ -116,6 +118,7 @@ impl World {
             template_hashes: HashMap::new(),
             pulled: BTreeSet::new(),
             demand: BTreeMap::new(),
+            requests: BTreeMap::new(),
             next_pod_ip: 10,
             next_cluster_ip: 20,
         }
