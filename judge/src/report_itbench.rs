@@ -67,6 +67,26 @@ pub fn write(
         let has_reasoning = judged.metrics.contains_key("root_cause_reasoning");
         let reasoning = has_reasoning.then(|| eval.reasoning(&judged.answers));
         let scores = eval.scores_json(reasoning.as_ref());
+        if trial_files {
+            let judge_output = json!({
+                "metadata": {
+                    "scenario_name": scenario_name(&r.problem_id),
+                    "run": r.trial.parse::<u64>().map(Value::from).unwrap_or_else(|_| json!(r.trial)),
+                    "agent": r.agent,
+                    "judge_model": judge_model,
+                    "judge_provider": judge_model.map(|_| "openai-compatible"),
+                },
+                "eval_result": {"scores": scores.clone(), "justification": "deterministic metrics computed by faultline judge; reasoning metrics from checklist answers"},
+                "flat_scores": judged.metrics,
+            });
+            let path = out_dir
+                .join("trials")
+                .join(&r.agent)
+                .join(scenario_name(&r.problem_id))
+                .join(&r.trial)
+                .join("judge_output.json");
+            files.push((path, judge_output));
+        }
         match judged.status {
             VerdictStatus::JudgeError => raw.push(json!({
                 "scenario_index": i, "incident_id": r.problem_id, "trial_id": r.trial,
@@ -76,7 +96,10 @@ pub fn write(
                 if status == VerdictStatus::AgentError {
                     bad_runs += 1;
                 }
-                let mut entry = json!({"scenario_index": i, "incident_id": r.problem_id, "trial_id": r.trial, "scores": scores});
+                let mut entry =
+                    json!({"scenario_index": i, "incident_id": r.problem_id, "trial_id": r.trial});
+                // Moved in, not copied through `json!`.
+                entry["scores"] = scores;
                 if let Some(e) = &judged.error {
                     entry["agent_error"] = json!(e);
                 }
@@ -86,26 +109,6 @@ pub fn write(
                     .or_default()
                     .push(&judged.metrics);
             }
-        }
-        let judge_output = json!({
-            "metadata": {
-                "scenario_name": scenario_name(&r.problem_id),
-                "run": r.trial.parse::<u64>().map(Value::from).unwrap_or_else(|_| json!(r.trial)),
-                "agent": r.agent,
-                "judge_model": judge_model,
-                "judge_provider": judge_model.map(|_| "openai-compatible"),
-            },
-            "eval_result": {"scores": scores, "justification": "deterministic metrics computed by faultline judge; reasoning metrics from checklist answers"},
-            "flat_scores": judged.metrics,
-        });
-        let path = out_dir
-            .join("trials")
-            .join(&r.agent)
-            .join(scenario_name(&r.problem_id))
-            .join(&r.trial)
-            .join("judge_output.json");
-        if trial_files {
-            files.push((path, judge_output));
         }
     }
     // Per-trial copies of what evaluation_results.json holds durably: written without a flush

@@ -630,21 +630,27 @@ pub async fn run(items: Vec<Item>, cfg: RunConfig) -> anyhow::Result<(JudgeResul
         finished_at: Utc::now(),
     };
     tracing::debug!(elapsed = ?t0.elapsed(), "statistics computed");
-    write_json(&cfg.out_dir.join(RESULTS_FILE), &results)?;
-    tracing::debug!(elapsed = ?t0.elapsed(), "results written");
     let evaluated: Vec<(&Item, &Evaluation, &JudgedItem)> = prepared
         .iter()
         .zip(&results.items)
         .filter_map(|(p, j)| p.evaluation.as_ref().map(|e| (&p.item, e, j)))
         .collect();
-    if !evaluated.is_empty() {
-        report_itbench::write(
-            &cfg.out_dir,
-            &evaluated,
-            cfg.llm.as_deref().map(|l| l.config.model.as_str()),
-            cfg.trial_outputs,
-        )?;
-    }
-    tracing::debug!(elapsed = ?t0.elapsed(), "ITBench results written");
+    // The two result files are independent: written (and flushed) at the same time.
+    std::thread::scope(|scope| {
+        let summary = scope.spawn(|| write_json(&cfg.out_dir.join(RESULTS_FILE), &results));
+        let itbench = if evaluated.is_empty() {
+            Ok(())
+        } else {
+            report_itbench::write(
+                &cfg.out_dir,
+                &evaluated,
+                cfg.llm.as_deref().map(|l| l.config.model.as_str()),
+                cfg.trial_outputs,
+            )
+        };
+        summary.join().expect("the results writer panicked")?;
+        itbench
+    })?;
+    tracing::debug!(elapsed = ?t0.elapsed(), "result files written");
     Ok((results, report))
 }
