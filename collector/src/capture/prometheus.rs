@@ -153,11 +153,12 @@ async fn samples(
         for series in body["data"]["result"].as_array().into_iter().flatten() {
             let labels = labels_of(&series["metric"]);
             for (t, v) in points(series) {
-                if t > end && window.contains(t) {
-                    if let Some(row) = each(&labels, t, v) {
-                        sink.push(row).await?;
-                        count += 1;
-                    }
+                if t > end
+                    && window.contains(t)
+                    && let Some(row) = each(&labels, t, v)
+                {
+                    sink.push(row).await?;
+                    count += 1;
                 }
             }
         }

@@ -160,13 +160,14 @@ pub async fn read_all(
 }
 
 type ContainerKey = (String, String, String);
+/// (time, line) -> (restart, matched by a Loki line).
+type ContainerLines = BTreeMap<(i64, String), (i32, bool)>;
 
 /// Lines read through the Kubernetes API, by container and time, so that lines read from Loki
 /// (which knows their stream but not their container instance) can be given their instance.
 #[derive(Debug, Default)]
 pub struct LogIndex {
-    /// (time, line) -> (restart, matched by a Loki line).
-    by_container: HashMap<ContainerKey, BTreeMap<(i64, String), (i32, bool)>>,
+    by_container: HashMap<ContainerKey, ContainerLines>,
 }
 
 impl LogIndex {
