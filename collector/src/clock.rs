@@ -40,6 +40,10 @@ impl Clock {
         }
     }
 
+    pub fn is_shifted(&self) -> bool {
+        self.shift
+    }
+
     pub fn read(&self) -> Reading {
         let shift_ns = if self.shift {
             real_now_ns() - self.virtual_now_ns

@@ -13,30 +13,29 @@ fn help(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The commands a help text lists. Names sit at a two-space indent; a wrapped description continues
+/// on deeper-indented lines.
+fn subcommands_of(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect()
+}
+
 #[test]
 fn every_command_has_help_with_an_example() {
     let top = help(&[]);
     assert!(top.contains("Example"), "{top}");
     // Each subcommand listed at the top level, and each of theirs, shows an example.
-    let commands: Vec<String> = top
-        .lines()
-        .skip_while(|l| !l.starts_with("Commands:"))
-        .skip(1)
-        .take_while(|l| l.starts_with("  "))
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .filter(|c| c != "help")
-        .collect();
+    let commands = subcommands_of(&top);
     assert!(!commands.is_empty());
     for command in &commands {
         let text = help(&[command]);
-        let subcommands: Vec<String> = text
-            .lines()
-            .skip_while(|l| !l.starts_with("Commands:"))
-            .skip(1)
-            .take_while(|l| l.starts_with("  "))
-            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-            .filter(|c| c != "help")
-            .collect();
+        let subcommands = subcommands_of(&text);
         assert!(
             text.contains("Example"),
             "collector {command} --help:\n{text}"

@@ -40,6 +40,7 @@ async fn main() {
         .sum();
     let prom = start_prometheus(&fams).await;
     let ours = start_faultline(build_storage(&fams)).await;
+    common::install_tls_provider();
     let client = reqwest::Client::new();
     let queries: Vec<(bool, String)> = query_mix()
         .into_iter()

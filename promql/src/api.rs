@@ -17,22 +17,47 @@ use promql_parser::parser::Expr;
 
 use crate::eval::{Engine, EvalError};
 use crate::labels::Labels;
-use crate::storage::{LabelMatcher, SeriesId, Storage};
+use crate::storage::{LabelMatcher, SeriesId, Storage, TimeShifted};
 use crate::value::{Value, format_float, format_timestamp};
 
 /// Prometheus refuses range queries with more points per series than this.
 pub const MAX_POINTS_PER_SERIES: i64 = 11_000;
 
-/// The API's notion of the current time: a fixed instant, the default `time` of instant queries
-/// and the default `end` of metadata queries.
+/// The API's notion of the current time: a fixed instant, the default `time` of instant queries.
+///
+/// A shifted clock serves the same frozen data as if recorded just now: every sample time is moved
+/// by `real now − now_ms` at the moment of the request, so `time()`, `timestamp()`, `@` and the
+/// client's own "last 15 minutes" all agree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VirtualClock {
     pub now_ms: i64,
+    pub shifted: bool,
 }
 
 impl VirtualClock {
     pub fn fixed(now_ms: i64) -> Self {
-        VirtualClock { now_ms }
+        VirtualClock {
+            now_ms,
+            shifted: false,
+        }
+    }
+
+    pub fn shifted(now_ms: i64) -> Self {
+        VirtualClock {
+            now_ms,
+            shifted: true,
+        }
+    }
+
+    /// How far served times are from recorded ones, read once per request.
+    pub fn shift_ms(&self) -> i64 {
+        if !self.shifted {
+            return 0;
+        }
+        let real_now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        real_now_ms - self.now_ms
     }
 }
 
@@ -304,10 +329,11 @@ async fn query(
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
     let run = move || -> Result<Reply, ApiError> {
-        let t = time_param(&p, "time", Some(api.clock.now_ms))?;
+        let st = TimeShifted::new(api.storage.as_ref(), api.clock.shift_ms());
+        let t = time_param(&p, "time", Some(api.clock.now_ms + st.shift_ms))?;
         let engine = engine_for(&api, &p)?;
         let expr = parse_query(&p)?;
-        let mut v = engine.instant(api.storage.as_ref(), &expr, t)?;
+        let mut v = engine.instant(&st, &expr, t)?;
         if let (Some(n), Value::Vector(vec)) = (limit(&p)?, &mut v) {
             vec.truncate(n);
         }
@@ -352,7 +378,8 @@ async fn query_range(
         }
         let engine = engine_for(&api, &p)?;
         let expr = parse_query(&p)?;
-        let mut m = engine.range(api.storage.as_ref(), &expr, start, end, step)?;
+        let st = TimeShifted::new(api.storage.as_ref(), api.clock.shift_ms());
+        let mut m = engine.range(&st, &expr, start, end, step)?;
         if let Some(n) = limit(&p)? {
             m.truncate(n);
         }
@@ -377,7 +404,7 @@ fn matched_series(
     if selectors.is_empty() && require_match {
         return Err(ApiError::bad_data("no match[] parameter provided"));
     }
-    let st = api.storage.as_ref();
+    let st = &TimeShifted::new(api.storage.as_ref(), api.clock.shift_ms());
     let mut ids: BTreeSet<SeriesId> = BTreeSet::new();
     if selectors.is_empty() {
         let all = st.select(&[]);

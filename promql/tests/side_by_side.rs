@@ -106,6 +106,7 @@ async fn get(client: &reqwest::Client, url: &str) -> Json {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn query_mix_matches_real_prometheus() {
+    common::install_tls_provider();
     let fams = generate();
     let prom = start_prometheus(&fams).await;
     let ours = start_faultline(build_storage(&fams)).await;

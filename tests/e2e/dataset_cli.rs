@@ -211,11 +211,20 @@ print(json.dumps(out))
     let ts = "timestamp[ns, tz=UTC]";
     assert_eq!(types["metrics"]["time"], ts);
     assert_eq!(types["metrics"]["value"], "double");
-    let is_string_map = |t: &serde_json::Value| t.as_str().unwrap().starts_with("map<string, string");
-    assert!(is_string_map(&types["metrics"]["labels"]), "{}", types["metrics"]["labels"]);
+    let is_string_map =
+        |t: &serde_json::Value| t.as_str().unwrap().starts_with("map<string, string");
+    assert!(
+        is_string_map(&types["metrics"]["labels"]),
+        "{}",
+        types["metrics"]["labels"]
+    );
     assert_eq!(types["spans"]["start"], ts);
     assert_eq!(types["spans"]["duration"], "int64");
-    assert!(is_string_map(&types["spans"]["attributes"]), "{}", types["spans"]["attributes"]);
+    assert!(
+        is_string_map(&types["spans"]["attributes"]),
+        "{}",
+        types["spans"]["attributes"]
+    );
     assert_eq!(types["logs"]["restart"], "int32");
     assert_eq!(types["events"]["count"], "int32");
     assert_eq!(types["alerts"]["active_at"], ts);

@@ -28,7 +28,7 @@ fn start() -> Jaeger {
 impl Jaeger {
     /// GET a path; the status and the body as JSON.
     fn get(&self, path_and_query: &str) -> (u16, Value) {
-        let resp = reqwest::blocking::get(format!("{}{path_and_query}", self.base)).unwrap();
+        let resp = e2e::http_get(format!("{}{path_and_query}", self.base));
         let status = resp.status().as_u16();
         let text = resp.text().unwrap();
         let body = serde_json::from_str(&text)

@@ -1,25 +1,17 @@
 //! The real `kubectl` against `collector replay` of a recorded cluster.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use e2e::fixture::{NS, write_cluster};
-use e2e::{binary, text};
+use e2e::fixture::{NS, ReplayProcess, write_cluster};
+use e2e::text;
 
-/// A running `collector replay`, stopped when dropped.
+/// A running `collector replay` of the recorded cluster with the kubeconfig it wrote.
 struct Replay {
-    child: Child,
+    _process: ReplayProcess,
     kubeconfig: PathBuf,
     cache: PathBuf,
     _tmp: tempfile::TempDir,
-}
-
-impl Drop for Replay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start(extra: &[&str]) -> Replay {
@@ -27,30 +19,12 @@ fn start(extra: &[&str]) -> Replay {
     let dir = tmp.path().join("ds");
     write_cluster(&dir);
     let kubeconfig = tmp.path().join("kubeconfig");
-    let mut child = Command::new(binary("collector"))
-        .arg("replay")
-        .arg(&dir)
-        .arg("--write-kubeconfig")
-        .arg(&kubeconfig)
-        .arg("--json")
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The endpoints line is printed once every listener is up.
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let endpoints: serde_json::Value = serde_json::from_str(&line).expect("endpoints JSON");
-    assert!(
-        endpoints["kubernetes"]
-            .as_str()
-            .unwrap()
-            .starts_with("http://127.0.0.1:")
-    );
+    let mut args = vec!["--write-kubeconfig", kubeconfig.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let process = ReplayProcess::start(&dir, &args);
+    assert!(process.url("kubernetes").starts_with("http://127.0.0.1:"));
     Replay {
-        child,
+        _process: process,
         kubeconfig,
         cache: tmp.path().join("kube-cache"),
         _tmp: tmp,

@@ -29,7 +29,7 @@ impl Loki {
     /// GET with query parameters; the status and the body text.
     fn get(&self, path: &str, params: &[(&str, &str)]) -> (u16, String) {
         let url = reqwest::Url::parse_with_params(&format!("{}{path}", self.base), params).unwrap();
-        let resp = reqwest::blocking::get(url).unwrap();
+        let resp = e2e::http_get(url);
         (resp.status().as_u16(), resp.text().unwrap())
     }
 

@@ -37,6 +37,13 @@ pub fn shared_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
 }
 
+/// GET over plain http. In a workspace build reqwest is compiled with `rustls-no-provider` (the judge
+/// needs it), so the process picks its TLS provider before building any client.
+pub fn http_get(url: impl reqwest::IntoUrl) -> reqwest::blocking::Response {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::blocking::get(url).unwrap_or_else(|e| panic!("GET failed: {e}"))
+}
+
 /// Stdout and stderr of an output, for assertion messages.
 pub fn text(out: &Output) -> String {
     format!(

@@ -60,7 +60,12 @@ struct AlertsState {
 /// The query API with the alert routes merged in.
 pub fn router(storage: MemStorage, alerts: Vec<AlertRow>, clock: Clock) -> Router {
     let now_ms = clock.read().virtual_now_ns.div_euclid(1_000_000);
-    let api = PromApi::new(Arc::new(storage), VirtualClock::fixed(now_ms));
+    let prom_clock = if clock.is_shifted() {
+        VirtualClock::shifted(now_ms)
+    } else {
+        VirtualClock::fixed(now_ms)
+    };
+    let api = PromApi::new(Arc::new(storage), prom_clock);
     let state = Arc::new(AlertsState { alerts, clock });
     promql::api::router(api).merge(
         Router::new()

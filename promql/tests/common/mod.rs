@@ -491,7 +491,14 @@ pub async fn start_prometheus(fams: &[Family]) -> RealPrometheus {
     p
 }
 
+/// In a workspace build reqwest is compiled with `rustls-no-provider` (the judge needs it), so the
+/// process picks its TLS provider before building any client, even for plain http.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 async fn wait_ready(url: &str, log: &Path) {
+    install_tls_provider();
     let client = reqwest::Client::new();
     for _ in 0..600 {
         if let Ok(r) = client.get(url).send().await

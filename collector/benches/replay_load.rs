@@ -1,0 +1,249 @@
+//! `collector replay` under load: cold start, resident memory, and a bounded kubectl-style request
+//! mix against the Kubernetes API facade.
+//!
+//! 1. A dataset: `FAULTLINE_BENCH_DATASET=DIR`, or a fresh simulator snapshot of hotel-reservation
+//!    (`FAULTLINE_BENCH_MINUTES`, default 60).
+//! 2. Cold start: wall time from spawning `collector replay` to its endpoints line (every listener
+//!    up, every table loaded), and its resident memory then.
+//! 3. Load: an open loop at `FAULTLINE_BENCH_RATE` requests/s (default 1000) for
+//!    `FAULTLINE_BENCH_SECS` s (default 30) of the requests kubectl sends for `get` (Tables, `-A`),
+//!    `describe` (the object, then its events by field selector), `logs --tail` and discovery.
+//!    Latency counts from each request's scheduled time, so a server that falls behind is charged
+//!    for the queue it builds (no coordinated omission).
+//!
+//! Run: `cargo bench --profile dev -p collector --bench replay_load` (the profile `cargo run` uses).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+const DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn collector() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_collector"))
+}
+
+fn dataset(tmp: &Path) -> PathBuf {
+    if let Ok(dir) = std::env::var("FAULTLINE_BENCH_DATASET") {
+        return PathBuf::from(dir);
+    }
+    let minutes = env_num("FAULTLINE_BENCH_MINUTES", 60);
+    let out = tmp.join("snap");
+    let status = collector()
+        .args(["snapshot", "--problem", "hotel-geo-target-port", "--duration"])
+        .arg(format!("{minutes}m"))
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .expect("collector snapshot runs");
+    assert!(status.success(), "snapshot failed");
+    out.join("dataset")
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// VmRSS and VmHWM of a process, in MiB.
+fn memory_mib(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+struct Replay {
+    child: Child,
+    kube: String,
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_replay(dataset: &Path) -> (Replay, Duration) {
+    let started = Instant::now();
+    let mut child = collector()
+        .arg("replay")
+        .arg(dataset)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("collector replay runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("endpoints line");
+    let ready = started.elapsed();
+    let endpoints: Value = serde_json::from_str(&line).expect("endpoints JSON");
+    let kube = endpoints["kubernetes"].as_str().expect("kubernetes").to_string();
+    (Replay { child, kube }, ready)
+}
+
+/// The request mix: (path, Accept), in the proportions a few agents running kubectl produce.
+async fn request_mix(client: &reqwest::Client, base: &str) -> Vec<(String, &'static str)> {
+    let pods: Value = client
+        .get(format!("{base}/api/v1/pods"))
+        .send()
+        .await
+        .expect("list pods")
+        .json()
+        .await
+        .expect("pods JSON");
+    let items = pods["items"].as_array().expect("items");
+    // The application's namespace: the one with the most pods.
+    let mut per_ns: std::collections::BTreeMap<&str, Vec<&Value>> = Default::default();
+    for p in items {
+        per_ns
+            .entry(p["metadata"]["namespace"].as_str().unwrap_or(""))
+            .or_default()
+            .push(p);
+    }
+    let (ns, ns_pods) = per_ns
+        .into_iter()
+        .max_by_key(|(_, v)| v.len())
+        .expect("a namespace with pods");
+    let mut mix = vec![
+        (format!("/api/v1/namespaces/{ns}/pods?limit=500"), TABLE),
+        (format!("/api/v1/namespaces/{ns}/pods?limit=500"), TABLE),
+        (format!("/apis/apps/v1/namespaces/{ns}/deployments?limit=500"), TABLE),
+        (format!("/api/v1/namespaces/{ns}/events?limit=500"), TABLE),
+        (format!("/api/v1/namespaces/{ns}/services?limit=500"), TABLE),
+        ("/api/v1/pods?limit=500".to_string(), TABLE),
+        ("/api".to_string(), DISCOVERY),
+        ("/apis".to_string(), DISCOVERY),
+    ];
+    for p in ns_pods.iter().take(4) {
+        let name = p["metadata"]["name"].as_str().unwrap_or_default();
+        let uid = p["metadata"]["uid"].as_str().unwrap_or_default();
+        mix.push((
+            format!("/api/v1/namespaces/{ns}/pods/{name}"),
+            "application/json",
+        ));
+        mix.push((
+            format!(
+                "/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.name%3D{name},involvedObject.namespace%3D{ns},involvedObject.uid%3D{uid}"
+            ),
+            "application/json",
+        ));
+        mix.push((
+            format!("/api/v1/namespaces/{ns}/pods/{name}/log?tailLines=100"),
+            "*/*",
+        ));
+    }
+    mix
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dataset = dataset(tmp.path());
+    println!(
+        "dataset {} ({:.1} MiB of files)",
+        dataset.display(),
+        dir_bytes(&dataset) as f64 / 1048576.0
+    );
+
+    let (replay, ready) = start_replay(&dataset);
+    let pid = replay.child.id();
+    let (rss, hwm) = memory_mib(pid);
+    println!(
+        "cold start: {:.3} s to serving; RSS {rss:.0} MiB (peak {hwm:.0} MiB)   goal <= 1 s, <= 500 MiB",
+        ready.as_secs_f64()
+    );
+
+    let rate = env_num("FAULTLINE_BENCH_RATE", 1000).max(1);
+    let secs = env_num("FAULTLINE_BENCH_SECS", 30).max(1);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (mut latencies, errors, wall) = rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .build()
+            .expect("client");
+        let base = replay.kube.clone();
+        let mix = Arc::new(request_mix(&client, &base).await);
+        let total = rate * secs;
+        let period = Duration::from_secs_f64(1.0 / rate as f64);
+        let started = tokio::time::Instant::now();
+        let mut tasks = Vec::with_capacity(total as usize);
+        for i in 0..total {
+            let due = started + period * i as u32;
+            tokio::time::sleep_until(due).await;
+            let (client, mix, base) = (client.clone(), mix.clone(), base.clone());
+            tasks.push(tokio::spawn(async move {
+                let (path, accept) = &mix[i as usize % mix.len()];
+                let ok = match client
+                    .get(format!("{base}{path}"))
+                    .header("Accept", *accept)
+                    .send()
+                    .await
+                {
+                    Ok(r) => r.status().is_success() && r.bytes().await.is_ok(),
+                    Err(_) => false,
+                };
+                (due.elapsed(), ok)
+            }));
+        }
+        let mut latencies = Vec::with_capacity(tasks.len());
+        let mut errors = 0usize;
+        for t in tasks {
+            let (d, ok) = t.await.expect("request task");
+            latencies.push(d);
+            errors += usize::from(!ok);
+        }
+        (latencies, errors, started.elapsed())
+    });
+    latencies.sort();
+    let (rss_after, hwm_after) = memory_mib(pid);
+    println!(
+        "load: {} requests at {rate}/s for {secs} s in {:.2} s ({:.0} req/s achieved), {errors} errors",
+        latencies.len(),
+        wall.as_secs_f64(),
+        latencies.len() as f64 / wall.as_secs_f64()
+    );
+    println!(
+        "latency: p50 {:.2} ms  p90 {:.2} ms  p99 {:.2} ms  max {:.2} ms",
+        percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.90).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        percentile(&latencies, 1.0).as_secs_f64() * 1e3,
+    );
+    println!("replay memory after load: RSS {rss_after:.0} MiB (peak {hwm_after:.0} MiB)");
+    drop(replay);
+}
