@@ -738,6 +738,8 @@ fn schedule(w: &mut World) {
     }
     for pk in pending {
         let mut used: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
+        // Scores by the LeastAllocated strategy over non-zero requests: (cpu, memory).
+        let mut scored: BTreeMap<String, (i64, i64)> = BTreeMap::new();
         for p in w.pods.values() {
             if let Some(n) = &p.spec.node_name
                 && p.meta.deleted_at.is_none()
@@ -747,6 +749,10 @@ fn schedule(w: &mut World) {
                 e.0 += c;
                 e.1 += m;
                 e.2 += 1;
+                let (sc, sm) = p.spec.scoring_requests();
+                let s = scored.entry(n.clone()).or_default();
+                s.0 += sc;
+                s.1 += sm;
             }
         }
         let pod = w.pods[&pk].clone();
@@ -769,8 +775,12 @@ fn schedule(w: &mut World) {
                         *reasons.entry(r).or_default() += 1;
                     }
                     None => {
-                        let (c, _, _) = used.get(&node.meta.name).copied().unwrap_or_default();
-                        let score = c * 1000 / node.cpu_milli.max(1);
+                        let (c, m) = scored.get(&node.meta.name).copied().unwrap_or_default();
+                        let (pc, pm) = pod.spec.scoring_requests();
+                        // Lower is better: the mean requested share after placing the pod.
+                        let score = ((c + pc) * 1000 / node.cpu_milli.max(1)
+                            + (m + pm) * 1000 / node.memory.max(1))
+                            / 2;
                         if best.as_ref().is_none_or(|(s, _)| score < *s) {
                             best = Some((score, node.meta.name.clone()));
                         }

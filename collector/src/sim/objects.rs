@@ -603,6 +603,17 @@ impl PodSpec {
 
     /// Requests summed over app containers (the scheduler's view; init containers run first and
     /// their max would count, but ours are small).
+    /// Requests as kube-scheduler scores them: a container without a request counts as 100m CPU
+    /// and 200Mi memory, so pods without requests still spread over the nodes.
+    pub fn scoring_requests(&self) -> (i64, i64) {
+        self.containers.iter().fold((0, 0), |(c, m), k| {
+            (
+                c + k.resources.requests.cpu_milli.unwrap_or(100),
+                m + k.resources.requests.memory.unwrap_or(200 << 20),
+            )
+        })
+    }
+
     pub fn requests(&self) -> (i64, i64) {
         self.containers.iter().fold((0, 0), |(c, m), k| {
             (
