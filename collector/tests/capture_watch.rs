@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 struct Script {
     lists: usize,
     gone_as_status: bool,
+    forbid_lists: bool,
     requests: Vec<String>,
 }
 
@@ -73,6 +74,12 @@ async fn api(State(script): State<Arc<Mutex<Script>>>, req: Request) -> Response
         ("/api/v1", _) => json(json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
             {"name": "configmaps", "singularName": "configmap", "namespaced": true, "kind": "ConfigMap",
              "verbs": ["get", "list", "watch"]}]})),
+        ("/api/v1/namespaces/ns/configmaps", None) if s.forbid_lists => (
+            StatusCode::FORBIDDEN,
+            axum::Json(json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden",
+                "message": "configmaps is forbidden: User \"capture\" cannot list resource \"configmaps\"", "code": 403})),
+        )
+            .into_response(),
         ("/api/v1/namespaces/ns/configmaps", None) => {
             s.lists += 1;
             let (rv, items) = match s.lists {
@@ -110,11 +117,16 @@ async fn api(State(script): State<Arc<Mutex<Script>>>, req: Request) -> Response
 
 /// Runs a capture against the scripted server; returns (name, resourceVersion, change) of every
 /// object row, and the capture's summary.
-fn capture(gone_as_status: bool) -> (Vec<(String, String, String)>, Value, Vec<String>) {
-    let script = Arc::new(Mutex::new(Script {
-        gone_as_status,
-        ..Default::default()
-    }));
+/// Serves `script` on loopback and runs `collector capture` against it for a live 4 s window.
+fn run(
+    script: Script,
+) -> (
+    std::process::Output,
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Arc<Mutex<Script>>,
+) {
+    let script = Arc::new(Mutex::new(script));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -140,6 +152,14 @@ fn capture(gone_as_status: bool) -> (Vec<(String, String, String)>, Value, Vec<S
         .arg(&out_dir)
         .output()
         .unwrap();
+    (out, tmp, out_dir, script)
+}
+
+fn capture(gone_as_status: bool) -> (Vec<(String, String, String)>, Value, Vec<String>) {
+    let (out, _tmp, out_dir, script) = run(Script {
+        gone_as_status,
+        ..Default::default()
+    });
     assert!(
         out.status.success(),
         "capture failed: {}",
@@ -221,4 +241,27 @@ fn gone_as_a_watch_event_relists_without_loss_or_duplicates() {
 #[test]
 fn gone_as_the_watch_status_relists_without_loss_or_duplicates() {
     check(true);
+}
+
+#[test]
+fn a_failed_capture_names_the_request_and_leaves_no_dataset() {
+    let (out, tmp, out_dir, _) = run(Script {
+        forbid_lists: true,
+        ..Default::default()
+    });
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("configmaps in namespace ns") && stderr.contains("forbidden"),
+        "{stderr}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "kubeconfig")
+        .collect();
+    assert!(
+        !out_dir.exists() && left.is_empty(),
+        "left behind: {left:?}"
+    );
 }

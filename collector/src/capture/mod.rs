@@ -143,8 +143,6 @@ pub async fn capture(opts: &Options) -> anyhow::Result<Summary> {
         Some(key) => Redactor::new(key.as_bytes()),
         None => Redactor::random(),
     };
-    let writer = Writer::create(&opts.out)?;
-    let sink = writer.sink();
 
     let sources = |name: &'static str, url: &Option<String>| {
         url.as_deref().map(|u| HttpSource::new(name, u)).transpose()
@@ -156,6 +154,8 @@ pub async fn capture(opts: &Options) -> anyhow::Result<Summary> {
     );
     let client = kube::client(&opts.kubernetes).await?;
     let targets = kube::discover(&client, &opts.scope).await?;
+    let writer = Writer::create(&opts.out)?;
+    let sink = writer.sink();
     let kubernetes = async {
         let objects_bar = bar(&multi, "kubernetes");
         let objects = kube::capture_objects(

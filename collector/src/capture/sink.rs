@@ -48,7 +48,7 @@ impl Sink {
 /// partial directory is removed and nothing appears at the output path).
 pub struct Writer {
     sink: Option<Sink>,
-    thread: std::thread::JoinHandle<anyhow::Result<DatasetWriter>>,
+    thread: Option<std::thread::JoinHandle<anyhow::Result<DatasetWriter>>>,
     dir: PathBuf,
 }
 
@@ -73,7 +73,7 @@ impl Writer {
                 tx,
                 counts: Arc::default(),
             }),
-            thread,
+            thread: Some(thread),
             dir: dir.to_path_buf(),
         })
     }
@@ -88,10 +88,23 @@ impl Writer {
         drop(self.sink.take());
         let writer = self
             .thread
+            .take()
+            .expect("joined only here or on drop")
             .join()
             .map_err(|_| anyhow::anyhow!("the dataset writer panicked"))??;
         writer
             .finish(info)
             .with_context(|| format!("finishing the dataset {}", self.dir.display()))
+    }
+}
+
+impl Drop for Writer {
+    /// An abandoned capture: wait for the writer thread so that its [`DatasetWriter`] is dropped,
+    /// which removes the partial directory, before the process goes on (or exits).
+    fn drop(&mut self) {
+        drop(self.sink.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
