@@ -1020,7 +1020,7 @@ impl Pod {
     /// whether a sync changed the object.
     pub fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = Fnv(0xcbf2_9ce4_8422_2325);
         self.phase.hash(&mut h);
         self.conditions.hash(&mut h);
         self.host_ip.hash(&mut h);
@@ -1467,4 +1467,19 @@ impl Simple {
 /// as a Service without selector has no managed endpoints).
 pub fn selects(selector: &Labels, labels: &Labels) -> bool {
     !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+/// FNV-1a: the pod fingerprint runs for every pod on every tick, where SipHash's cost shows and
+/// its flooding resistance buys nothing.
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }

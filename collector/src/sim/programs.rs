@@ -72,8 +72,9 @@ pub struct Program<'a> {
 
 /// Log style from the image and the service's name and role.
 pub fn log_style(spec: &ServiceSpec) -> LogStyle {
-    let image = spec.image.to_ascii_lowercase();
+    let image = &spec.image;
     let name = spec.name.as_str();
+    // Image references are lower-case (the registry requires it): no case folding needed.
     let has = |s: &str| image.contains(s);
     if has("mongo") {
         LogStyle::Mongo
@@ -111,29 +112,22 @@ pub fn log_style(spec: &ServiceSpec) -> LogStyle {
 /// The app service a container runs, judged by its image repository and command as a container
 /// runtime would: same image with another command is another program.
 pub fn identify<'a>(app: &'a AppSpec, c: &Container) -> Option<Program<'a>> {
+    // Called for every container on every tick: no allocation on this path.
     let repo = repository(&c.image);
-    let candidates: Vec<&ServiceSpec> = app
-        .services
-        .iter()
-        .filter(|s| repository(&s.image) == repo)
-        .collect();
-    let pick = match candidates.len() {
-        0 => None,
-        1 => {
-            let s = candidates[0];
-            (s.command.is_empty() || c.command.is_empty() || s.command == c.command).then_some(s)
-        }
-        _ => {
+    let mut candidates = app.services.iter().filter(|s| repository(&s.image) == repo);
+    let first = candidates.next()?;
+    let pick = match candidates.next() {
+        None => (first.command.is_empty() || c.command.is_empty() || first.command == c.command)
+            .then_some(first)?,
+        Some(_) => {
+            let mut all = app.services.iter().filter(|s| repository(&s.image) == repo);
             if c.command.is_empty() {
-                candidates
-                    .iter()
-                    .find(|s| s.container_name() == c.name)
-                    .copied()
+                all.find(|s| s.container_name() == c.name)?
             } else {
-                candidates.iter().find(|s| s.command == c.command).copied()
+                all.find(|s| s.command == c.command)?
             }
         }
-    }?;
+    };
     Some(Program {
         spec: pick,
         style: log_style(pick),

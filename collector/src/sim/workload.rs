@@ -86,6 +86,8 @@ pub struct Workload {
     pub service_health: BTreeMap<String, (f64, f64, f64)>,
     pub trace_sample: f64,
     spanmetrics: bool,
+    /// Pods serving each service, as of an object epoch.
+    serving: (i64, BTreeMap<String, Vec<Key>>),
 }
 
 impl Workload {
@@ -108,6 +110,7 @@ impl Workload {
             service_health: BTreeMap::new(),
             trace_sample,
             spanmetrics,
+            serving: (-1, BTreeMap::new()),
         }
     }
 
@@ -306,7 +309,11 @@ impl Workload {
         let dt = 1.0;
         let now = w.now;
         // Who serves each service, and the routes of their calls.
-        let serving = instances(w, app);
+        // Who serves changes only with objects (pod states), so it is kept per epoch.
+        if self.serving.0 != w.epoch || self.serving.1.is_empty() {
+            self.serving = (w.epoch, instances(w, app));
+        }
+        let serving = std::mem::take(&mut self.serving.1);
         if epoch != self.routes_epoch || (now / NS_PER_SEC) % 5 == 0 {
             let previous = std::mem::take(&mut self.routes);
             self.routes_epoch = epoch;
@@ -411,6 +418,20 @@ impl Workload {
                 .map(|d| d.as_secs_f64());
             (retries, timeout)
         };
+        // Client settings and reach of every (caller, callee) pair, once per tick.
+        type EdgeView = (u32, Option<f64>, f64, Option<(DialError, String, u16)>);
+        let mut edge_view: HashMap<(&str, &str), EdgeView> = HashMap::new();
+        for s in &app.services {
+            for c in s.operations.iter().flat_map(|o| &o.calls) {
+                edge_view
+                    .entry((s.name.as_str(), c.service.as_str()))
+                    .or_insert_with(|| {
+                        let (retries, timeout) = retries_of(w, &s.name, &c.service);
+                        let (share, err) = reach(&self.routes, &serving[&s.name], &c.service);
+                        (retries, timeout, share, err)
+                    });
+            }
+        }
         for k in &self.order {
             let r = rates.get(k).copied().unwrap_or(0.0);
             if r <= 0.0 {
@@ -425,9 +446,8 @@ impl Workload {
                     .get(&(k.0.clone(), c.service.clone()))
                     .map(|e| e.fail)
                     .unwrap_or(0.0);
-                let (retries, _) = retries_of(w, &k.0, &c.service);
+                let (retries, _, reach_share, _) = edge_view[&(k.0.as_str(), c.service.as_str())];
                 let attempts = (0..=retries).map(|i| f.powi(i as i32)).sum::<f64>();
-                let (reach_share, _) = reach(&self.routes, &serving[&k.0], &c.service);
                 *rates
                     .entry((c.service.clone(), c.operation.clone()))
                     .or_default() += r * c.probability * attempts * reach_share;
@@ -667,9 +687,9 @@ impl Workload {
                             None,
                         )),
                     });
-                let (retries, timeout) = retries_of(w, &k.0, &c.service);
+                let (retries, timeout, reach_share, dial_err) =
+                    edge_view[&(k.0.as_str(), c.service.as_str())].clone();
                 let timeout = timeout.unwrap_or(wl.timeout.as_secs_f64().min(10.0));
-                let (reach_share, dial_err) = reach(&self.routes, &serving[&k.0], &c.service);
                 let link = w.runtime.link(&k.0, &c.service);
                 let callee_lat = callee.latency + link.delay_ms / 1000.0 + link.loss * 0.2;
                 // A lost segment of the exchange waits for a retransmission timeout (>= 200 ms).
@@ -938,6 +958,7 @@ impl Workload {
                 0,
             );
         }
+        self.serving.1 = serving;
     }
 }
 
