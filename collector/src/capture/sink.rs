@@ -7,13 +7,29 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use datasets::{DatasetInfo, DatasetWriter};
+use datasets::{DatasetInfo, DatasetWriter, WriterConfig};
 use schemas::Manifest;
 use schemas::tables::{Row, Table};
 use tokio::sync::mpsc;
 
 /// Rows in flight between the sources and the writer.
-const CHANNEL_ROWS: usize = 16 * 1024;
+const CHANNEL_ROWS: usize = 4 * 1024;
+
+/// The writer's tuning for captures. A captured row is heavy in memory (every metric sample
+/// carries its own label map, every span two attribute maps: about 1–3 KiB each), so the
+/// defaults (a million buffered rows per table, merged 64k rows per run) would hold a whole
+/// hour of samples. Small spills bound the buffer; small batches bound the final merge, which
+/// holds one batch per spilled run.
+fn writer_config() -> WriterConfig {
+    WriterConfig {
+        spill_rows: 32 * 1024,
+        batch_rows: 1024,
+        file: datasets::WriteOptions {
+            row_group_rows: 64 * 1024,
+            ..datasets::WriteOptions::default()
+        },
+    }
+}
 
 /// A cloneable handle the sources push rows into.
 #[derive(Clone)]
@@ -54,7 +70,7 @@ pub struct Writer {
 
 impl Writer {
     pub fn create(dir: &Path) -> anyhow::Result<Writer> {
-        let mut writer = DatasetWriter::create(dir)
+        let mut writer = DatasetWriter::with_config(dir, writer_config())
             .with_context(|| format!("cannot create the dataset {}", dir.display()))?;
         let (tx, mut rx) = mpsc::channel::<Row>(CHANNEL_ROWS);
         let path = dir.to_path_buf();
