@@ -165,37 +165,3 @@ fn readiness_failure_empties_endpoints_and_callers_fail() {
     assert!(error_spans > 0, "search's calls to geo must error");
     assert!(refused_logs > 0, "search must log connection refused");
 }
-
-/// P5 in the dev profile (the bench profile gives the optimised figure):
-/// `cargo test -p collector --test sim_model p5 -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn p5_one_hour_of_hotel_reservation() {
-    let cat = Catalog::builtin().unwrap();
-    let mut p = cat.problem("hotel-geo-target-port").unwrap().clone();
-    p.duration = problems::Dur::from_secs(3600);
-    let opts = collector::run::snapshot::Options {
-        seed: 1,
-        duration: Some(p.duration),
-        ..Default::default()
-    };
-    let t = std::time::Instant::now();
-    let mut rows = 0u64;
-    let out = collector::run::snapshot::simulate(
-        &cat,
-        &p,
-        &opts,
-        &mut |_| {
-            rows += 1;
-            Ok(())
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let secs = t.elapsed().as_secs_f64();
-    println!(
-        "1 h simulated ({} noise events): {secs:.2} s wall, {rows} rows, {:.0}x real time",
-        out.noise.len(),
-        3600.0 / secs
-    );
-}

@@ -96,7 +96,13 @@ pub fn line(style: LogStyle, service: &str, level: Level, ts_ns: i64, msg: &str)
                 Level::Error => "fail",
                 Level::Fatal => "crit",
             };
-            format!("{lvl}: cart.cartstore.ValkeyCartStore[0] {msg}")
+            // Microsoft.Extensions.Logging's console format: level, category[event id].
+            let category = match service {
+                "cart" => "cart.cartstore.ValkeyCartStore",
+                "accounting" => "Accounting.Consumer",
+                other => other,
+            };
+            format!("{lvl}: {category}[0] {msg}")
         }
         LogStyle::Java => {
             let lvl = match level {
@@ -137,6 +143,42 @@ pub fn line(style: LogStyle, service: &str, level: Level, ts_ns: i64, msg: &str)
                 "{{\"level\":{lvl},\"time\":{},\"pid\":1,\"hostname\":\"{service}\",\"msg\":{}}}",
                 ts_ns / 1_000_000,
                 json_str(msg)
+            )
+        }
+        LogStyle::Ruby => {
+            let (l, name) = match level {
+                Level::Info => ('I', "INFO"),
+                Level::Warn => ('W', "WARN"),
+                Level::Error => ('E', "ERROR"),
+                Level::Fatal => ('F', "FATAL"),
+            };
+            format!(
+                "{l}, [{} #1] {name:>5} -- : {msg}",
+                t.format("%Y-%m-%dT%H:%M:%S%.6f")
+            )
+        }
+        LogStyle::Rust => {
+            let lvl = match level {
+                Level::Info => "INFO",
+                Level::Warn => "WARN",
+                Level::Error | Level::Fatal => "ERROR",
+            };
+            format!(
+                "{} {lvl:>5} {}: {msg}",
+                t.format("%Y-%m-%dT%H:%M:%S%.6fZ"),
+                service.replace('-', "_")
+            )
+        }
+        LogStyle::Php => {
+            let lvl = match level {
+                Level::Info => "INFO",
+                Level::Warn => "WARNING",
+                Level::Error => "ERROR",
+                Level::Fatal => "CRITICAL",
+            };
+            format!(
+                "[{}] {service}.{lvl}: {msg} [] []",
+                t.format("%Y-%m-%dT%H:%M:%S%.6f+00:00")
             )
         }
         LogStyle::Mongo => {
@@ -199,6 +241,51 @@ pub fn line(style: LogStyle, service: &str, level: Level, ts_ns: i64, msg: &str)
             };
             format!("{} [{lvl}] 1#1: {msg}", t.format("%Y/%m/%d %H:%M:%S"))
         }
+    }
+}
+
+/// An access-log line for a request an edge server (Envoy's default format, nginx's `combined`)
+/// handled; `None` for programs that log no access lines.
+#[allow(clippy::too_many_arguments)]
+pub fn access(
+    style: LogStyle,
+    ts_ns: i64,
+    op: &str,
+    status: u16,
+    upstream_failed: bool,
+    dur_ms: f64,
+    authority: &str,
+    request_id: &str,
+) -> Option<String> {
+    let t = instant(ts_ns);
+    let mut parts = op.split_whitespace();
+    let (method, path) = match (parts.next(), parts.next(), parts.next()) {
+        (Some("HTTP"), Some(m), Some(p)) => (m, p),
+        (Some(m), Some(p), _) => (m, p),
+        _ => ("GET", "/"),
+    };
+    let bytes = if status == 200 {
+        200 + fnv(path) % 4000
+    } else {
+        91
+    };
+    match style {
+        LogStyle::Envoy => Some(format!(
+            "[{}] \"{method} {path} HTTP/1.1\" {status} {} 0 {bytes} {:.0} {} \"-\" \"python-requests/2.32.4\" \"{request_id}\" \"{authority}\" \"-\"",
+            t.format("%Y-%m-%dT%H:%M:%S%.3fZ"),
+            if upstream_failed { "UF" } else { "-" },
+            dur_ms.max(1.0),
+            if upstream_failed {
+                "-".to_string()
+            } else {
+                format!("{:.0}", (dur_ms - 0.5).max(0.0))
+            },
+        )),
+        LogStyle::Nginx => Some(format!(
+            "10.244.0.1 - - [{}] \"{method} {path} HTTP/1.1\" {status} {bytes} \"-\" \"wrk2\"",
+            t.format("%d/%b/%Y:%H:%M:%S +0000")
+        )),
+        _ => None,
     }
 }
 

@@ -61,6 +61,12 @@ pub enum LogStyle {
     Envoy,
     /// Quiet programs (memcached, consul agents at info).
     Quiet,
+    /// Ruby's Logger (OTel demo email, Sinatra).
+    Ruby,
+    /// Rust `tracing` formatter (OTel demo shipping).
+    Rust,
+    /// PHP Monolog line format (OTel demo quote, Slim).
+    Php,
 }
 
 /// A running program's identity: the app service it implements.
@@ -86,7 +92,7 @@ pub fn log_style(spec: &ServiceSpec) -> LogStyle {
         LogStyle::Quiet
     } else if has("envoy") || name.contains("proxy") {
         LogStyle::Envoy
-    } else if has("nginx") || has("openresty") {
+    } else if has("nginx") || has("openresty") || has("image-provider") {
         LogStyle::Nginx
     } else if has("hotel") {
         LogStyle::Zerolog
@@ -96,7 +102,10 @@ pub fn log_style(spec: &ServiceSpec) -> LogStyle {
         LogStyle::Java
     } else {
         match name {
-            "cart" => LogStyle::Dotnet,
+            "cart" | "accounting" => LogStyle::Dotnet,
+            "email" => LogStyle::Ruby,
+            "shipping" => LogStyle::Rust,
+            "quote" => LogStyle::Php,
             "ad" | "fraud-detection" => LogStyle::Java,
             "recommendation" | "load-generator" | "product-reviews" | "llm" => LogStyle::Python,
             "payment" | "frontend" => LogStyle::Pino,

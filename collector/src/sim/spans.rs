@@ -25,6 +25,9 @@ fn sdk_language(style: LogStyle) -> &'static str {
         LogStyle::Java => "java",
         LogStyle::Python => "python",
         LogStyle::Pino => "nodejs",
+        LogStyle::Ruby => "ruby",
+        LogStyle::Rust => "rust",
+        LogStyle::Php => "php",
         _ => "go",
     }
 }
@@ -294,8 +297,13 @@ pub fn trace(
                     (timeout * NS_PER_SEC as f64) as i64,
                     Some((
                         "DeadlineExceeded".to_string(),
-                        "rpc error: code = DeadlineExceeded desc = context deadline exceeded"
-                            .to_string(),
+                        super::workload::grpc_status(
+                            app.service(&op.0)
+                                .map(programs::log_style)
+                                .unwrap_or(LogStyle::SlogJson),
+                            "DeadlineExceeded",
+                            "context deadline exceeded",
+                        ),
                     )),
                 )
             } else {
@@ -426,7 +434,28 @@ pub fn trace(
             };
             let saved = w.now;
             w.now = start + dur;
-            let line = logs::line(style, &op.0, lvl, w.now, &msg);
+            let upstream_failed = err.as_ref().is_some_and(|(c, _)| c == "Unavailable");
+            let authority = app
+                .service(&op.0)
+                .and_then(|s| s.ports.first())
+                .map(|p| format!("{}:{}", op.0, p.port))
+                .unwrap_or_else(|| op.0.clone());
+            let status = match &err {
+                None => 200,
+                Some(_) if upstream_failed => 503,
+                Some(_) => 500,
+            };
+            let line = logs::access(
+                style,
+                w.now,
+                &op.1,
+                status,
+                upstream_failed,
+                dur as f64 / 1e6,
+                &authority,
+                &util::uuid(&mut w.rng),
+            )
+            .unwrap_or_else(|| logs::line(style, &op.0, lvl, w.now, &msg));
             w.log(&pod, spec.container_name(), restart, "stdout", line);
             w.now = saved;
         }

@@ -208,6 +208,41 @@ fn grpc_code(e: &DialError) -> &'static str {
     }
 }
 
+/// How a gRPC client library renders a failed call's status, in the caller's language.
+pub fn grpc_status(style: LogStyle, code: &str, msg: &str) -> String {
+    let upper = || {
+        let mut out = String::new();
+        for (i, ch) in code.chars().enumerate() {
+            if ch.is_ascii_uppercase() && i > 0 {
+                out.push('_');
+            }
+            out.push(ch.to_ascii_uppercase());
+        }
+        out
+    };
+    let number = match code {
+        "OK" => 0,
+        "Canceled" => 1,
+        "InvalidArgument" => 3,
+        "DeadlineExceeded" => 4,
+        "NotFound" => 5,
+        "PermissionDenied" => 7,
+        "ResourceExhausted" => 8,
+        "Unimplemented" => 12,
+        "Internal" => 13,
+        "Unavailable" => 14,
+        "Unauthenticated" => 16,
+        _ => 2,
+    };
+    match style {
+        LogStyle::Pino => format!("{number} {}: {msg}", upper()),
+        LogStyle::Python => format!("StatusCode.{}: {msg}", upper()),
+        LogStyle::Java => format!("io.grpc.StatusRuntimeException: {}: {msg}", upper()),
+        LogStyle::Dotnet => format!("Status(StatusCode=\"{code}\", Detail=\"{msg}\")"),
+        _ => format!("rpc error: code = {code} desc = {msg}"),
+    }
+}
+
 /// What a client library prints for a failed call, in the caller's language and protocol.
 pub fn client_error(
     style: LogStyle,
@@ -254,6 +289,34 @@ pub fn client_error(
             return format!(
                 "StatusCode.UNAVAILABLE: failed to connect to all addresses; last error: UNKNOWN: {last}"
             );
+        }
+        LogStyle::Rust if proto == Protocol::Http => {
+            let cause = match e {
+                DialError::NoSuchHost { .. } => {
+                    "dns error: failed to lookup address information: Name or service not known"
+                        .to_string()
+                }
+                DialError::Refused { .. } => {
+                    "tcp connect error: Connection refused (os error 111)".to_string()
+                }
+                DialError::Timeout { .. } => "operation timed out".to_string(),
+            };
+            return format!(
+                "error sending request for url (http://{host}:{port}/): error trying to connect: {cause}"
+            );
+        }
+        LogStyle::Dotnet if proto == Protocol::Postgres => {
+            return match e {
+                DialError::NoSuchHost { .. } => format!(
+                    "Npgsql.NpgsqlException (0x80004005): Failed to connect to {host}:{port}\n ---> System.Net.Sockets.SocketException (0xFFFDFFFF): Name or service not known"
+                ),
+                DialError::Refused { addr } => format!(
+                    "Npgsql.NpgsqlException (0x80004005): Failed to connect to {addr}\n ---> System.Net.Sockets.SocketException (111): Connection refused"
+                ),
+                DialError::Timeout { addr } => format!(
+                    "Npgsql.NpgsqlException (0x80004005): Failed to connect to {addr}\n ---> System.TimeoutException: The operation has timed out."
+                ),
+            };
         }
         LogStyle::Dotnet if proto == Protocol::Redis => {
             return format!(
@@ -741,11 +804,24 @@ impl Workload {
                             client_error(programs::log_style(spec), proto, host, *port, e),
                         )
                     } else if p_timeout > 1.0 - callee.ok.max(1e-9) || p_timeout > 0.3 {
-                        ("DeadlineExceeded".to_string(), match proto {
-                            Protocol::Grpc => "rpc error: code = DeadlineExceeded desc = context deadline exceeded".to_string(),
-                            Protocol::Mongodb => "context deadline exceeded: operation was interrupted".to_string(),
-                            _ => format!("Get \"http://{}/\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)", c.service),
-                        })
+                        (
+                            "DeadlineExceeded".to_string(),
+                            match proto {
+                                Protocol::Grpc => grpc_status(
+                                    programs::log_style(spec),
+                                    "DeadlineExceeded",
+                                    "context deadline exceeded",
+                                ),
+                                Protocol::Mongodb => {
+                                    "context deadline exceeded: operation was interrupted"
+                                        .to_string()
+                                }
+                                _ => format!(
+                                    "Get \"http://{}/\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
+                                    c.service
+                                ),
+                            },
+                        )
                     } else {
                         let (code, msg) = callee
                             .error
@@ -759,7 +835,9 @@ impl Workload {
                                 "Unknown".into()
                             },
                             match proto {
-                                Protocol::Grpc => format!("rpc error: code = {code} desc = {msg}"),
+                                Protocol::Grpc => {
+                                    grpc_status(programs::log_style(spec), &code, &msg)
+                                }
                                 Protocol::Http => format!(
                                     "request to {} failed with status 500: {msg}",
                                     c.service
