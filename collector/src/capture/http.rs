@@ -42,12 +42,13 @@ impl HttpSource {
         Ok(url)
     }
 
-    /// GET a JSON document; `None` for a 404 (what Jaeger answers when nothing matched).
-    pub async fn get_json_or_404(
+    /// GET a JSON document decoded straight into `T` (no intermediate `Value` tree when `T` is
+    /// a typed answer); `None` for a 404 (what Jaeger answers when nothing matched).
+    pub async fn get_typed_or_404<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
         params: &[(&str, String)],
-    ) -> anyhow::Result<Option<Value>> {
+    ) -> anyhow::Result<Option<T>> {
         let url = self.url(path, params)?;
         let request = || format!("{}: GET {url}", self.name);
         let resp = self
@@ -57,17 +58,26 @@ impl HttpSource {
             .await
             .with_context(request)?;
         let status = resp.status();
-        let body = resp.text().await.with_context(request)?;
+        let body = resp.bytes().await.with_context(request)?;
         if status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
         if !status.is_success() {
-            let snippet: String = body.chars().take(500).collect();
+            let snippet: String = String::from_utf8_lossy(&body).chars().take(500).collect();
             anyhow::bail!("{}: {status}: {snippet}", request());
         }
-        serde_json::from_str(&body)
-            .with_context(|| format!("{}: the answer is not JSON", request()))
+        serde_json::from_slice(&body)
+            .with_context(|| format!("{}: the answer is not the expected JSON", request()))
             .map(Some)
+    }
+
+    /// GET a JSON document; `None` for a 404.
+    pub async fn get_json_or_404(
+        &self,
+        path: &str,
+        params: &[(&str, String)],
+    ) -> anyhow::Result<Option<Value>> {
+        self.get_typed_or_404(path, params).await
     }
 
     pub async fn get_json(&self, path: &str, params: &[(&str, String)]) -> anyhow::Result<Value> {
