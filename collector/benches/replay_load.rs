@@ -42,7 +42,12 @@ fn dataset(tmp: &Path) -> PathBuf {
     let minutes = env_num("FAULTLINE_BENCH_MINUTES", 60);
     let out = tmp.join("snap");
     let status = collector()
-        .args(["snapshot", "--problem", "hotel-geo-target-port", "--duration"])
+        .args([
+            "snapshot",
+            "--problem",
+            "hotel-geo-target-port",
+            "--duration",
+        ])
         .arg(format!("{minutes}m"))
         .arg("--out")
         .arg(&out)
@@ -105,7 +110,10 @@ fn start_replay(dataset: &Path) -> (Replay, Duration) {
         .expect("endpoints line");
     let ready = started.elapsed();
     let endpoints: Value = serde_json::from_str(&line).expect("endpoints JSON");
-    let kube = endpoints["kubernetes"].as_str().expect("kubernetes").to_string();
+    let kube = endpoints["kubernetes"]
+        .as_str()
+        .expect("kubernetes")
+        .to_string();
     (Replay { child, kube }, ready)
 }
 
@@ -135,7 +143,10 @@ async fn request_mix(client: &reqwest::Client, base: &str) -> Vec<(String, &'sta
     let mut mix = vec![
         (format!("/api/v1/namespaces/{ns}/pods?limit=500"), TABLE),
         (format!("/api/v1/namespaces/{ns}/pods?limit=500"), TABLE),
-        (format!("/apis/apps/v1/namespaces/{ns}/deployments?limit=500"), TABLE),
+        (
+            format!("/apis/apps/v1/namespaces/{ns}/deployments?limit=500"),
+            TABLE,
+        ),
         (format!("/api/v1/namespaces/{ns}/events?limit=500"), TABLE),
         (format!("/api/v1/namespaces/{ns}/services?limit=500"), TABLE),
         ("/api/v1/pods?limit=500".to_string(), TABLE),
