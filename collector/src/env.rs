@@ -15,9 +15,10 @@ use crate::store::objects::ObjectTimeline;
 /// Everything an environment makes available to the facades.
 pub struct Observations {
     pub manifest: Manifest,
+    /// The dataset itself: metrics are streamed from it into the series store, never held as rows.
+    pub dataset: Dataset,
     pub timeline: Arc<ObjectTimeline>,
     pub logs: Arc<LogStore>,
-    pub metrics: Vec<schemas::tables::MetricSample>,
     pub metric_metadata: Vec<schemas::tables::MetricMeta>,
     pub spans: Vec<schemas::tables::SpanRow>,
     pub alerts: Vec<schemas::tables::AlertRow>,
@@ -28,6 +29,11 @@ fn typed<T: TryFrom<Row>>(rows: Vec<Row>) -> impl Iterator<Item = T> {
     rows.into_iter().filter_map(|r| r.try_into().ok())
 }
 
+/// A scoped thread's result; its panic, if any, continues in the caller.
+fn joined<T>(r: std::thread::Result<T>) -> T {
+    r.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
 /// Loads a recorded dataset (the `dataset` environment).
 pub fn load_dataset(dir: &Path) -> anyhow::Result<Observations> {
     let ds = Dataset::open(dir)?;
@@ -35,24 +41,38 @@ pub fn load_dataset(dir: &Path) -> anyhow::Result<Observations> {
         ds.read_rows(t)
             .with_context(|| format!("reading the {t} table of {}", dir.display()))
     };
-    let mut timeline = ObjectTimeline::default();
-    timeline
-        .add_objects(typed(read(Table::Objects)?))
-        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
-    timeline.add_events(typed(read(Table::Events)?));
-    timeline.seal();
-    let mut logs = LogStore::default();
-    logs.add(typed(read(Table::Logs)?));
-    logs.seal();
-    let metrics = typed(read(Table::Metrics)?).collect();
-    let metric_metadata = typed(read(Table::MetricMetadata)?).collect();
-    let spans = typed(read(Table::Spans)?).collect();
-    let alerts = typed(read(Table::Alerts)?).collect();
+    // Tables are independent until the facades are built: read them side by side.
+    let (timeline, logs, rest) = std::thread::scope(|scope| {
+        let timeline = scope.spawn(|| -> anyhow::Result<ObjectTimeline> {
+            let mut timeline = ObjectTimeline::default();
+            timeline
+                .add_objects(typed(read(Table::Objects)?))
+                .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+            timeline.add_events(typed(read(Table::Events)?));
+            timeline.seal();
+            Ok(timeline)
+        });
+        let logs = scope.spawn(|| -> anyhow::Result<LogStore> {
+            let mut logs = LogStore::default();
+            logs.add(typed(read(Table::Logs)?));
+            logs.seal();
+            Ok(logs)
+        });
+        let rest = (|| -> anyhow::Result<_> {
+            Ok((
+                typed(read(Table::MetricMetadata)?).collect(),
+                typed(read(Table::Spans)?).collect(),
+                typed(read(Table::Alerts)?).collect(),
+            ))
+        })();
+        (joined(timeline.join()), joined(logs.join()), rest)
+    });
+    let (timeline, logs, (metric_metadata, spans, alerts)) = (timeline?, logs?, rest?);
     Ok(Observations {
         manifest: ds.manifest().clone(),
+        dataset: ds.clone(),
         timeline: Arc::new(timeline),
         logs: Arc::new(logs),
-        metrics,
         metric_metadata,
         spans,
         alerts,

@@ -98,12 +98,10 @@ impl Replay {
             clock,
         ));
         let metrics = {
-            let (metrics, metadata, alerts) =
-                (obs.metrics, obs.metric_metadata, obs.alerts.clone());
+            let (ds, metadata, alerts) = (obs.dataset, obs.metric_metadata, obs.alerts.clone());
             tokio::task::spawn_blocking(move || {
-                prometheus::storage(&metrics, &metadata, &alerts, now_ns)
+                prometheus::storage(&ds, &metadata, &alerts, now_ns)
             })
-            .await?
         };
         let traces = {
             let spans = obs.spans;
@@ -111,12 +109,18 @@ impl Replay {
                 spans: SpanStore::new(spans),
                 clock,
             })
-            .await?
         };
         let logs = {
             let (store, timeline) = (obs.logs.clone(), obs.timeline.clone());
-            tokio::task::spawn_blocking(move || LokiFacade::new(store, &timeline, clock)).await?
+            tokio::task::spawn_blocking(move || LokiFacade::new(store, &timeline, clock))
         };
+        // The three stores build side by side.
+        let (metrics, traces, logs) = tokio::join!(metrics, traces, logs);
+        let (metrics, traces, logs) = (
+            metrics?.context("loading the metrics table")?,
+            traces?,
+            logs?,
+        );
         let mut servers = Vec::new();
         let kubernetes = serve(opts.listen, 0, kube_router(kube), &mut servers).await?;
         let prometheus = serve(

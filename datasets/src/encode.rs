@@ -353,19 +353,24 @@ impl<'a> StrCol<'a> {
             _ => Err(type_error(name, "a map of strings")),
         }
     }
-    fn opt(&self, i: usize) -> Option<String> {
-        let null = match self {
+    fn is_null(&self, i: usize) -> bool {
+        match self {
             StrCol::Utf8(a) => a.is_null(i),
             StrCol::Large(a) => a.is_null(i),
             StrCol::View(a) => a.is_null(i),
-        };
-        (!null).then(|| self.get(i))
+        }
+    }
+    fn opt(&self, i: usize) -> Option<String> {
+        (!self.is_null(i)).then(|| self.get(i))
     }
     fn get(&self, i: usize) -> String {
+        self.str(i).to_string()
+    }
+    fn str(&self, i: usize) -> &'a str {
         match self {
-            StrCol::Utf8(a) => a.value(i).to_string(),
-            StrCol::Large(a) => a.value(i).to_string(),
-            StrCol::View(a) => a.value(i).to_string(),
+            StrCol::Utf8(a) => a.value(i),
+            StrCol::Large(a) => a.value(i),
+            StrCol::View(a) => a.value(i),
         }
     }
 }
@@ -384,6 +389,53 @@ impl MapCol<'_> {
             .map(|j| (self.keys.get(j), self.values.opt(j).unwrap_or_default()))
             .collect()
     }
+}
+
+/// One metric sample borrowed from a record batch: no per-sample allocation.
+pub struct MetricRef<'a> {
+    pub metric: &'a str,
+    /// (name, value) pairs in the stored (sorted) order.
+    pub labels: Vec<(&'a str, &'a str)>,
+    pub time_ns: i64,
+    pub value: f64,
+}
+
+/// Calls `f` with every sample of a `metrics` batch, in row order. Consecutive samples of one
+/// series share their label slice, so a caller can recognise a series change by comparing labels.
+pub fn for_each_metric(
+    batch: &RecordBatch,
+    mut f: impl FnMut(&MetricRef<'_>),
+) -> Result<(), ArrowError> {
+    let c = Cols(batch);
+    let (metric, labels, time, value) = (
+        c.str("metric")?,
+        c.map("labels")?,
+        c.ts("time")?,
+        c.f64("value")?,
+    );
+    let offsets = labels.map.value_offsets();
+    let mut sample = MetricRef {
+        metric: "",
+        labels: Vec::new(),
+        time_ns: 0,
+        value: 0.0,
+    };
+    for i in 0..batch.num_rows() {
+        sample.metric = metric.str(i);
+        sample.labels.clear();
+        for j in offsets[i] as usize..offsets[i + 1] as usize {
+            let v = if labels.values.is_null(j) {
+                ""
+            } else {
+                labels.values.str(j)
+            };
+            sample.labels.push((labels.keys.str(j), v));
+        }
+        sample.time_ns = time.value(i);
+        sample.value = value.value(i);
+        f(&sample);
+    }
+    Ok(())
 }
 
 fn opt_ts(a: &arrow_array::TimestampNanosecondArray, i: usize) -> Option<i64> {

@@ -5,12 +5,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use anyhow::Context;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
+use datasets::Dataset;
+use datasets::encode::for_each_metric;
 use promql::api::{PromApi, VirtualClock};
+use promql::storage::SeriesHandle;
 use promql::{MemStorage, StorageBuilder};
-use schemas::tables::{AlertRow, Labels, MetricMeta, MetricSample};
+use schemas::tables::{AlertRow, Labels, MetricMeta, Table};
 use serde_json::{Value, json};
 
 use crate::clock::{Clock, rfc3339_nanos};
@@ -19,21 +23,46 @@ use crate::clock::{Clock, rfc3339_nanos};
 /// evaluation intervals.
 const ALERT_FRESHNESS_NS: i64 = 60_000_000_000;
 
-/// Builds the series store from samples up to the virtual now (later samples stay hidden).
+/// Builds the series store from a dataset's samples up to the virtual now (later samples stay
+/// hidden), streaming the metrics table batch by batch: samples are never materialised as rows.
 pub fn storage(
-    metrics: &[MetricSample],
+    ds: &Dataset,
     metadata: &[MetricMeta],
     alerts: &[AlertRow],
     now_ns: i64,
-) -> MemStorage {
+) -> anyhow::Result<MemStorage> {
     let mut b = StorageBuilder::new();
-    for m in metrics.iter().filter(|m| m.time_ns <= now_ns) {
-        b.add_sample(
-            &m.metric,
-            m.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-            m.time_ns.div_euclid(1_000_000),
-            m.value,
-        );
+    // The table is sorted by series then time: look a series up only when it changes.
+    let mut current: Option<(String, Vec<(String, String)>, SeriesHandle)> = None;
+    let path = ds.path(Table::Metrics)?;
+    for batch in ds.batches(Table::Metrics, 64 * 1024)? {
+        let batch = batch.with_context(|| format!("reading {}", path.display()))?;
+        for_each_metric(&batch, |m| {
+            if m.time_ns > now_ns {
+                return;
+            }
+            let same = current.as_ref().is_some_and(|(name, labels, _)| {
+                name == m.metric
+                    && labels.len() == m.labels.len()
+                    && labels
+                        .iter()
+                        .zip(&m.labels)
+                        .all(|((k, v), (k2, v2))| k == k2 && v == v2)
+            });
+            if !same {
+                let h = b.series(m.metric, m.labels.iter().copied());
+                let owned = m
+                    .labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                current = Some((m.metric.to_string(), owned, h));
+            }
+            if let Some((_, _, h)) = &current {
+                b.push(*h, m.time_ns.div_euclid(1_000_000), m.value);
+            }
+        })
+        .with_context(|| format!("reading {}", path.display()))?;
     }
     for a in alerts.iter().filter(|a| a.time_ns <= now_ns) {
         let mut labels = a.labels.clone();
@@ -49,7 +78,7 @@ pub fn storage(
     for m in metadata {
         b.set_metadata(&m.metric, &m.metric_type, &m.help, &m.unit);
     }
-    b.build()
+    Ok(b.build())
 }
 
 struct AlertsState {
