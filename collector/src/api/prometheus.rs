@@ -23,6 +23,13 @@ use crate::clock::{Clock, rfc3339_nanos};
 /// evaluation intervals.
 const ALERT_FRESHNESS_NS: i64 = 60_000_000_000;
 
+/// The series the last sample belonged to.
+struct CurrentSeries {
+    metric: String,
+    labels: Vec<(String, String)>,
+    handle: SeriesHandle,
+}
+
 /// Builds the series store from a dataset's samples up to the virtual now (later samples stay
 /// hidden), streaming the metrics table batch by batch: samples are never materialised as rows.
 pub fn storage(
@@ -33,7 +40,7 @@ pub fn storage(
 ) -> anyhow::Result<MemStorage> {
     let mut b = StorageBuilder::new();
     // The table is sorted by series then time: look a series up only when it changes.
-    let mut current: Option<(String, Vec<(String, String)>, SeriesHandle)> = None;
+    let mut current: Option<CurrentSeries> = None;
     let path = ds.path(Table::Metrics)?;
     for batch in ds.batches(Table::Metrics, 64 * 1024)? {
         let batch = batch.with_context(|| format!("reading {}", path.display()))?;
@@ -41,25 +48,27 @@ pub fn storage(
             if m.time_ns > now_ns {
                 return;
             }
-            let same = current.as_ref().is_some_and(|(name, labels, _)| {
-                name == m.metric
-                    && labels.len() == m.labels.len()
-                    && labels
+            let same = current.as_ref().is_some_and(|c| {
+                c.metric == m.metric
+                    && c.labels.len() == m.labels.len()
+                    && c.labels
                         .iter()
                         .zip(&m.labels)
                         .all(|((k, v), (k2, v2))| k == k2 && v == v2)
             });
             if !same {
-                let h = b.series(m.metric, m.labels.iter().copied());
-                let owned = m
-                    .labels
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect();
-                current = Some((m.metric.to_string(), owned, h));
+                current = Some(CurrentSeries {
+                    metric: m.metric.to_string(),
+                    labels: m
+                        .labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                    handle: b.series(m.metric, m.labels.iter().copied()),
+                });
             }
-            if let Some((_, _, h)) = &current {
-                b.push(*h, m.time_ns.div_euclid(1_000_000), m.value);
+            if let Some(c) = &current {
+                b.push(c.handle, m.time_ns.div_euclid(1_000_000), m.value);
             }
         })
         .with_context(|| format!("reading {}", path.display()))?;
