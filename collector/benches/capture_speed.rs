@@ -14,9 +14,8 @@
 //! Run: `cargo bench --profile dev -p collector --bench capture_speed` (the profile `cargo run`
 //! uses).
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,78 +24,11 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::{Replay, bench_dataset, collector};
+
 const APIS: [&str; 4] = ["kubernetes", "prometheus", "jaeger", "loki"];
-
-fn env_num(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn collector() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_collector"))
-}
-
-fn dataset(tmp: &Path) -> PathBuf {
-    if let Ok(dir) = std::env::var("FAULTLINE_BENCH_DATASET") {
-        return PathBuf::from(dir);
-    }
-    let minutes = env_num("FAULTLINE_BENCH_MINUTES", 60);
-    let out = tmp.join("snap");
-    let started = Instant::now();
-    let status = collector()
-        .args([
-            "snapshot",
-            "--problem",
-            "astro-payment-failure",
-            "--duration",
-        ])
-        .arg(format!("{minutes}m"))
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::null())
-        .status()
-        .expect("collector snapshot runs");
-    assert!(status.success(), "snapshot failed");
-    println!(
-        "snapshot: astronomy-shop, {minutes} min, {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    out.join("dataset")
-}
-
-/// `collector replay`, killed when dropped.
-struct Replay {
-    child: Child,
-    endpoints: Value,
-}
-
-impl Drop for Replay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_replay(dataset: &Path, kubeconfig: &Path) -> Replay {
-    let mut child = collector()
-        .arg("replay")
-        .arg(dataset)
-        .arg("--json")
-        .arg("--write-kubeconfig")
-        .arg(kubeconfig)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("collector replay starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let endpoints = serde_json::from_str(&line)
-        .unwrap_or_else(|e| panic!("endpoints JSON expected, got {line:?}: {e}"));
-    Replay { child, endpoints }
-}
 
 /// One request the capture made.
 #[derive(Clone)]
@@ -198,7 +130,7 @@ fn capture(
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tmp = tempfile::tempdir().unwrap();
-    let data = dataset(tmp.path());
+    let data = bench_dataset("astro-payment-failure", tmp.path());
     let manifest = datasets::Dataset::open(&data).unwrap().manifest().clone();
     let (since, until) = (
         manifest.window.start.to_rfc3339(),
@@ -206,7 +138,7 @@ fn main() {
     );
     let namespaces = manifest.namespaces.join(",");
     let kubeconfig = tmp.path().join("kubeconfig");
-    let replay = start_replay(&data, &kubeconfig);
+    let replay = Replay::with_kubeconfig(&data, &kubeconfig);
     let direct: [String; 4] = APIS.map(|a| replay.endpoints[a].as_str().unwrap().to_string());
     let runtime = tokio::runtime::Runtime::new().unwrap();
 

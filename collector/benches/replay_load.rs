@@ -13,50 +13,18 @@
 //!
 //! Run: `cargo bench --profile dev -p collector --bench replay_load` (the profile `cargo run` uses).
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::{Replay, bench_dataset, env_num};
+
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 const DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
-
-fn env_num(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn collector() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_collector"))
-}
-
-fn dataset(tmp: &Path) -> PathBuf {
-    if let Ok(dir) = std::env::var("FAULTLINE_BENCH_DATASET") {
-        return PathBuf::from(dir);
-    }
-    let minutes = env_num("FAULTLINE_BENCH_MINUTES", 60);
-    let out = tmp.join("snap");
-    let status = collector()
-        .args([
-            "snapshot",
-            "--problem",
-            "hotel-geo-target-port",
-            "--duration",
-        ])
-        .arg(format!("{minutes}m"))
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::null())
-        .status()
-        .expect("collector snapshot runs");
-    assert!(status.success(), "snapshot failed");
-    out.join("dataset")
-}
 
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
@@ -81,40 +49,6 @@ fn memory_mib(pid: u32) -> (f64, f64) {
             .map_or(f64::NAN, |kb| kb / 1024.0)
     };
     (field("VmRSS:"), field("VmHWM:"))
-}
-
-struct Replay {
-    child: Child,
-    kube: String,
-}
-
-impl Drop for Replay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_replay(dataset: &Path) -> (Replay, Duration) {
-    let started = Instant::now();
-    let mut child = collector()
-        .arg("replay")
-        .arg(dataset)
-        .arg("--json")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("collector replay runs");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("endpoints line");
-    let ready = started.elapsed();
-    let endpoints: Value = serde_json::from_str(&line).expect("endpoints JSON");
-    let kube = endpoints["kubernetes"]
-        .as_str()
-        .expect("kubernetes")
-        .to_string();
-    (Replay { child, kube }, ready)
 }
 
 /// The request mix: (path, Accept), in the proportions a few agents running kubectl produce.
@@ -184,14 +118,15 @@ fn percentile(sorted: &[Duration], q: f64) -> Duration {
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dataset = dataset(tmp.path());
+    let dataset = bench_dataset("hotel-geo-target-port", tmp.path());
     println!(
         "dataset {} ({:.1} MiB of files)",
         dataset.display(),
         dir_bytes(&dataset) as f64 / 1048576.0
     );
 
-    let (replay, ready) = start_replay(&dataset);
+    let replay = Replay::start(&dataset, &[]);
+    let (ready, kube) = (replay.ready_after, replay.url("kubernetes"));
     let pid = replay.child.id();
     let (rss, hwm) = memory_mib(pid);
     println!(
@@ -207,7 +142,7 @@ fn main() {
             .pool_max_idle_per_host(256)
             .build()
             .expect("client");
-        let base = replay.kube.clone();
+        let base = kube.clone();
         let mix = Arc::new(request_mix(&client, &base).await);
         let total = rate * secs;
         let period = Duration::from_secs_f64(1.0 / rate as f64);

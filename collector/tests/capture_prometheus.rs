@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -16,11 +15,9 @@ use std::time::Duration;
 use datasets::Dataset;
 use schemas::tables::{Labels, MetricSample, Row, Table};
 
-fn collector() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_collector"))
-}
+mod support;
+use support::{Replay, collector, snapshot};
 
-/// A child process killed and reaped when dropped.
 struct Running(Child);
 
 impl Drop for Running {
@@ -148,26 +145,6 @@ fn start_prometheus(dir: &Path, openmetrics: &str) -> (Running, String) {
     (running, url)
 }
 
-/// `collector replay DIR`, for its Kubernetes API (kubeconfig written to `kubeconfig`).
-fn start_replay(dataset: &Path, kubeconfig: &Path) -> Running {
-    let mut child = collector()
-        .arg("replay")
-        .arg(dataset)
-        .arg("--json")
-        .arg("--write-kubeconfig")
-        .arg(kubeconfig)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("collector replay starts");
-    // The endpoints line is printed once the servers listen.
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with('{'), "replay did not start: {line:?}");
-    Running(child)
-}
-
 #[test]
 fn metrics_captured_from_a_real_prometheus_equal_the_snapshot() {
     assert!(
@@ -176,23 +153,7 @@ fn metrics_captured_from_a_real_prometheus_equal_the_snapshot() {
     );
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tmp = tempfile::tempdir().unwrap();
-    let a_dir = tmp.path().join("a");
-    let status = collector()
-        .args([
-            "snapshot",
-            "--problem",
-            "hotel-geo-target-port",
-            "--duration",
-            "3m",
-            "--json",
-            "--out",
-        ])
-        .arg(&a_dir)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let a_path = a_dir.join("dataset");
+    let a_path = snapshot("hotel-geo-target-port", "3m", &tmp.path().join("a"));
     let a = Dataset::open(&a_path).unwrap();
     let manifest = a.manifest().clone();
 
@@ -210,7 +171,7 @@ fn metrics_captured_from_a_real_prometheus_equal_the_snapshot() {
     let (prometheus, url) = start_prometheus(tmp.path(), &to_openmetrics(&a_rows));
 
     let kubeconfig = tmp.path().join("kubeconfig");
-    let replay = start_replay(&a_path, &kubeconfig);
+    let replay = Replay::with_kubeconfig(&a_path, &kubeconfig);
     let b_path = tmp.path().join("b");
     let out = collector()
         .arg("capture")

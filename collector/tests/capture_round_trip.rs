@@ -18,9 +18,6 @@
 //!   compared where `/api/v1/alerts` still shows them (alerts active at the end).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::BufRead;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 
 use collector::capture::redact::Redactor;
 use datasets::Dataset;
@@ -29,49 +26,10 @@ use schemas::tables::{
 };
 use serde_json::Value;
 
+mod support;
+use support::{Replay, collector, snapshot};
+
 const KEY: &str = "round-trip-key";
-
-fn collector() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_collector"))
-}
-
-/// `collector replay DIR --json`, stopped when dropped.
-struct Replay {
-    child: Child,
-    endpoints: Value,
-}
-
-impl Replay {
-    fn start(dataset: &Path, kubeconfig: &Path) -> Replay {
-        let mut child = collector()
-            .arg("replay")
-            .arg(dataset)
-            .arg("--json")
-            .arg("--write-kubeconfig")
-            .arg(kubeconfig)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("collector replay starts");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let endpoints = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("endpoints JSON expected, got {line:?}: {e}"));
-        Replay { child, endpoints }
-    }
-
-    fn url(&self, api: &str) -> String {
-        self.endpoints[api].as_str().unwrap().to_string()
-    }
-}
-
-impl Drop for Replay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn rows(ds: &Dataset, table: Table) -> Vec<Row> {
     ds.read_rows(table).unwrap()
@@ -167,27 +125,11 @@ fn event_key(e: &EventRow) -> String {
 fn replayed_snapshot_captures_back_to_the_same_tables() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tmp = tempfile::tempdir().unwrap();
-    let a_dir = tmp.path().join("a");
-    let status = collector()
-        .args([
-            "snapshot",
-            "--problem",
-            "hotel-geo-target-port",
-            "--duration",
-            "3m",
-            "--json",
-            "--out",
-        ])
-        .arg(&a_dir)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let a_path = a_dir.join("dataset");
+    let a_path = snapshot("hotel-geo-target-port", "3m", &tmp.path().join("a"));
     let a = Dataset::open(&a_path).unwrap();
     let manifest = a.manifest().clone();
     let kubeconfig = tmp.path().join("kubeconfig");
-    let replay = Replay::start(&a_path, &kubeconfig);
+    let replay = Replay::with_kubeconfig(&a_path, &kubeconfig);
 
     let b_path = tmp.path().join("b");
     let out = collector()

@@ -1,0 +1,113 @@
+//! What the collector's integration tests and benches share: running the real binary, taking a
+//! simulator snapshot, and a `collector replay` that stops when dropped.
+//!
+//! Included by several test and bench targets, each using a part of it.
+#![allow(dead_code)]
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn collector() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_collector"))
+}
+
+/// `collector snapshot --problem PROBLEM --duration DURATION --out OUT`; the dataset directory.
+pub fn snapshot(problem: &str, duration: &str, out: &Path) -> PathBuf {
+    let status = collector()
+        .args(["snapshot", "--problem", problem, "--duration", duration])
+        .args(["--json", "--out"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .status()
+        .expect("collector snapshot runs");
+    assert!(
+        status.success(),
+        "collector snapshot --problem {problem} failed"
+    );
+    out.join("dataset")
+}
+
+/// `collector replay DATASET --json EXTRA..`, stopped when dropped.
+pub struct Replay {
+    pub child: Child,
+    /// The endpoints line (`kubernetes`, `prometheus`, `jaeger`, `loki`).
+    pub endpoints: Value,
+    /// From spawning to the endpoints line: every table loaded, every listener up.
+    pub ready_after: Duration,
+}
+
+impl Replay {
+    pub fn start(dataset: &Path, extra: &[&std::ffi::OsStr]) -> Replay {
+        let started = Instant::now();
+        let mut child = collector()
+            .arg("replay")
+            .arg(dataset)
+            .arg("--json")
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("collector replay starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("endpoints line");
+        let ready_after = started.elapsed();
+        let endpoints = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("endpoints JSON expected, got {line:?}: {e}"));
+        Replay {
+            child,
+            endpoints,
+            ready_after,
+        }
+    }
+
+    /// A replay that writes a kubeconfig for its Kubernetes API.
+    pub fn with_kubeconfig(dataset: &Path, kubeconfig: &Path) -> Replay {
+        Replay::start(
+            dataset,
+            &["--write-kubeconfig".as_ref(), kubeconfig.as_os_str()],
+        )
+    }
+
+    pub fn url(&self, api: &str) -> String {
+        self.endpoints[api]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {api} endpoint in {}", self.endpoints))
+            .to_string()
+    }
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A numeric setting of a bench from the environment.
+pub fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The dataset a bench runs on: `FAULTLINE_BENCH_DATASET`, or a fresh snapshot of `problem` over
+/// `FAULTLINE_BENCH_MINUTES` (default 60).
+pub fn bench_dataset(problem: &str, tmp: &Path) -> PathBuf {
+    if let Ok(dir) = std::env::var("FAULTLINE_BENCH_DATASET") {
+        return PathBuf::from(dir);
+    }
+    let minutes = env_num("FAULTLINE_BENCH_MINUTES", 60);
+    let started = Instant::now();
+    let dataset = snapshot(problem, &format!("{minutes}m"), &tmp.join("snap"));
+    println!(
+        "snapshot: {problem}, {minutes} min, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    dataset
+}
