@@ -16,7 +16,7 @@ use datasets::Dataset;
 use schemas::tables::{Labels, MetricSample, Row, Table};
 
 mod support;
-use support::{Replay, collector, snapshot};
+use support::{Replay, capture_of, run_capture, snapshot};
 
 struct Running(Child);
 
@@ -173,22 +173,11 @@ fn metrics_captured_from_a_real_prometheus_equal_the_snapshot() {
     let kubeconfig = tmp.path().join("kubeconfig");
     let replay = Replay::with_kubeconfig(&a_path, &kubeconfig);
     let b_path = tmp.path().join("b");
-    let out = collector()
-        .arg("capture")
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["--namespaces", &manifest.namespaces.join(",")])
-        .args(["--prometheus", &url])
-        .args(["--since", &manifest.window.start.to_rfc3339()])
-        .args(["--until", &manifest.window.end.to_rfc3339()])
-        .args(["--json", "--out"])
-        .arg(&b_path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "capture failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    run_capture(
+        capture_of(&manifest, &kubeconfig)
+            .args(["--prometheus", &url])
+            .args(["--json", "--out"])
+            .arg(&b_path),
     );
     drop(replay);
     drop(prometheus);

@@ -27,7 +27,7 @@ use schemas::tables::{
 use serde_json::Value;
 
 mod support;
-use support::{Replay, collector, snapshot};
+use support::{Replay, capture_of, run_capture, snapshot};
 
 const KEY: &str = "round-trip-key";
 
@@ -117,6 +117,16 @@ fn objects_at(rows: Vec<Row>, t: i64) -> Vec<ObjectRow> {
         .collect()
 }
 
+/// An object as compared: where it is and its content without resource versions.
+fn object_key(o: &ObjectRow, redactor: &Redactor) -> String {
+    format!(
+        "{:?} {} {}",
+        o.namespace,
+        o.name,
+        comparable(&o.api_version, &o.kind, &o.object, redactor)
+    )
+}
+
 fn event_key(e: &EventRow) -> String {
     format!("{e:?}")
 }
@@ -132,26 +142,15 @@ fn replayed_snapshot_captures_back_to_the_same_tables() {
     let replay = Replay::with_kubeconfig(&a_path, &kubeconfig);
 
     let b_path = tmp.path().join("b");
-    let out = collector()
-        .arg("capture")
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["--namespaces", &manifest.namespaces.join(",")])
-        .args(["--prometheus", &replay.url("prometheus")])
-        .args(["--jaeger", &replay.url("jaeger")])
-        .args(["--loki", &replay.url("loki")])
-        .args(["--since", &manifest.window.start.to_rfc3339()])
-        .args(["--until", &manifest.window.end.to_rfc3339()])
-        .args(["--redaction-key", KEY, "--json", "--out"])
-        .arg(&b_path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "capture failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = run_capture(
+        capture_of(&manifest, &kubeconfig)
+            .args(["--prometheus", &replay.url("prometheus")])
+            .args(["--jaeger", &replay.url("jaeger")])
+            .args(["--loki", &replay.url("loki")])
+            .args(["--redaction-key", KEY, "--json", "--out"])
+            .arg(&b_path),
     );
-    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary: Value = serde_json::from_slice(&stdout).unwrap();
     let b = Dataset::open(&b_path).unwrap();
     assert_eq!(b.manifest().window, manifest.window);
     assert_eq!(b.manifest().environment, "kube");
@@ -192,26 +191,9 @@ fn replayed_snapshot_captures_back_to_the_same_tables() {
         objects_at(rows(&a, Table::Objects), now)
             .into_iter()
             .filter(in_scope)
-            .map(|o| {
-                format!(
-                    "{:?} {} {}",
-                    o.namespace,
-                    o.name,
-                    comparable(&o.api_version, &o.kind, &o.object, &redactor)
-                )
-            })
+            .map(|o| object_key(&o, &redactor))
             .collect(),
-        b_objects
-            .iter()
-            .map(|o| {
-                format!(
-                    "{:?} {} {}",
-                    o.namespace,
-                    o.name,
-                    comparable(&o.api_version, &o.kind, &o.object, &redactor)
-                )
-            })
-            .collect(),
+        b_objects.iter().map(|o| object_key(o, &redactor)).collect(),
     );
     eprintln!(
         "objects equal ({} rows, {secrets} secrets redacted)",

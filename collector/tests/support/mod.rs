@@ -31,6 +31,30 @@ pub fn snapshot(problem: &str, duration: &str, out: &Path) -> PathBuf {
     out.join("dataset")
 }
 
+/// `collector capture` over a dataset's namespaces and window, through the Kubernetes API a
+/// kubeconfig names; the caller adds the other sources and runs it.
+pub fn capture_of(manifest: &schemas::Manifest, kubeconfig: &Path) -> Command {
+    let mut cmd = collector();
+    cmd.arg("capture")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--namespaces", &manifest.namespaces.join(",")])
+        .args(["--since", &manifest.window.start.to_rfc3339()])
+        .args(["--until", &manifest.window.end.to_rfc3339()]);
+    cmd
+}
+
+/// Runs a capture to the end and returns its stdout; its stderr when it fails.
+pub fn run_capture(cmd: &mut Command) -> Vec<u8> {
+    let out = cmd.output().expect("collector capture runs");
+    assert!(
+        out.status.success(),
+        "capture failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// `collector replay DATASET --json EXTRA..`, stopped when dropped.
 pub struct Replay {
     pub child: Child,
