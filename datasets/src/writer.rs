@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use arrow::ipc::reader::FileReader;
 use arrow::ipc::writer::FileWriter;
+use arrow::record_batch::RecordBatch;
 use chrono::{DateTime, Utc};
 use schemas::manifest::Generator;
 use schemas::tables::{Row, Table};
@@ -43,6 +44,10 @@ pub struct WriterConfig {
     pub spill_rows: usize,
     /// Rows per batch when encoding sorted rows.
     pub batch_rows: usize,
+    /// Runs merged at once. Runs are merged in tiers (this many runs of one size become one run of
+    /// the next), so a merge holds at most `merge_fan_in` batches in memory and a long write
+    /// never accumulates more than `merge_fan_in` runs per tier.
+    pub merge_fan_in: usize,
 }
 
 impl Default for WriterConfig {
@@ -51,6 +56,7 @@ impl Default for WriterConfig {
             file: WriteOptions::default(),
             spill_rows: 1 << 20,
             batch_rows: 64 * 1024,
+            merge_fan_in: 16,
         }
     }
 }
@@ -58,7 +64,10 @@ impl Default for WriterConfig {
 #[derive(Default)]
 struct TableBuffer {
     rows: Vec<Row>,
-    runs: Vec<PathBuf>,
+    /// Sorted runs on disk with their tier (0 = spilled from memory), tiers non-increasing.
+    runs: Vec<(PathBuf, u32)>,
+    /// Run files created so far, for unique names.
+    created: usize,
 }
 
 /// Writes one dataset directory. Drop it without `finish` and the partial directory is removed.
@@ -135,24 +144,45 @@ impl DatasetWriter {
             .buffers
             .get_mut(&table)
             .expect("every table has a buffer");
-        let path = self.tmp_dir.join(".runs").join(format!(
-            "{}-{}.arrow",
-            table.name(),
-            buffer.runs.len()
-        ));
+        let path = run_path(&self.tmp_dir, table, buffer);
         let mut rows = std::mem::take(&mut buffer.rows);
         rows.sort_by(cmp_rows);
-        let file = File::create(&path).map_err(|e| DatasetError::io(&path, e))?;
-        let arrow = |e| DatasetError::arrow(&path, e);
-        let mut writer =
-            FileWriter::try_new(BufWriter::new(file), &table.schema()).map_err(arrow)?;
+        let mut run = RunWriter::create(table, &path)?;
         for chunk in rows.chunks(self.config.batch_rows) {
-            writer
-                .write(&encode(table, chunk).map_err(arrow)?)
-                .map_err(arrow)?;
+            run.write(&encode(table, chunk).map_err(|e| DatasetError::arrow(&path, e))?)?;
         }
-        writer.finish().map_err(arrow)?;
-        buffer.runs.push(path);
+        run.finish()?;
+        buffer.runs.push((path, 0));
+        self.compact(table)
+    }
+
+    /// Merges the newest `merge_fan_in` runs into one of the next tier while they share a tier.
+    fn compact(&mut self, table: Table) -> Result<()> {
+        let fan_in = self.config.merge_fan_in.max(2);
+        let buffer = self
+            .buffers
+            .get_mut(&table)
+            .expect("every table has a buffer");
+        while buffer.runs.len() >= fan_in {
+            let newest = &buffer.runs[buffer.runs.len() - fan_in..];
+            let tier = newest[0].1;
+            if newest.iter().any(|(_, t)| *t != tier) {
+                break;
+            }
+            let inputs: Vec<PathBuf> = buffer
+                .runs
+                .drain(buffer.runs.len() - fan_in..)
+                .map(|(p, _)| p)
+                .collect();
+            let path = run_path(&self.tmp_dir, table, buffer);
+            let mut run = RunWriter::create(table, &path)?;
+            merge_runs(table, &inputs, self.config.batch_rows, |b| run.write(b))?;
+            run.finish()?;
+            for input in inputs {
+                std::fs::remove_file(&input).map_err(|e| DatasetError::io(&input, e))?;
+            }
+            buffer.runs.push((path, tier + 1));
+        }
         Ok(())
     }
 
@@ -177,8 +207,12 @@ impl DatasetWriter {
                 if !buffer.rows.is_empty() {
                     self.spill(table)?;
                 }
-                let runs = std::mem::take(&mut self.buffers.get_mut(&table).unwrap().runs);
-                merge_runs(table, &runs, &mut file, self.config.batch_rows)?;
+                let runs: Vec<PathBuf> =
+                    std::mem::take(&mut self.buffers.get_mut(&table).unwrap().runs)
+                        .into_iter()
+                        .map(|(p, _)| p)
+                        .collect();
+                merge_runs(table, &runs, self.config.batch_rows, |b| file.write(b))?;
                 for run in runs {
                     std::fs::remove_file(&run).map_err(|e| DatasetError::io(&run, e))?;
                 }
@@ -321,11 +355,50 @@ impl RunCursor {
     }
 }
 
+/// The next run file of a table.
+fn run_path(tmp_dir: &Path, table: Table, buffer: &mut TableBuffer) -> PathBuf {
+    buffer.created += 1;
+    tmp_dir
+        .join(".runs")
+        .join(format!("{}-{}.arrow", table.name(), buffer.created))
+}
+
+/// A sorted run being written as Arrow IPC.
+struct RunWriter {
+    path: PathBuf,
+    writer: FileWriter<BufWriter<File>>,
+}
+
+impl RunWriter {
+    fn create(table: Table, path: &Path) -> Result<Self> {
+        let file = File::create(path).map_err(|e| DatasetError::io(path, e))?;
+        let writer = FileWriter::try_new(BufWriter::new(file), &table.schema())
+            .map_err(|e| DatasetError::arrow(path, e))?;
+        Ok(RunWriter {
+            path: path.to_path_buf(),
+            writer,
+        })
+    }
+
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer
+            .write(batch)
+            .map_err(|e| DatasetError::arrow(&self.path, e))
+    }
+
+    fn finish(mut self) -> Result<()> {
+        self.writer
+            .finish()
+            .map_err(|e| DatasetError::arrow(&self.path, e))
+    }
+}
+
+/// Merges sorted runs into `out`, batch by batch: at most one batch per run is held.
 fn merge_runs(
     table: Table,
     runs: &[PathBuf],
-    out: &mut TableFileWriter,
     batch_rows: usize,
+    mut out: impl FnMut(&RecordBatch) -> Result<()>,
 ) -> Result<()> {
     let mut cursors = runs
         .iter()
@@ -338,19 +411,19 @@ fn merge_runs(
         }
     }
     let mut batch = Vec::with_capacity(batch_rows);
-    let path = out.path().to_path_buf();
+    let encoded = |rows: &[Row]| encode(table, rows).map_err(|e| DatasetError::arrow(&runs[0], e));
     while let Some(Head { row, run }) = heap.pop() {
         batch.push(row);
         if let Some(next) = cursors[run].next_row()? {
             heap.push(Head { row: next, run });
         }
         if batch.len() == batch_rows {
-            out.write(&encode(table, &batch).map_err(|e| DatasetError::arrow(&path, e))?)?;
+            out(&encoded(&batch)?)?;
             batch.clear();
         }
     }
     if !batch.is_empty() {
-        out.write(&encode(table, &batch).map_err(|e| DatasetError::arrow(&path, e))?)?;
+        out(&encoded(&batch)?)?;
     }
     Ok(())
 }

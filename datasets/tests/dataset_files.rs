@@ -66,9 +66,11 @@ fn spilled_runs_merge_into_the_same_bytes_as_an_in_memory_sort() {
     let tmp = tempfile::tempdir().unwrap();
     // 400 scrapes of 40 series: 100 minutes, inside the two-hour window.
     let rows: Vec<Row> = metric_samples(16_000, 40).map(Row::Metric).collect();
+    // 11 spilled runs merged three at a time: three tiers of runs before the final merge.
     let small = WriterConfig {
         spill_rows: 1_500,
         batch_rows: 1_000,
+        merge_fan_in: 3,
         ..WriterConfig::default()
     };
     let big = WriterConfig {

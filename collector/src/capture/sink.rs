@@ -24,6 +24,7 @@ fn writer_config() -> WriterConfig {
     WriterConfig {
         spill_rows: 32 * 1024,
         batch_rows: 1024,
+        merge_fan_in: 16,
         file: datasets::WriteOptions {
             row_group_rows: 64 * 1024,
             ..datasets::WriteOptions::default()
