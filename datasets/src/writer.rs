@@ -130,6 +130,7 @@ impl DatasetWriter {
         buffer.rows.push(row);
         if buffer.rows.len() >= self.config.spill_rows {
             self.spill(table)?;
+            self.compact(table)?;
         }
         Ok(())
     }
@@ -139,6 +140,7 @@ impl DatasetWriter {
         rows.into_iter().try_for_each(|row| self.push(row))
     }
 
+    /// Sorts the buffered rows of a table into a new tier-0 run on disk.
     fn spill(&mut self, table: Table) -> Result<()> {
         let buffer = self
             .buffers
@@ -153,7 +155,7 @@ impl DatasetWriter {
         }
         run.finish()?;
         buffer.runs.push((path, 0));
-        self.compact(table)
+        Ok(())
     }
 
     /// Merges the newest `merge_fan_in` runs into one of the next tier while they share a tier.
@@ -204,6 +206,8 @@ impl DatasetWriter {
                     file.write(&batch)?;
                 }
             } else {
+                // The last rows join the final merge as they are: compacting first would only
+                // read them twice.
                 if !buffer.rows.is_empty() {
                     self.spill(table)?;
                 }

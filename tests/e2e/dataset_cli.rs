@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use e2e::{binary, run, text};
+use schemas::tables::Table;
 
 fn synthetic(dir: &Path, rows: usize) {
     let out = run(
@@ -25,15 +26,7 @@ fn inspect_validate_and_export_a_dataset() {
     let out = run("collector", &["dataset", "inspect", d]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for table in [
-        "objects",
-        "events",
-        "logs",
-        "metrics",
-        "metric_metadata",
-        "spans",
-        "alerts",
-    ] {
+    for table in Table::ALL.map(Table::name) {
         assert!(stdout.contains(table), "{stdout}");
     }
 
@@ -229,15 +222,7 @@ print(json.dumps(out))
     assert_eq!(types["events"]["count"], "int32");
     assert_eq!(types["alerts"]["active_at"], ts);
     assert_eq!(types["objects"]["object"], "string");
-    for table in [
-        "objects",
-        "events",
-        "logs",
-        "metrics",
-        "metric_metadata",
-        "spans",
-        "alerts",
-    ] {
+    for table in Table::ALL.map(Table::name) {
         assert_eq!(types[table]["__meta"], table);
         assert!(
             types[table]["__pandas_rows"].as_u64().unwrap() > 0,

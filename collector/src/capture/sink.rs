@@ -18,17 +18,17 @@ const CHANNEL_ROWS: usize = 4 * 1024;
 /// The writer's tuning for captures. A captured row is heavy in memory (every metric sample
 /// carries its own label map, every span two attribute maps: about 1–3 KiB each), so the
 /// defaults (a million buffered rows per table, merged 64k rows per run) would hold a whole
-/// hour of samples. Small spills bound the buffer; small batches bound the final merge, which
-/// holds one batch per spilled run.
+/// hour of samples. Small spills bound the buffer; small batches bound each merge, which holds
+/// one batch per run it merges.
 fn writer_config() -> WriterConfig {
     WriterConfig {
         spill_rows: 32 * 1024,
         batch_rows: 1024,
-        merge_fan_in: 16,
         file: datasets::WriteOptions {
             row_group_rows: 64 * 1024,
             ..datasets::WriteOptions::default()
         },
+        ..WriterConfig::default()
     }
 }
 

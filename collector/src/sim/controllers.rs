@@ -30,7 +30,8 @@ fn percent_of(spec: &str, replicas: i32, round_up: bool) -> i32 {
     }
 }
 
-fn owned_by<'a>(
+/// The ReplicaSets in `ns` that the Deployment with `uid` owns.
+pub(super) fn owned_by<'a>(
     w: &'a World,
     ns: &'a str,
     uid: &'a str,
@@ -38,7 +39,7 @@ fn owned_by<'a>(
     w.replicasets
         .range((ns.to_string(), String::new())..)
         .take_while(move |((n, _), _)| n == ns)
-        .filter(move |(_, rs)| rs.meta.owner.as_ref().is_some_and(|o| o.uid == uid))
+        .filter(move |(_, rs)| rs.meta.is_owned_by(uid))
 }
 
 fn deployments(w: &mut World) {
@@ -357,58 +358,28 @@ fn quota_refusal(w: &World, ns: &str, template: &PodTemplate) -> Option<String> 
                 ));
             }
             let used = q.used.get(res).cloned().unwrap_or_default();
+            let want: i64 = template
+                .spec
+                .containers
+                .iter()
+                .map(|c| quota_charge(c, res))
+                .sum();
             let (want, used, hard_v) = match res.as_str() {
                 "pods" => (
                     1,
                     used.parse().unwrap_or(0),
                     hard.parse().unwrap_or(i64::MAX),
                 ),
-                r if r.ends_with("memory") => {
-                    let want: i64 = template
-                        .spec
-                        .containers
-                        .iter()
-                        .map(|c| {
-                            if r.starts_with("limits") {
-                                c.resources.limits.memory.unwrap_or(0)
-                            } else {
-                                c.resources
-                                    .requests
-                                    .memory
-                                    .or(c.resources.limits.memory)
-                                    .unwrap_or(0)
-                            }
-                        })
-                        .sum();
-                    (
-                        want,
-                        util::parse_memory(&used).unwrap_or(0),
-                        util::parse_memory(hard).unwrap_or(i64::MAX),
-                    )
-                }
-                r if r.ends_with("cpu") => {
-                    let want: i64 = template
-                        .spec
-                        .containers
-                        .iter()
-                        .map(|c| {
-                            if r.starts_with("limits") {
-                                c.resources.limits.cpu_milli.unwrap_or(0)
-                            } else {
-                                c.resources
-                                    .requests
-                                    .cpu_milli
-                                    .or(c.resources.limits.cpu_milli)
-                                    .unwrap_or(0)
-                            }
-                        })
-                        .sum();
-                    (
-                        want,
-                        util::parse_cpu(&used).unwrap_or(0),
-                        util::parse_cpu(hard).unwrap_or(i64::MAX),
-                    )
-                }
+                r if r.ends_with("memory") => (
+                    want,
+                    util::parse_memory(&used).unwrap_or(0),
+                    util::parse_memory(hard).unwrap_or(i64::MAX),
+                ),
+                r if r.ends_with("cpu") => (
+                    want,
+                    util::parse_cpu(&used).unwrap_or(0),
+                    util::parse_cpu(hard).unwrap_or(i64::MAX),
+                ),
                 _ => continue,
             };
             if used + want > hard_v {
@@ -539,7 +510,7 @@ fn replicasets(w: &mut World) {
             .pods
             .range((k.0.clone(), String::new())..)
             .take_while(|((n, _), _)| *n == k.0)
-            .filter(|(_, p)| p.meta.owner.as_ref().is_some_and(|o| o.uid == rs.meta.uid))
+            .filter(|(_, p)| p.meta.is_owned_by(&rs.meta.uid))
             .map(|(pk, p)| {
                 (
                     pk.clone(),
@@ -615,10 +586,7 @@ fn replicasets(w: &mut World) {
             .range((k.0.clone(), String::new())..)
             .take_while(|((n, _), _)| *n == k.0)
             .map(|(_, p)| p)
-            .filter(|p| {
-                p.meta.owner.as_ref().is_some_and(|o| o.uid == rs.meta.uid)
-                    && p.meta.deleted_at.is_none()
-            })
+            .filter(|p| p.meta.is_owned_by(&rs.meta.uid) && p.meta.deleted_at.is_none())
             .collect();
         let ready = live_pods.iter().filter(|p| p.ready()).count() as i32;
         let counts = ReplicaCounts {
@@ -1053,6 +1021,23 @@ fn node_lifecycle(w: &mut World) {
     }
 }
 
+/// What one container charges against a quota resource (`limits.memory`, `requests.cpu`, `cpu`,
+/// ...): a request left out counts as its limit, as the apiserver defaults it.
+fn quota_charge(c: &Container, resource: &str) -> i64 {
+    let (limit, request) = if resource.ends_with("memory") {
+        (c.resources.limits.memory, c.resources.requests.memory)
+    } else if resource.ends_with("cpu") {
+        (c.resources.limits.cpu_milli, c.resources.requests.cpu_milli)
+    } else {
+        return 0;
+    };
+    if resource.starts_with("limits") {
+        limit.unwrap_or(0)
+    } else {
+        request.or(limit).unwrap_or(0)
+    }
+}
+
 fn quotas(w: &mut World) {
     let keys: Vec<Key> = w.quotas.keys().cloned().collect();
     for k in keys {
@@ -1069,33 +1054,13 @@ fn quotas(w: &mut World) {
                 r if r.ends_with("memory") => util::memory_quantity(
                     pods.iter()
                         .flat_map(|p| &p.spec.containers)
-                        .map(|c| {
-                            if r.starts_with("limits") {
-                                c.resources.limits.memory.unwrap_or(0)
-                            } else {
-                                c.resources
-                                    .requests
-                                    .memory
-                                    .or(c.resources.limits.memory)
-                                    .unwrap_or(0)
-                            }
-                        })
+                        .map(|c| quota_charge(c, r))
                         .sum(),
                 ),
                 r if r.ends_with("cpu") => util::cpu_quantity(
                     pods.iter()
                         .flat_map(|p| &p.spec.containers)
-                        .map(|c| {
-                            if r.starts_with("limits") {
-                                c.resources.limits.cpu_milli.unwrap_or(0)
-                            } else {
-                                c.resources
-                                    .requests
-                                    .cpu_milli
-                                    .or(c.resources.limits.cpu_milli)
-                                    .unwrap_or(0)
-                            }
-                        })
+                        .map(|c| quota_charge(c, r))
                         .sum(),
                 ),
                 _ => "0".into(),

@@ -106,11 +106,7 @@ impl Ctx<'_> {
             self.w.touch(Kind::Deployment, &k);
             // Like the delete-and-apply of the real injectors, the change reaches every pod at
             // once: the old ReplicaSets go to zero and their pods are deleted.
-            let old: Vec<Key> = self
-                .w
-                .replicasets
-                .iter()
-                .filter(|(_, rs)| rs.meta.owner.as_ref().is_some_and(|o| o.uid == uid))
+            let old: Vec<Key> = super::controllers::owned_by(self.w, &k.0, &uid)
                 .map(|(rk, _)| rk.clone())
                 .collect();
             for rk in old {
@@ -121,8 +117,9 @@ impl Ctx<'_> {
                     let pods: Vec<Key> = self
                         .w
                         .pods
-                        .iter()
-                        .filter(|(_, p)| p.meta.owner.as_ref().is_some_and(|o| o.uid == rs_uid))
+                        .range((rk.0.clone(), String::new())..)
+                        .take_while(|((n, _), _)| *n == rk.0)
+                        .filter(|(_, p)| p.meta.is_owned_by(&rs_uid))
                         .map(|(pk, _)| pk.clone())
                         .collect();
                     for pk in pods {

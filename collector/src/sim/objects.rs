@@ -101,6 +101,11 @@ pub struct OwnerRef {
 }
 
 impl Meta {
+    /// Whether the object's controller is the object with this uid.
+    pub fn is_owned_by(&self, uid: &str) -> bool {
+        self.owner.as_ref().is_some_and(|o| o.uid == uid)
+    }
+
     pub fn to_json(&self, with_generation: bool) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("name".into(), json!(self.name));

@@ -541,29 +541,15 @@ impl Workload {
                 .and_then(|v| v.parse::<f64>().ok())
                 .unwrap_or(100.0);
             let gc_factor = 1.0 + (100.0 / gogc.max(1.0) - 1.0).clamp(0.0, 99.0) * 0.03;
-            let cpu_per_s: f64 = s
-                .operations
-                .iter()
-                .map(|o| {
-                    rates
-                        .get(&(s.name.clone(), o.name.clone()))
-                        .copied()
-                        .unwrap_or(0.0)
-                        * o.cpu_ms
-                        / 1000.0
-                })
-                .sum::<f64>()
-                * gc_factor;
-            let req_per_s: f64 = s
-                .operations
-                .iter()
-                .map(|o| {
-                    rates
-                        .get(&(s.name.clone(), o.name.clone()))
-                        .copied()
-                        .unwrap_or(0.0)
-                })
-                .sum();
+            // Requests per second and CPU seconds per second over the service's operations.
+            let (req_per_s, cpu_per_s) = s.operations.iter().fold((0.0, 0.0), |(req, cpu), o| {
+                let rate = rates
+                    .get(&(s.name.clone(), o.name.clone()))
+                    .copied()
+                    .unwrap_or(0.0);
+                (req + rate, cpu + rate * o.cpu_ms / 1000.0)
+            });
+            let cpu_per_s = cpu_per_s * gc_factor;
             let per_pod = cpu_per_s / pods.len() as f64;
             let req_per_pod = req_per_s / pods.len() as f64;
             for pk in pods {
