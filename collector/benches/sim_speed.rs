@@ -7,12 +7,17 @@
 //! 3. Scaling with the number of services: the hotel-reservation graph replicated 1x, 2x, 4x
 //!    (the entry service fans each request out to its copies), 10 simulated minutes each.
 //!
-//! Run: `cargo bench -p collector --bench sim_speed`
+//! Run: `cargo bench --profile dev -p collector --bench sim_speed [-- simulate|dataset|scaling]`
+//! (no argument runs all three parts).
 
 use std::time::Instant;
 
 use collector::run::snapshot::{self, Options};
 use problems::{Catalog, Dur};
+
+// The same allocator as the `collector` binary, so the figures are what users get.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn replicate(app: &problems::AppSpec, copies: usize) -> problems::AppSpec {
     let mut out = app.clone();
@@ -67,6 +72,12 @@ fn replicate(app: &problems::AppSpec, copies: usize) -> problems::AppSpec {
 }
 
 fn main() {
+    // Benches get `--bench` from cargo; any other argument picks the parts to run.
+    let parts: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let part = |name: &str| parts.is_empty() || parts.iter().any(|p| p == name);
     let catalog = Catalog::builtin().expect("catalog");
     let problem = catalog
         .problem("hotel-geo-target-port")
@@ -80,67 +91,73 @@ fn main() {
 
     let mut problem_hour = problem.clone();
     problem_hour.duration = Dur::from_secs(3600);
-    let t = Instant::now();
-    let mut rows = 0u64;
-    let outcome = snapshot::simulate(
-        &catalog,
-        &problem_hour,
-        &hour,
-        &mut |_| {
-            rows += 1;
-            Ok(())
-        },
-        &mut |_, _| {},
-    )
-    .expect("simulate");
-    let secs = t.elapsed().as_secs_f64();
-    println!(
-        "P5 hotel-reservation, 1 h simulated with noise ({} disturbances), full telemetry:",
-        outcome.noise.len()
-    );
-    println!(
-        "  simulate only : {secs:8.2} s wall, {rows} rows, {:8.0}x real time (goal >= 1000x)",
-        3600.0 / secs
-    );
-
-    let dir = tempfile::tempdir().expect("tempdir");
-    let t = Instant::now();
-    let report = snapshot::snapshot(
-        &catalog,
-        &problem_hour,
-        &hour,
-        &dir.path().join("hour"),
-        &mut |_, _| {},
-    )
-    .expect("snapshot");
-    let secs = t.elapsed().as_secs_f64();
-    let total_rows: u64 = report.rows.values().sum();
-    println!(
-        "  with dataset  : {secs:8.2} s wall, {total_rows} rows written + read back + checked, {:8.0}x real time",
-        3600.0 / secs
-    );
-
-    println!("Scaling with the number of services (10 simulated minutes each):");
-    let app = catalog.app(&problem.application).expect("app").clone();
-    for copies in [1usize, 2, 4] {
-        let scaled = replicate(&app, copies);
-        let n_services = scaled.services.len();
-        let mut sim = collector::sim::Sim::new(
-            &scaled,
-            1,
-            1_800_000_000_000_000_000,
-            collector::sim::SimConfig::default(),
-        );
+    if part("simulate") {
         let t = Instant::now();
-        let mut rows = 0usize;
-        for _ in 0..600 {
-            sim.step();
-            rows += sim.drain().len();
-        }
+        let mut rows = 0u64;
+        let outcome = snapshot::simulate(
+            &catalog,
+            &problem_hour,
+            &hour,
+            &mut |_| {
+                rows += 1;
+                Ok(())
+            },
+            &mut |_, _| {},
+        )
+        .expect("simulate");
         let secs = t.elapsed().as_secs_f64();
         println!(
-            "  {n_services:3} services: {secs:7.2} s wall, {rows:8} rows, {:7.0}x real time",
-            600.0 / secs
+            "P5 hotel-reservation, 1 h simulated with noise ({} disturbances), full telemetry:",
+            outcome.noise.len()
         );
+        println!(
+            "  simulate only : {secs:8.2} s wall, {rows} rows, {:8.0}x real time (goal >= 1000x)",
+            3600.0 / secs
+        );
+    }
+
+    if part("dataset") {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = Instant::now();
+        let report = snapshot::snapshot(
+            &catalog,
+            &problem_hour,
+            &hour,
+            &dir.path().join("hour"),
+            &mut |_, _| {},
+        )
+        .expect("snapshot");
+        let secs = t.elapsed().as_secs_f64();
+        let total_rows: u64 = report.rows.values().sum();
+        println!(
+            "  with dataset  : {secs:8.2} s wall, {total_rows} rows written + read back + checked, {:8.0}x real time",
+            3600.0 / secs
+        );
+    }
+
+    if part("scaling") {
+        println!("Scaling with the number of services (10 simulated minutes each):");
+        let app = catalog.app(&problem.application).expect("app").clone();
+        for copies in [1usize, 2, 4] {
+            let scaled = replicate(&app, copies);
+            let n_services = scaled.services.len();
+            let mut sim = collector::sim::Sim::new(
+                &scaled,
+                1,
+                1_800_000_000_000_000_000,
+                collector::sim::SimConfig::default(),
+            );
+            let t = Instant::now();
+            let mut rows = 0usize;
+            for _ in 0..600 {
+                sim.step();
+                rows += sim.drain().len();
+            }
+            let secs = t.elapsed().as_secs_f64();
+            println!(
+                "  {n_services:3} services: {secs:7.2} s wall, {rows:8} rows, {:7.0}x real time",
+                600.0 / secs
+            );
+        }
     }
 }

@@ -4,6 +4,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     collector::cli::init_tracing();
     let cli = collector::cli::Cli::parse();
