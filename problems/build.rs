@@ -5,15 +5,17 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog");
+    // Read at run time: a build-script binary reused from a checkout elsewhere (a shared target
+    // directory) must not embed that other checkout's (possibly absent) catalog.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest_dir).join("catalog");
     println!("cargo:rerun-if-changed={}", root.display());
     let mut files = Vec::new();
     for sub in ["apps", "noise", "problems"] {
         let dir = root.join(sub);
         println!("cargo:rerun-if-changed={}", dir.display());
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
+        let entries = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("cannot read the catalog folder {}: {e}", dir.display()));
         for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == "toml") {

@@ -46,6 +46,11 @@ pub struct World {
     pub out: Vec<Row>,
     /// Counts object changes, so caches of derived state know when to refresh.
     pub epoch: i64,
+    /// Counts object changes and events: a controller pass that leaves it unchanged did nothing.
+    pub actions: u64,
+    /// Per controller, the `actions` count after a pass that did nothing and does not wait on
+    /// time: until something changes, another pass would do nothing again.
+    pub quiescent: HashMap<&'static str, u64>,
     /// Pod-template hash of each Deployment at a generation (hashing the template is costly).
     pub template_hashes: HashMap<Key, (i64, String)>,
     /// Images each node has pulled: (node, image).
@@ -115,6 +120,8 @@ impl World {
             events: BTreeMap::new(),
             out: Vec::new(),
             epoch: 0,
+            actions: 0,
+            quiescent: HashMap::new(),
             template_hashes: HashMap::new(),
             pulled: BTreeSet::new(),
             demand: BTreeMap::new(),
@@ -148,6 +155,7 @@ impl World {
     pub fn touch(&mut self, kind: Kind, key: &Key) {
         self.dirty.insert((kind, key.clone()));
         self.epoch += 1;
+        self.actions += 1;
     }
 
     /// Forgets what was emitted and marks every object changed, so the next flush reports the
@@ -395,6 +403,7 @@ impl World {
             message.to_string(),
         );
         let now = self.now;
+        self.actions += 1;
         let rec = match self.events.get_mut(&agg_key) {
             Some(r) if now - r.last < 3600 * NS_PER_SEC => {
                 r.count += 1;
