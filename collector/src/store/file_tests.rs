@@ -153,7 +153,7 @@ fn file_spans_answer_as_memory_spans() {
     let (file, mem): (&SpanStore, &SpanStore) = (&file, &mem);
     let last = rows.iter().map(|s| s.start_ns).max().unwrap();
     let nows = [T0 - S, T0 + 100 * S, T0 + 500 * S, last];
-    let derived = &crate::api::jaeger::derived_tags;
+    let derived: super::spans::DerivedTags = crate::api::jaeger::derived_tags;
 
     for &now in &nows {
         assert_eq!(file.services(now).unwrap(), mem.services(now).unwrap());
@@ -377,4 +377,82 @@ fn file_logs_answer_as_memory_logs() {
             );
         }
     }
+}
+
+/// Times the file-backed sources on a real dataset: `FAULTLINE_STORE_DATASET=DIR cargo test -p
+/// collector --lib store::file_tests::timings -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs a dataset (FAULTLINE_STORE_DATASET)"]
+fn timings() {
+    let Ok(dir) = std::env::var("FAULTLINE_STORE_DATASET") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let rss = || {
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.starts_with("VmRSS"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let time = |what: &str, f: &mut dyn FnMut() -> String| {
+        let t = std::time::Instant::now();
+        let out = f();
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        eprintln!("{what}: {ms:.1} ms {out} ({})", rss());
+    };
+    let spans = FileSpans::open(&dir.join("spans.parquet")).unwrap();
+    let spans: &SpanStore = &spans;
+    let now = i64::MAX;
+    time("catalog", &mut || {
+        format!("{:?}", spans.services(now).unwrap())
+    });
+    let q = TraceQuery {
+        service: Some("frontend".into()),
+        start_max_ns: i64::MAX,
+        limit: 20,
+        ..Default::default()
+    };
+    let derived: super::spans::DerivedTags = crate::api::jaeger::derived_tags;
+    let mut ids = Vec::new();
+    time("search", &mut || {
+        ids = spans.find_traces(&q, now, derived).unwrap();
+        format!("{} ids", ids.len())
+    });
+    time("traces", &mut || {
+        format!("{}", spans.traces(&ids, now).unwrap().len())
+    });
+    let tagged = TraceQuery {
+        tags: [("error".to_string(), "true".to_string())].into(),
+        ..q.clone()
+    };
+    time("tagged search", &mut || {
+        ids = spans.find_traces(&tagged, now, derived).unwrap();
+        format!("{} ids", ids.len())
+    });
+    time("tagged traces", &mut || {
+        format!("{}", spans.traces(&ids, now).unwrap().len())
+    });
+    time("trace", &mut || {
+        format!("{}", spans.trace(&ids[0], now).unwrap().unwrap().len())
+    });
+    let logs = FileLogs::open(&dir.join("logs.parquet")).unwrap();
+    let logs: &LogStore = &logs;
+    let mut key = None;
+    time("log catalog", &mut || {
+        let c = logs.catalog().unwrap();
+        key = Some(c.streams[c.streams.len() / 2].key.clone());
+        format!("{} streams", c.streams.len())
+    });
+    let key = key.unwrap();
+    time("tail 100", &mut || {
+        let q = LogQuery {
+            restart: 0,
+            since_ns: None,
+            until_ns: i64::MAX,
+            tail_lines: Some(100),
+        };
+        format!("{}", logs.query(&key.0, &key.1, &key.2, &q).unwrap().len())
+    });
 }

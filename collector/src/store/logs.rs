@@ -146,6 +146,24 @@ pub trait LogSource: Send + Sync {
 
     /// The lines of one container a range selects, in stored order (by restart, then time).
     fn lines(&self, key: &ContainerKey, range: &LineRange) -> anyhow::Result<Vec<Line>>;
+
+    /// The lines of several containers with times in `[from, to]`, per container, in stored
+    /// order (a file-backed source reads them together).
+    fn lines_of(
+        &self,
+        keys: &[ContainerKey],
+        from_ns: i64,
+        to_ns: i64,
+    ) -> anyhow::Result<Vec<Vec<Line>>> {
+        let range = LineRange {
+            restart: None,
+            stream: None,
+            from_ns,
+            to_ns,
+            last: None,
+        };
+        keys.iter().map(|k| self.lines(k, &range)).collect()
+    }
 }
 
 /// The log store the facades hold.

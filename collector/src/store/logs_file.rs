@@ -7,13 +7,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Int32Type, TimestampNanosecondType};
 use arrow_array::{Array, RecordBatch};
 
 use super::Cached;
 use super::logs::{CatalogBuilder, ContainerKey, Line, LineRange, LogCatalog, LogSource};
-use super::parquet::{Pred, TableFile, Unit};
+use super::parquet::{Pred, TableFile, Unit, int32s, strings, times};
 
 /// Rows read per step when looking for a container's last lines.
 const TAIL_STEP_ROWS: usize = 16 * 1024;
@@ -42,18 +40,20 @@ impl FileLogs {
         })
     }
 
-    /// The selected lines of the rows of `units`, in file order.
+    /// The selected lines of one container in the rows of `units`, in file order.
     fn read(
         &self,
         units: &[Unit],
         key: &ContainerKey,
         range: &LineRange,
     ) -> anyhow::Result<Vec<Line>> {
-        let mut out = Vec::new();
+        let mut out = [Vec::new()];
+        let mine = |k: (&str, &str, &str)| (k == (&key.0, &key.1, &key.2)).then_some(0);
         for b in self.file.read(units, COLUMNS)? {
-            collect_lines(&b, key, range, &mut out);
+            collect_lines(&b, mine, range, &mut out)?;
         }
-        Ok(out)
+        let [lines] = out;
+        Ok(lines)
     }
 
     fn scan_catalog(&self) -> anyhow::Result<LogCatalog> {
@@ -61,14 +61,13 @@ impl FileLogs {
         self.file.scan(
             &["time", "namespace", "pod", "container", "restart", "stream"],
             |b| {
-                let time = b.column(0).as_primitive::<TimestampNanosecondType>();
-                let (ns, pod, container) = (
-                    b.column(1).as_string::<i32>(),
-                    b.column(2).as_string::<i32>(),
-                    b.column(3).as_string::<i32>(),
+                let (time, restart) = (times(b, "time")?, int32s(b, "restart")?);
+                let (ns, pod, container, stream) = (
+                    strings(b, "namespace")?,
+                    strings(b, "pod")?,
+                    strings(b, "container")?,
+                    strings(b, "stream")?,
                 );
-                let restart = b.column(4).as_primitive::<Int32Type>();
-                let stream = b.column(5).as_string::<i32>();
                 // Borrowed keys within a batch: one catalog update per distinct stream.
                 type Key<'a> = (&'a str, &'a str, &'a str, i32, &'a str);
                 let mut spans: HashMap<Key<'_>, (i64, i64)> = HashMap::new();
@@ -96,37 +95,51 @@ impl FileLogs {
     }
 }
 
-/// Appends the rows of a batch that belong to the container and the range.
-fn collect_lines(b: &RecordBatch, key: &ContainerKey, range: &LineRange, out: &mut Vec<Line>) {
-    let time = b.column(0).as_primitive::<TimestampNanosecondType>();
+/// Appends the rows of a batch that `place` puts somewhere (the index of a list in `out`) and the
+/// range admits.
+fn collect_lines(
+    b: &RecordBatch,
+    place: impl Fn((&str, &str, &str)) -> Option<usize>,
+    range: &LineRange,
+    out: &mut [Vec<Line>],
+) -> anyhow::Result<()> {
+    let (time, restart) = (times(b, "time")?, int32s(b, "restart")?);
     let (ns, pod, container) = (
-        b.column(1).as_string::<i32>(),
-        b.column(2).as_string::<i32>(),
-        b.column(3).as_string::<i32>(),
+        strings(b, "namespace")?,
+        strings(b, "pod")?,
+        strings(b, "container")?,
     );
-    let restart = b.column(4).as_primitive::<Int32Type>();
-    let (stream, line) = (
-        b.column(5).as_string::<i32>(),
-        b.column(6).as_string::<i32>(),
-    );
+    let (stream, line) = (strings(b, "stream")?, strings(b, "line")?);
     for i in 0..b.num_rows() {
-        if ns.value(i) != key.0 || pod.value(i) != key.1 || container.value(i) != key.2 {
+        let (t, r, s) = (time.value(i), restart.value(i), stream.value(i));
+        if !range.admits(r, s, t) {
             continue;
         }
-        let (t, r, s) = (time.value(i), restart.value(i), stream.value(i));
-        if range.admits(r, s, t) {
-            out.push(Line {
-                time_ns: t,
-                restart: r,
-                stream: s.to_string(),
-                text: if line.is_null(i) {
-                    String::new()
-                } else {
-                    line.value(i).to_string()
-                },
-            });
-        }
+        let Some(at) = place((ns.value(i), pod.value(i), container.value(i))) else {
+            continue;
+        };
+        out[at].push(Line {
+            time_ns: t,
+            restart: r,
+            stream: s.to_string(),
+            text: if line.is_null(i) {
+                String::new()
+            } else {
+                line.value(i).to_string()
+            },
+        });
     }
+    Ok(())
+}
+
+/// The conditions that find a container's rows.
+fn container_preds(key: &ContainerKey, from: i64, to: i64) -> Vec<Pred<'_>> {
+    vec![
+        Pred::StrEq("namespace", &key.0),
+        Pred::StrEq("pod", &key.1),
+        Pred::StrEq("container", &key.2),
+        Pred::I64Between("time", from, to),
+    ]
 }
 
 impl LogSource for FileLogs {
@@ -138,12 +151,7 @@ impl LogSource for FileLogs {
         if range.from_ns > range.to_ns {
             return Ok(Vec::new());
         }
-        let mut preds = vec![
-            Pred::StrEq("namespace", &key.0),
-            Pred::StrEq("pod", &key.1),
-            Pred::StrEq("container", &key.2),
-            Pred::I64Between("time", range.from_ns, range.to_ns),
-        ];
+        let mut preds = container_preds(key, range.from_ns, range.to_ns);
         if let Some(r) = range.restart {
             preds.push(Pred::I32Eq("restart", r));
         }
@@ -168,5 +176,37 @@ impl LogSource for FileLogs {
         }
         let lines: Vec<Line> = parts.into_iter().rev().flatten().collect();
         Ok(range.cut(lines))
+    }
+
+    fn lines_of(
+        &self,
+        keys: &[ContainerKey],
+        from_ns: i64,
+        to_ns: i64,
+    ) -> anyhow::Result<Vec<Vec<Line>>> {
+        let mut out = vec![Vec::new(); keys.len()];
+        if from_ns > to_ns {
+            return Ok(out);
+        }
+        let mut units = Vec::new();
+        for k in keys {
+            units.extend(self.file.prune(&container_preds(k, from_ns, to_ns))?);
+        }
+        let at: HashMap<(&str, &str, &str), usize> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| ((k.0.as_str(), k.1.as_str(), k.2.as_str()), i))
+            .collect();
+        let range = LineRange {
+            restart: None,
+            stream: None,
+            from_ns,
+            to_ns,
+            last: None,
+        };
+        for b in self.file.read(&units, COLUMNS)? {
+            collect_lines(&b, |k| at.get(&k).copied(), &range, &mut out)?;
+        }
+        Ok(out)
     }
 }

@@ -8,7 +8,10 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type, TimestampNanosecondType};
+use arrow_array::{Array, PrimitiveArray, RecordBatch, StringArray};
+use arrow_schema::ArrowError;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowFilter,
@@ -337,6 +340,42 @@ impl TableFile {
             })
             .collect()
     }
+}
+
+/// A column of a decoded batch by name, as its Arrow array type.
+fn column<'a, T: 'static>(
+    b: &'a RecordBatch,
+    name: &str,
+    cast: impl FnOnce(&'a dyn Array) -> Option<&'a T>,
+) -> Result<&'a T, ArrowError> {
+    b.column_by_name(name)
+        .and_then(|c| cast(c.as_ref()))
+        .ok_or_else(|| ArrowError::SchemaError(format!("no `{name}` column of the expected type")))
+}
+
+pub fn strings<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a StringArray, ArrowError> {
+    column(b, name, |c| c.as_string_opt::<i32>())
+}
+
+pub fn times<'a>(
+    b: &'a RecordBatch,
+    name: &str,
+) -> Result<&'a PrimitiveArray<TimestampNanosecondType>, ArrowError> {
+    column(b, name, |c| c.as_primitive_opt::<TimestampNanosecondType>())
+}
+
+pub fn int64s<'a>(
+    b: &'a RecordBatch,
+    name: &str,
+) -> Result<&'a PrimitiveArray<Int64Type>, ArrowError> {
+    column(b, name, |c| c.as_primitive_opt::<Int64Type>())
+}
+
+pub fn int32s<'a>(
+    b: &'a RecordBatch,
+    name: &str,
+) -> Result<&'a PrimitiveArray<Int32Type>, ArrowError> {
+    column(b, name, |c| c.as_primitive_opt::<Int32Type>())
 }
 
 /// Bounds from a column chunk's statistics.

@@ -74,10 +74,10 @@ impl Catalog {
 }
 
 /// Tags a span carries beyond its attributes (the facades derive kind and status tags).
-pub type DerivedTags<'a> = &'a (dyn Fn(&SpanRow) -> Vec<(String, String)> + Sync);
+pub type DerivedTags = fn(&SpanRow) -> Vec<(String, String)>;
 
 /// Whether one span meets a search's conditions other than service and start time.
-pub fn span_matches(q: &TraceQuery, s: &SpanRow, derived: DerivedTags<'_>) -> bool {
+pub fn span_matches(q: &TraceQuery, s: &SpanRow, derived: DerivedTags) -> bool {
     if q.operation.as_ref().is_some_and(|op| *op != s.name)
         || q.duration_min_ns.is_some_and(|d| s.duration_ns < d)
         || q.duration_max_ns.is_some_and(|d| s.duration_ns > d)
@@ -184,7 +184,7 @@ pub trait SpanSource: Send + Sync {
         &self,
         q: &TraceQuery,
         now: i64,
-        derived: DerivedTags<'_>,
+        derived: DerivedTags,
     ) -> anyhow::Result<Vec<String>>;
 
     /// Calls between services over traces with a visible span started in `[from, to]`, as Jaeger
@@ -281,7 +281,7 @@ impl SpanSource for MemSpans {
         &self,
         q: &TraceQuery,
         now: i64,
-        derived: DerivedTags<'_>,
+        derived: DerivedTags,
     ) -> anyhow::Result<Vec<String>> {
         let upto = q.start_max_ns.min(now);
         let candidates: Box<dyn Iterator<Item = usize>> = match &q.service {
@@ -390,7 +390,7 @@ mod tests {
             limit: 10,
             ..Default::default()
         };
-        let none = &|_: &SpanRow| Vec::new();
+        let none: DerivedTags = |_| Vec::new();
         let ids = |v: &[&str]| -> Vec<String> { v.iter().map(|id| trace_key(id)).collect() };
         assert_eq!(
             s.find_traces(&q, 50, none).unwrap(),

@@ -10,16 +10,16 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::TimestampNanosecondType;
-use arrow_array::{Array, BooleanArray, RecordBatch};
-use parquet::arrow::arrow_reader::{ArrowPredicateFn, RowFilter};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
+use arrow_schema::ArrowError;
+use parquet::arrow::arrow_reader::{ArrowPredicate, ArrowPredicateFn, RowFilter};
 use schemas::tables::{Row, SpanRow, Table};
 
 use super::Cached;
-use super::parquet::{Pred, TableFile, Unit};
+use super::parquet::{Pred, TableFile, Unit, int64s, strings, times};
 use super::spans::{
-    Catalog, DerivedTags, Links, Newest, SpanSource, TraceQuery, add_links, span_matches,
-    trace_key, visible_in_order,
+    Catalog, DerivedTags, Links, Newest, SpanSource, TraceQuery, add_links, trace_key,
+    visible_in_order,
 };
 
 /// Rows decoded per round of a search before checking whether older pages still matter.
@@ -80,8 +80,7 @@ impl FileSpans {
     fn trace_filter(&self, keys: Arc<HashSet<String>>) -> anyhow::Result<RowFilter> {
         let mask = self.file.projection(&["trace_id"])?;
         let predicate = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
-            let ids = batch.column(0).as_string::<i32>();
-            Ok(ids
+            Ok(strings(&batch, "trace_id")?
                 .iter()
                 .map(|v| Some(v.is_some_and(|v| is_one_of(&keys, v))))
                 .collect::<BooleanArray>())
@@ -89,16 +88,103 @@ impl FileSpans {
         Ok(RowFilter::new(vec![Box::new(predicate)]))
     }
 
+    /// A row filter keeping the spans a search matches: first those of its service and operation
+    /// that started in its window and last as long as it asks (decoding only those four columns
+    /// for every row), then, of these, those with its tags: the columnar form of
+    /// [`super::spans::span_matches`], which the file tests hold it equal to.
+    fn search_filter(
+        &self,
+        q: &TraceQuery,
+        upto: i64,
+        derived: DerivedTags,
+    ) -> anyhow::Result<RowFilter> {
+        let mask = self
+            .file
+            .projection(&["service", "name", "start", "duration"])?;
+        let (service, operation) = (q.service.clone(), q.operation.clone());
+        let (from, dmin, dmax) = (q.start_min_ns, q.duration_min_ns, q.duration_max_ns);
+        let predicate = ArrowPredicateFn::new(mask, move |b: RecordBatch| {
+            let (svc, name) = (strings(&b, "service")?, strings(&b, "name")?);
+            let (start, duration) = (times(&b, "start")?, int64s(&b, "duration")?);
+            Ok((0..b.num_rows())
+                .map(|i| {
+                    let (t, d) = (start.value(i), duration.value(i));
+                    Some(
+                        from <= t
+                            && t <= upto
+                            && service.as_deref().is_none_or(|s| s == svc.value(i))
+                            && operation.as_deref().is_none_or(|o| o == name.value(i))
+                            && dmin.is_none_or(|m| d >= m)
+                            && dmax.is_none_or(|m| d <= m),
+                    )
+                })
+                .collect::<BooleanArray>())
+        });
+        let mut predicates: Vec<Box<dyn ArrowPredicate>> = vec![Box::new(predicate)];
+        if !q.tags.is_empty() {
+            predicates.push(Box::new(self.tags_predicate(q, derived)?));
+        }
+        Ok(RowFilter::new(predicates))
+    }
+
+    /// Keeps spans that carry every tag of a search in their attributes, their resource's, or the
+    /// tags derived from their kind and status.
+    fn tags_predicate(
+        &self,
+        q: &TraceQuery,
+        derived: DerivedTags,
+    ) -> anyhow::Result<impl ArrowPredicate + use<>> {
+        let columns = [
+            "kind",
+            "status_code",
+            "status_message",
+            "resource_attributes",
+            "attributes",
+        ];
+        let mask = self.file.projection(&columns)?;
+        let tags: Vec<(String, String)> = q.tags.clone().into_iter().collect();
+        Ok(ArrowPredicateFn::new(mask, move |b: RecordBatch| {
+            let (kind, code) = (strings(&b, "kind")?, strings(&b, "status_code")?);
+            let message = strings(&b, "status_message")?;
+            let resource = Attributes::of(&b, "resource_attributes")?;
+            let attributes = Attributes::of(&b, "attributes")?;
+            Ok((0..b.num_rows())
+                .map(|i| {
+                    // The derived tags read kind and status only.
+                    let extra = derived(&SpanRow {
+                        trace_id: String::new(),
+                        span_id: String::new(),
+                        parent_span_id: None,
+                        service: String::new(),
+                        name: String::new(),
+                        kind: kind.value(i).to_string(),
+                        start_ns: 0,
+                        duration_ns: 0,
+                        status_code: code.value(i).to_string(),
+                        status_message: (!message.is_null(i)).then(|| message.value(i).to_string()),
+                        resource_attributes: Default::default(),
+                        attributes: Default::default(),
+                    });
+                    Some(tags.iter().all(|(key, v)| {
+                        attributes.has(i, key, v)
+                            || resource.has(i, key, v)
+                            || extra.iter().any(|(dk, dv)| dk == key && dv == v)
+                    }))
+                })
+                .collect::<BooleanArray>())
+        }))
+    }
+
     fn scan_catalog(&self) -> anyhow::Result<Catalog> {
         let mut catalog = Catalog::default();
         self.file
             .scan(&["service", "name", "kind", "start"], |b| {
-                let (svc, name, kind) = (
-                    b.column(0).as_string::<i32>(),
-                    b.column(1).as_string::<i32>(),
-                    b.column(2).as_string::<i32>(),
+                let (svc, name, kind, start) = (
+                    strings(b, "service")?,
+                    strings(b, "name")?,
+                    strings(b, "kind")?,
+                    times(b, "start")?,
                 );
-                let start = b.column(3).as_primitive::<TimestampNanosecondType>();
                 // Borrowed keys within a batch: one catalog entry per distinct operation.
                 let mut first: HashMap<(&str, &str, &str), i64> = HashMap::new();
                 for i in 0..b.num_rows() {
@@ -125,8 +211,7 @@ impl FileSpans {
         for pass in 0..passes {
             let mask = self.file.projection(&["trace_id", "start"])?;
             let predicate = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
-                let ids = batch.column(0).as_string::<i32>();
-                let start = batch.column(1).as_primitive::<TimestampNanosecondType>();
+                let (ids, start) = (strings(&batch, "trace_id")?, times(&batch, "start")?);
                 Ok((0..batch.num_rows())
                     .map(|i| {
                         Some(
@@ -145,13 +230,13 @@ impl FileSpans {
             type Lite = (i64, String, Option<String>, String);
             let mut traces: HashMap<String, Vec<Lite>> = HashMap::new();
             for b in &batches {
-                let (ids, spans, parents, services) = (
-                    b.column(0).as_string::<i32>(),
-                    b.column(1).as_string::<i32>(),
-                    b.column(2).as_string::<i32>(),
-                    b.column(3).as_string::<i32>(),
+                let (ids, spans, parents, services, start) = (
+                    strings(b, "trace_id")?,
+                    strings(b, "span_id")?,
+                    strings(b, "parent_span_id")?,
+                    strings(b, "service")?,
+                    times(b, "start")?,
                 );
-                let start = b.column(4).as_primitive::<TimestampNanosecondType>();
                 for i in 0..b.num_rows() {
                     traces.entry(trace_key(ids.value(i))).or_default().push((
                         start.value(i),
@@ -175,6 +260,43 @@ impl FileSpans {
             }
         }
         Ok(links)
+    }
+}
+
+/// A map column of a batch (span or resource attributes), looked up without building maps.
+struct Attributes<'a> {
+    offsets: &'a [i32],
+    keys: &'a StringArray,
+    values: &'a StringArray,
+}
+
+impl<'a> Attributes<'a> {
+    fn of(b: &'a RecordBatch, name: &str) -> Result<Self, ArrowError> {
+        let map = b
+            .column_by_name(name)
+            .and_then(|c| c.as_map_opt())
+            .ok_or_else(|| ArrowError::SchemaError(format!("no `{name}` map column")))?;
+        let strs = |a: &'a ArrayRef| {
+            a.as_string_opt::<i32>()
+                .ok_or_else(|| ArrowError::SchemaError(format!("`{name}` is not a string map")))
+        };
+        Ok(Attributes {
+            offsets: map.value_offsets(),
+            keys: strs(map.keys())?,
+            values: strs(map.values())?,
+        })
+    }
+
+    /// Whether row `i` maps `key` to `value` (a null value reads as empty, as rows decode it).
+    fn has(&self, i: usize, key: &str, value: &str) -> bool {
+        (self.offsets[i] as usize..self.offsets[i + 1] as usize).any(|j| {
+            self.keys.value(j) == key
+                && if self.values.is_null(j) {
+                    value.is_empty()
+                } else {
+                    self.values.value(j) == value
+                }
+        })
     }
 }
 
@@ -253,7 +375,7 @@ impl SpanSource for FileSpans {
         &self,
         q: &TraceQuery,
         now: i64,
-        derived: DerivedTags<'_>,
+        derived: DerivedTags,
     ) -> anyhow::Result<Vec<String>> {
         let upto = q.start_max_ns.min(now);
         if upto < q.start_min_ns {
@@ -280,13 +402,14 @@ impl SpanSource for FileSpans {
             }
             let (round, later) = rest.split_at(n);
             rest = later;
-            for s in self.decode(&self.file.read(round, ALL_COLUMNS)?)? {
-                if q.service.as_ref().is_none_or(|svc| *svc == s.service)
-                    && q.start_min_ns <= s.start_ns
-                    && s.start_ns <= upto
-                    && span_matches(q, &s, derived)
-                {
-                    newest.add(&s.trace_id, s.start_ns);
+            let filter = Some(self.search_filter(q, upto, derived)?);
+            for b in self
+                .file
+                .read_filtered(round, &["trace_id", "start"], filter)?
+            {
+                let (ids, start) = (strings(&b, "trace_id")?, times(&b, "start")?);
+                for i in 0..b.num_rows() {
+                    newest.add(ids.value(i), start.value(i));
                 }
             }
             if let Some(next) = rest.first()

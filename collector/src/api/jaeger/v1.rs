@@ -205,7 +205,7 @@ pub async fn search(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQuery) -
     let searched = ids.is_empty();
     let found = read(&f, move |s| {
         let ids = if searched {
-            s.find_traces(&query, vnow, &derived_tags)?
+            s.find_traces(&query, vnow, derived_tags)?
         } else {
             ids
         };

@@ -171,7 +171,7 @@ pub async fn find_traces(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQue
     };
     let now = clock.virtual_now_ns;
     let found = read(&f, move |s| {
-        let ids = s.find_traces(&query, now, &derived_tags)?;
+        let ids = s.find_traces(&query, now, derived_tags)?;
         s.traces(&ids, now)
     })
     .await;

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ use super::logql::{
     PathPart, PatternPart, RangeFn, Stage, TemplatePart, bytes_unit,
 };
 use crate::api::duration;
-use crate::store::logs::{LineRange, LogCatalog, LogStore, StreamInfo};
+use crate::store::logs::{ContainerKey, LineRange, LogCatalog, LogStore, StreamInfo};
 
 pub type Labels = BTreeMap<String, String>;
 
@@ -40,23 +40,6 @@ impl Stream {
         let mut range = LineRange::stream(&self.info.stream, from, to);
         range.last = Some(1);
         Ok(!src.lines(&self.info.key, &range)?.is_empty())
-    }
-
-    /// The stream's lines with times in `[from, to]`, by time (stored order among equals).
-    fn lines(&self, src: &LogStore, from: i64, to: i64) -> anyhow::Result<Vec<(i64, String)>> {
-        if to < self.info.first_ns || self.info.last_ns < from || from > to {
-            return Ok(Vec::new());
-        }
-        let mut lines: Vec<(i64, String)> = src
-            .lines(
-                &self.info.key,
-                &LineRange::stream(&self.info.stream, from, to),
-            )?
-            .into_iter()
-            .map(|l| (l.time_ns, l.text))
-            .collect();
-        lines.sort_by_key(|l| l.0);
-        Ok(lines)
     }
 }
 
@@ -562,81 +545,71 @@ fn run_pipeline<'a>(stages: &[Stage], base: &'a Labels, line: &'a str) -> Option
 /// Streams of a log query's answer: labels and (recorded time, line) entries, in query order.
 pub type Streams = Vec<(Labels, Vec<(i64, String)>)>;
 
-/// A line that passed the pipeline: (recorded time, labels, line).
-type Entry = (i64, Labels, String);
-
-/// The first slice of the window a cursor reads; each next slice is four times wider, so a query
-/// that stops early (at its limit) reads little of a long window.
+/// Queries read their window a slice at a time, in the query's direction: the first slice is a
+/// minute, each next one four times wider up to an hour, so a query that stops early (at its
+/// limit) reads little of a long window, and none holds more than an hour of lines.
 const FIRST_SLICE_NS: i64 = 60_000_000_000;
+const MAX_SLICE_NS: i64 = 3_600_000_000_000;
 
-/// One selected stream walked in time order (or reverse) through the pipeline, read slice by
-/// slice.
-struct Cursor<'a> {
-    stream: &'a Stream,
-    /// Lines read and not looked at yet; the next one last.
-    buffer: Vec<(i64, String)>,
-    /// The part of the window not read yet, both ends included.
-    lo: i64,
-    hi: i64,
-    slice: i64,
-    backward: bool,
+/// The slices of `[lo, hi]` (both ends included), forward or backward.
+fn slices(lo: i64, hi: i64, backward: bool) -> impl Iterator<Item = (i64, i64)> {
+    let mut left = (lo <= hi).then_some((lo, hi));
+    let mut width = FIRST_SLICE_NS;
+    std::iter::from_fn(move || {
+        let (lo, hi) = left?;
+        let w = width.saturating_sub(1);
+        width = width.saturating_mul(4).min(MAX_SLICE_NS);
+        let slice = if backward {
+            (hi.saturating_sub(w).max(lo), hi)
+        } else {
+            (lo, lo.saturating_add(w).min(hi))
+        };
+        left = if backward {
+            (slice.0 > lo).then(|| (lo, slice.0 - 1))
+        } else {
+            (slice.1 < hi).then(|| (slice.1 + 1, hi))
+        };
+        Some(slice)
+    })
 }
 
-impl<'a> Cursor<'a> {
-    fn fill(&mut self, src: &LogStore) -> anyhow::Result<()> {
-        let (from, to) = if self.backward {
-            let from = self
-                .hi
-                .saturating_sub(self.slice.saturating_sub(1))
-                .max(self.lo);
-            (
-                from,
-                std::mem::replace(&mut self.hi, from.saturating_sub(1)),
-            )
-        } else {
-            let to = self
-                .lo
-                .saturating_add(self.slice.saturating_sub(1))
-                .min(self.hi);
-            (std::mem::replace(&mut self.lo, to.saturating_add(1)), to)
+/// The lines of each stream with times in `[from, to]`, by time (stored order among equals),
+/// read together for all the streams' containers.
+fn stream_lines(
+    streams: &[&Stream],
+    src: &LogStore,
+    from: i64,
+    to: i64,
+) -> anyhow::Result<Vec<Vec<(i64, String)>>> {
+    let live = |s: &Stream| s.info.first_ns <= to && from <= s.info.last_ns;
+    let mut keys: Vec<ContainerKey> = streams
+        .iter()
+        .filter(|s| live(s))
+        .map(|s| s.info.key.clone())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut per_container = src.lines_of(&keys, from, to)?;
+    let mut out = Vec::with_capacity(streams.len());
+    for s in streams {
+        let Ok(k) = keys.binary_search(&s.info.key) else {
+            out.push(Vec::new());
+            continue;
         };
-        if from == i64::MIN || to == i64::MAX {
-            // The window reaches an end of time: nothing is left after this slice.
-            (self.lo, self.hi) = (1, 0);
-        }
-        self.slice = self.slice.saturating_mul(4);
-        self.buffer = self.stream.lines(src, from, to)?;
-        if !self.backward {
-            self.buffer.reverse();
-        }
-        Ok(())
+        let mut lines: Vec<(i64, String)> = per_container[k]
+            .iter_mut()
+            .filter(|l| l.stream == s.info.stream)
+            .map(|l| (l.time_ns, std::mem::take(&mut l.text)))
+            .collect();
+        lines.sort_by_key(|l| l.0);
+        out.push(lines);
     }
-
-    fn advance(
-        &mut self,
-        src: &LogStore,
-        stages: &[Stage],
-        stats: &mut Stats,
-    ) -> anyhow::Result<Option<Entry>> {
-        loop {
-            let Some((t, text)) = self.buffer.pop() else {
-                if self.lo > self.hi {
-                    return Ok(None);
-                }
-                self.fill(src)?;
-                continue;
-            };
-            stats.lines += 1;
-            stats.bytes += text.len() as u64;
-            if let Some(out) = run_pipeline(stages, &self.stream.labels, &text) {
-                return Ok(Some((t, out.labels.into_owned(), out.line.into_owned())));
-            }
-        }
-    }
+    Ok(out)
 }
 
 /// Streams of a log query: entries with recorded times in `[start, end)`, at most `limit` of
-/// them overall, the newest (backward) or oldest (forward) first.
+/// them overall, the newest (backward) or oldest (forward) first; among equal times, streams in
+/// index order.
 pub fn log_query(
     index: &StreamIndex,
     src: &LogStore,
@@ -647,44 +620,47 @@ pub fn log_query(
     backward: bool,
 ) -> anyhow::Result<(Streams, Stats)> {
     let mut stats = Stats::default();
-    let mut cursors: Vec<Cursor> = index
+    let streams: Vec<&Stream> = index
         .select(&expr.selector)
-        .filter(|s| s.info.first_ns < end && start <= s.info.last_ns && start < end)
-        .map(|s| Cursor {
-            stream: s,
-            buffer: Vec::new(),
-            lo: start,
-            hi: end - 1,
-            slice: FIRST_SLICE_NS,
-            backward,
-        })
+        .filter(|s| s.info.first_ns < end && start <= s.info.last_ns)
         .collect();
-    // Heap of the pending entry of each cursor, ordered by time in the query's direction.
-    let mut pending: Vec<Option<Entry>> = Vec::with_capacity(cursors.len());
-    let mut heap: BinaryHeap<(i64, Reverse<usize>)> = BinaryHeap::new();
-    for (i, c) in cursors.iter_mut().enumerate() {
-        let item = c.advance(src, &expr.stages, &mut stats)?;
-        if let Some((t, _, _)) = &item {
-            heap.push((if backward { *t } else { -*t }, Reverse(i)));
-        }
-        pending.push(item);
-    }
     let mut out: BTreeMap<Labels, Vec<(i64, String)>> = BTreeMap::new();
     let mut taken = 0;
-    while taken < limit {
-        let Some((_, Reverse(i))) = heap.pop() else {
+    for (from, to) in slices(start, end.saturating_sub(1), backward) {
+        if taken >= limit {
             break;
-        };
-        let Some((t, labels, line)) = pending[i].take() else {
-            continue;
-        };
-        out.entry(labels).or_default().push((t, line));
-        taken += 1;
-        let next = cursors[i].advance(src, &expr.stages, &mut stats)?;
-        if let Some((t, _, _)) = &next {
-            heap.push((if backward { *t } else { -*t }, Reverse(i)));
         }
-        pending[i] = next;
+        // (time, stream, position in the stream, line) in the order the answer takes them.
+        let mut entries: Vec<(i64, usize, usize, String)> = Vec::new();
+        for (i, lines) in stream_lines(&streams, src, from, to)?
+            .into_iter()
+            .enumerate()
+        {
+            entries.extend(
+                lines
+                    .into_iter()
+                    .enumerate()
+                    .map(|(pos, (t, line))| (t, i, pos, line)),
+            );
+        }
+        if backward {
+            entries.sort_by_key(|e| (Reverse(e.0), e.1, Reverse(e.2)));
+        } else {
+            entries.sort_by_key(|e| (e.0, e.1, e.2));
+        }
+        for (t, i, _, text) in entries {
+            if taken >= limit {
+                break;
+            }
+            stats.lines += 1;
+            stats.bytes += text.len() as u64;
+            if let Some(o) = run_pipeline(&expr.stages, &streams[i].labels, &text) {
+                out.entry(o.labels.into_owned())
+                    .or_default()
+                    .push((t, o.line.into_owned()));
+                taken += 1;
+            }
+        }
     }
     Ok((out.into_iter().collect(), stats))
 }
@@ -808,18 +784,32 @@ fn range_agg(
     let to = last.saturating_sub(offset_ns).min(now);
     // (time, bytes) of every line that passed, per output label set.
     let mut samples: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
-    for s in index.select(&log.selector) {
-        for (t, text) in s.lines(src, from.saturating_add(1), to)? {
-            stats.lines += 1;
-            stats.bytes += text.len() as u64;
-            if let Some(out) = run_pipeline(&log.stages, &s.labels, &text) {
+    let streams: Vec<&Stream> = index.select(&log.selector).collect();
+    // The first pipeline error of the first stream that has one (streams in index order).
+    let mut failed: Option<(usize, String)> = None;
+    for (lo, hi) in slices(from.saturating_add(1), to, false) {
+        for (i, lines) in stream_lines(&streams, src, lo, hi)?.into_iter().enumerate() {
+            if failed.as_ref().is_some_and(|f| f.0 <= i) {
+                break;
+            }
+            let s = streams[i];
+            for (t, text) in lines {
+                stats.lines += 1;
+                stats.bytes += text.len() as u64;
+                let Some(out) = run_pipeline(&log.stages, &s.labels, &text) else {
+                    continue;
+                };
                 if let Some(err) = out.labels.get(ERROR_LABEL).cloned() {
                     let mut labels = out.labels.into_owned();
                     labels.remove(ERROR_DETAILS_LABEL);
-                    return Err(Failure::Query(format!(
-                        "pipeline error: '{err}' for series: '{}'.\nUse a label filter to intentionally skip this error. (e.g | __error__!=\"{err}\").\nTo skip all potential errors you can match empty errors.(e.g __error__=\"\")\nThe label filter can also be specified after unwrap. (e.g | unwrap latency | __error__=\"\" )",
-                        label_string(&labels)
-                    )));
+                    failed = Some((
+                        i,
+                        format!(
+                            "pipeline error: '{err}' for series: '{}'.\nUse a label filter to intentionally skip this error. (e.g | __error__!=\"{err}\").\nTo skip all potential errors you can match empty errors.(e.g __error__=\"\")\nThe label filter can also be specified after unwrap. (e.g | unwrap latency | __error__=\"\" )",
+                            label_string(&labels)
+                        ),
+                    ));
+                    break;
                 }
                 samples
                     .entry(out.labels.into_owned())
@@ -827,6 +817,9 @@ fn range_agg(
                     .push((t, out.line.len() as u64));
             }
         }
+    }
+    if let Some((_, msg)) = failed {
+        return Err(Failure::Query(msg));
     }
     let range_s = range_ns as f64 / 1e9;
     let mut out = Vec::with_capacity(samples.len());
