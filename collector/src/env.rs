@@ -1,5 +1,6 @@
-//! Environments: where the signals come from. A recorded dataset is loaded into the same in-memory
-//! stores the live simulator fills, so the API facades serve both alike.
+//! Environments: where the signals come from. A recorded dataset's small tables are loaded into
+//! memory; its spans and logs are served from their files in place, behind the same store
+//! interfaces as rows held in memory, so the API facades serve both alike.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +11,10 @@ use schemas::Manifest;
 use schemas::tables::{Row, Table};
 
 use crate::store::logs::LogStore;
+use crate::store::logs_file::FileLogs;
 use crate::store::objects::ObjectTimeline;
+use crate::store::spans::SpanStore;
+use crate::store::spans_file::FileSpans;
 
 /// Everything an environment makes available to the facades.
 pub struct Observations {
@@ -20,7 +24,7 @@ pub struct Observations {
     pub timeline: Arc<ObjectTimeline>,
     pub logs: Arc<LogStore>,
     pub metric_metadata: Vec<schemas::tables::MetricMeta>,
-    pub spans: Vec<schemas::tables::SpanRow>,
+    pub spans: Arc<SpanStore>,
     pub alerts: Vec<schemas::tables::AlertRow>,
 }
 
@@ -41,8 +45,15 @@ pub fn load_dataset(dir: &Path) -> anyhow::Result<Observations> {
         ds.read_rows(t)
             .with_context(|| format!("reading the {t} table of {}", dir.display()))
     };
+    // Spans and logs stay in their files: only footers and page indexes are read here.
+    let open = |t: Table| {
+        ds.path(t)
+            .with_context(|| format!("the {t} table of {}", dir.display()))
+    };
+    let spans: Arc<SpanStore> = Arc::new(FileSpans::open(&open(Table::Spans)?)?);
+    let logs: Arc<LogStore> = Arc::new(FileLogs::open(&open(Table::Logs)?)?);
     // Tables are independent until the facades are built: read them side by side.
-    let (timeline, logs, rest) = std::thread::scope(|scope| {
+    let (timeline, rest) = std::thread::scope(|scope| {
         let timeline = scope.spawn(|| -> anyhow::Result<ObjectTimeline> {
             let mut timeline = ObjectTimeline::default();
             timeline
@@ -52,27 +63,20 @@ pub fn load_dataset(dir: &Path) -> anyhow::Result<Observations> {
             timeline.seal();
             Ok(timeline)
         });
-        let logs = scope.spawn(|| -> anyhow::Result<LogStore> {
-            let mut logs = LogStore::default();
-            logs.add(typed(read(Table::Logs)?));
-            logs.seal();
-            Ok(logs)
-        });
         let rest = (|| -> anyhow::Result<_> {
             Ok((
                 typed(read(Table::MetricMetadata)?).collect(),
-                typed(read(Table::Spans)?).collect(),
                 typed(read(Table::Alerts)?).collect(),
             ))
         })();
-        (joined(timeline.join()), joined(logs.join()), rest)
+        (joined(timeline.join()), rest)
     });
-    let (timeline, logs, (metric_metadata, spans, alerts)) = (timeline?, logs?, rest?);
+    let (timeline, (metric_metadata, alerts)) = (timeline?, rest?);
     Ok(Observations {
         manifest: ds.manifest().clone(),
         dataset: ds.clone(),
         timeline: Arc::new(timeline),
-        logs: Arc::new(logs),
+        logs,
         metric_metadata,
         spans,
         alerts,

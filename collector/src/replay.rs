@@ -17,7 +17,6 @@ use crate::api::loki::{self, LokiFacade};
 use crate::api::prometheus;
 use crate::clock::{Clock, parse_rfc3339};
 use crate::env::load_dataset;
-use crate::store::spans::SpanStore;
 
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
@@ -105,10 +104,7 @@ impl Replay {
         };
         let traces = {
             let spans = obs.spans;
-            tokio::task::spawn_blocking(move || JaegerFacade {
-                spans: SpanStore::new(spans),
-                clock,
-            })
+            tokio::task::spawn_blocking(move || JaegerFacade { spans, clock })
         };
         let logs = {
             let (store, timeline) = (obs.logs.clone(), obs.timeline.clone());
@@ -118,9 +114,19 @@ impl Replay {
         let (metrics, traces, logs) = tokio::join!(metrics, traces, logs);
         let (metrics, traces, logs) = (
             metrics?.context("loading the metrics table")?,
-            traces?,
-            logs?,
+            Arc::new(traces?),
+            Arc::new(logs?),
         );
+        {
+            // The span and log catalogs (service, operation and stream lists) are read from
+            // their files in the background; a request that comes first reads them itself.
+            let (spans, logs) = (traces.spans.clone(), logs.clone());
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = spans.catalog().and_then(|_| logs.warm()) {
+                    tracing::warn!("indexing spans and logs: {e:#}");
+                }
+            });
+        }
         let mut servers = Vec::new();
         let kubernetes = serve(opts.listen, 0, kube_router(kube), &mut servers).await?;
         let prometheus = serve(
@@ -130,14 +136,8 @@ impl Replay {
             &mut servers,
         )
         .await?;
-        let jaeger = serve(
-            opts.listen,
-            2,
-            jaeger::router(Arc::new(traces)),
-            &mut servers,
-        )
-        .await?;
-        let loki = serve(opts.listen, 3, loki::router(Arc::new(logs)), &mut servers).await?;
+        let jaeger = serve(opts.listen, 2, jaeger::router(traces), &mut servers).await?;
+        let loki = serve(opts.listen, 3, loki::router(logs), &mut servers).await?;
         Ok(Replay {
             endpoints: Endpoints {
                 kubernetes,

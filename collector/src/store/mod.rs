@@ -1,6 +1,37 @@
-//! In-memory, indexed copies of the signals the API facades serve. Every environment (a recorded
-//! dataset, the simulator) fills the same stores, so the facades cannot tell them apart.
+//! The signals the API facades serve. Objects live in memory; spans and logs come from a source
+//! the facades cannot tell apart: rows held in memory, or a dataset's Parquet files read in place
+//! through their statistics (so a large dataset serves at once, within bounded memory).
 
 pub mod logs;
+pub mod logs_file;
 pub mod objects;
+pub mod parquet;
 pub mod spans;
+pub mod spans_file;
+
+#[cfg(test)]
+mod file_tests;
+
+use std::sync::{Arc, Mutex};
+
+/// A value computed on first use and kept: callers that come while it is computed
+/// wait for it; a failure is not kept (the next caller tries again).
+pub struct Cached<T>(Mutex<Option<Arc<T>>>);
+
+impl<T> Default for Cached<T> {
+    fn default() -> Self {
+        Cached(Mutex::new(None))
+    }
+}
+
+impl<T> Cached<T> {
+    pub fn get_or_try(&self, make: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<Arc<T>> {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = slot.as_ref() {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(make()?);
+        *slot = Some(v.clone());
+        Ok(v)
+    }
+}

@@ -2,10 +2,9 @@
 //! A span is visible once it has started: every query names the instant it looks from.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::ops::Deref;
 use std::sync::Arc;
 
-use schemas::tables::{Labels, SpanRow};
+use schemas::tables::SpanRow;
 
 /// A trace search, in recorded nanoseconds. Conditions hold for one span; a trace matches when
 /// any of its visible spans does (as Jaeger's stores search).
@@ -29,64 +28,26 @@ pub fn trace_key(id: &str) -> String {
     format!("{:0>32}", id.to_ascii_lowercase())
 }
 
-/// A stored span with its resource attributes (kept once per distinct resource: every span of a
-/// process repeats them).
-#[derive(Debug, Clone, Copy)]
-pub struct Span<'a> {
-    pub row: &'a SpanRow,
-    pub resource: &'a Labels,
-}
-
-impl Deref for Span<'_> {
-    type Target = SpanRow;
-    fn deref(&self) -> &SpanRow {
-        self.row
-    }
-}
-
-#[derive(Debug, Default)]
-pub struct SpanStore {
-    /// Sorted by start time; `resource_attributes` moved out into `resources`.
-    spans: Vec<SpanRow>,
-    resources: Vec<Arc<Labels>>,
-    by_trace: HashMap<String, Vec<usize>>,
-    /// Span indices per service, in start order.
-    by_service: BTreeMap<String, Vec<usize>>,
-    /// When each (service, operation, kind) was first seen.
+/// When each (service, operation, span kind) was first seen: the services and operations lists.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Catalog {
     operations: BTreeMap<(String, String, String), i64>,
 }
 
-impl SpanStore {
-    pub fn new(rows: impl IntoIterator<Item = SpanRow>) -> Self {
-        let mut spans: Vec<SpanRow> = rows.into_iter().collect();
-        spans.sort_by(|a, b| (a.start_ns, &a.span_id).cmp(&(b.start_ns, &b.span_id)));
-        let mut store = SpanStore::default();
-        let mut interned: HashMap<Labels, Arc<Labels>> = HashMap::new();
-        for s in &mut spans {
-            let r = std::mem::take(&mut s.resource_attributes);
-            let shared = interned
-                .entry(r)
-                .or_insert_with_key(|r| Arc::new(r.clone()));
-            store.resources.push(shared.clone());
+impl Catalog {
+    pub fn add(&mut self, service: &str, name: &str, kind: &str, start_ns: i64) {
+        match self
+            .operations
+            .get_mut(&(service.to_string(), name.to_string(), kind.to_string()))
+        {
+            Some(first) => *first = (*first).min(start_ns),
+            None => {
+                self.operations.insert(
+                    (service.to_string(), name.to_string(), kind.to_string()),
+                    start_ns,
+                );
+            }
         }
-        for (i, s) in spans.iter().enumerate() {
-            store
-                .by_trace
-                .entry(trace_key(&s.trace_id))
-                .or_default()
-                .push(i);
-            store
-                .by_service
-                .entry(s.service.clone())
-                .or_default()
-                .push(i);
-            store
-                .operations
-                .entry((s.service.clone(), s.name.clone(), s.kind.clone()))
-                .or_insert(s.start_ns);
-        }
-        store.spans = spans;
-        store
     }
 
     /// Services with a span started by `now`, sorted.
@@ -110,34 +71,218 @@ impl SpanStore {
             .map(|((_, op, k), _)| (op.clone(), k.clone()))
             .collect()
     }
+}
 
-    fn span(&self, i: usize) -> Span<'_> {
-        Span {
-            row: &self.spans[i],
-            resource: &self.resources[i],
+/// Tags a span carries beyond its attributes (the facades derive kind and status tags).
+pub type DerivedTags = fn(&SpanRow) -> Vec<(String, String)>;
+
+/// Whether one span meets a search's conditions other than service and start time.
+pub fn span_matches(q: &TraceQuery, s: &SpanRow, derived: DerivedTags) -> bool {
+    if q.operation.as_ref().is_some_and(|op| *op != s.name)
+        || q.duration_min_ns.is_some_and(|d| s.duration_ns < d)
+        || q.duration_max_ns.is_some_and(|d| s.duration_ns > d)
+    {
+        return false;
+    }
+    if q.tags.is_empty() {
+        return true;
+    }
+    let extra = derived(s);
+    q.tags.iter().all(|(k, v)| {
+        s.attributes.get(k) == Some(v)
+            || s.resource_attributes.get(k) == Some(v)
+            || extra.iter().any(|(dk, dv)| dk == k && dv == v)
+    })
+}
+
+/// The newest matching span of each trace seen so far; the answer is the `limit` newest traces.
+#[derive(Debug, Default)]
+pub struct Newest {
+    latest: HashMap<String, i64>,
+}
+
+impl Newest {
+    pub fn add(&mut self, trace_id: &str, start_ns: i64) {
+        match self.latest.get_mut(trace_id) {
+            Some(t) => *t = (*t).max(start_ns),
+            None => {
+                self.latest.insert(trace_id.to_string(), start_ns);
+            }
         }
     }
 
-    /// The visible spans of a trace, in start order; `None` when none is visible.
-    pub fn trace(&self, trace_id: &str, now: i64) -> Option<Vec<Span<'_>>> {
-        let spans: Vec<Span> = self
-            .by_trace
-            .get(&trace_key(trace_id))?
+    /// The `limit` newest traces: most recent match first, then by id.
+    pub fn top(&self, limit: usize) -> Vec<(&str, i64)> {
+        let mut found: Vec<(&str, i64)> = self
+            .latest
             .iter()
-            .map(|&i| self.span(i))
-            .filter(|s| s.start_ns <= now)
+            .map(|(id, t)| (id.as_str(), *t))
             .collect();
-        (!spans.is_empty()).then_some(spans)
+        found.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        found.truncate(limit);
+        found
     }
 
-    /// Trace ids matching a search, most recently matched first; `tags_of` gives a span's
-    /// searchable tags beyond its attributes (the facades derive kind and status tags).
-    pub fn find_traces(
+    /// Whether spans starting at or before `t` can no longer change the answer: `limit` traces
+    /// already have a newer match.
+    pub fn settled_above(&self, limit: usize, t: i64) -> bool {
+        limit == 0 || self.top(limit).get(limit - 1).is_some_and(|k| k.1 > t)
+    }
+
+    pub fn ids(&self, limit: usize) -> Vec<String> {
+        self.top(limit)
+            .into_iter()
+            .map(|(id, _)| trace_key(id))
+            .collect()
+    }
+}
+
+/// The visible spans of a trace in start order (then span id; stored order among equals).
+pub fn visible_in_order(mut spans: Vec<SpanRow>, now: i64) -> Vec<SpanRow> {
+    spans.retain(|s| s.start_ns <= now);
+    spans.sort_by(|a, b| (a.start_ns, &a.span_id).cmp(&(b.start_ns, &b.span_id)));
+    spans
+}
+
+/// Adds the calls between services of one trace's visible spans: (parent service, child
+/// service) for every span whose parent, in another service, is among them.
+pub fn add_links<'a>(
+    links: &mut BTreeMap<(String, String), u64>,
+    spans: impl IntoIterator<Item = (&'a str, Option<&'a str>, &'a str)> + Clone,
+) {
+    let by_id: HashMap<&str, &str> = spans
+        .clone()
+        .into_iter()
+        .map(|(id, _, service)| (id, service))
+        .collect();
+    for (_, parent, service) in spans {
+        let Some(parent_service) = parent.and_then(|p| by_id.get(p)) else {
+            continue;
+        };
+        if *parent_service != service {
+            *links
+                .entry((parent_service.to_string(), service.to_string()))
+                .or_insert(0) += 1;
+        }
+    }
+}
+
+/// Calls between services: (parent service, child service) → count.
+pub type Links = BTreeMap<(String, String), u64>;
+
+/// Where the trace query APIs get spans from: rows in memory, or a dataset's spans file.
+pub trait SpanSource: Send + Sync {
+    /// The (service, operation, kind) catalog.
+    fn catalog(&self) -> anyhow::Result<Arc<Catalog>>;
+
+    /// The visible spans of each trace (ids as [`trace_key`] gives them), in start order; an
+    /// empty list for a trace with none.
+    fn traces(&self, ids: &[String], now: i64) -> anyhow::Result<Vec<Vec<SpanRow>>>;
+
+    /// Trace ids matching a search, most recently matched first.
+    fn find_traces(
         &self,
         q: &TraceQuery,
         now: i64,
-        derived_tags: impl Fn(&SpanRow) -> Vec<(String, String)>,
-    ) -> Vec<String> {
+        derived: DerivedTags,
+    ) -> anyhow::Result<Vec<String>>;
+
+    /// Calls between services over traces with a visible span started in `[from, to]`, as Jaeger
+    /// derives dependencies from spans.
+    fn dependencies(&self, from: i64, to: i64, now: i64) -> anyhow::Result<Links>;
+}
+
+/// The span store the facades hold.
+pub type SpanStore = dyn SpanSource;
+
+/// The query API every source answers, in the facades' terms.
+impl dyn SpanSource {
+    pub fn services(&self, now: i64) -> anyhow::Result<Vec<String>> {
+        Ok(self.catalog()?.services(now))
+    }
+
+    pub fn operations(
+        &self,
+        service: &str,
+        kind: Option<&str>,
+        now: i64,
+    ) -> anyhow::Result<Vec<(String, String)>> {
+        Ok(self.catalog()?.operations(service, kind, now))
+    }
+
+    /// The visible spans of a trace, in start order; `None` when none is visible.
+    pub fn trace(&self, trace_id: &str, now: i64) -> anyhow::Result<Option<Vec<SpanRow>>> {
+        let spans = self
+            .traces(&[trace_key(trace_id)], now)?
+            .pop()
+            .unwrap_or_default();
+        Ok((!spans.is_empty()).then_some(spans))
+    }
+}
+
+/// Spans held in memory, indexed by trace, service and time (small datasets, tests, and the
+/// reference the file-backed source is compared with).
+#[derive(Debug, Default)]
+pub struct MemSpans {
+    /// Sorted by start time.
+    spans: Vec<SpanRow>,
+    by_trace: HashMap<String, Vec<usize>>,
+    /// Span indices per service, in start order.
+    by_service: BTreeMap<String, Vec<usize>>,
+    catalog: Arc<Catalog>,
+}
+
+impl MemSpans {
+    pub fn new(rows: impl IntoIterator<Item = SpanRow>) -> Self {
+        let mut spans: Vec<SpanRow> = rows.into_iter().collect();
+        spans.sort_by(|a, b| (a.start_ns, &a.span_id).cmp(&(b.start_ns, &b.span_id)));
+        let mut store = MemSpans::default();
+        let mut catalog = Catalog::default();
+        for (i, s) in spans.iter().enumerate() {
+            store
+                .by_trace
+                .entry(trace_key(&s.trace_id))
+                .or_default()
+                .push(i);
+            store
+                .by_service
+                .entry(s.service.clone())
+                .or_default()
+                .push(i);
+            catalog.add(&s.service, &s.name, &s.kind, s.start_ns);
+        }
+        store.spans = spans;
+        store.catalog = Arc::new(catalog);
+        store
+    }
+
+    fn trace_rows(&self, key: &str, now: i64) -> Vec<SpanRow> {
+        let rows = self
+            .by_trace
+            .get(key)
+            .into_iter()
+            .flatten()
+            .map(|&i| self.spans[i].clone())
+            .collect();
+        visible_in_order(rows, now)
+    }
+}
+
+impl SpanSource for MemSpans {
+    fn catalog(&self) -> anyhow::Result<Arc<Catalog>> {
+        Ok(self.catalog.clone())
+    }
+
+    fn traces(&self, ids: &[String], now: i64) -> anyhow::Result<Vec<Vec<SpanRow>>> {
+        Ok(ids.iter().map(|id| self.trace_rows(id, now)).collect())
+    }
+
+    fn find_traces(
+        &self,
+        q: &TraceQuery,
+        now: i64,
+        derived: DerivedTags,
+    ) -> anyhow::Result<Vec<String>> {
         let upto = q.start_max_ns.min(now);
         let candidates: Box<dyn Iterator<Item = usize>> = match &q.service {
             Some(svc) => match self.by_service.get(svc) {
@@ -154,65 +299,39 @@ impl SpanStore {
                 Box::new(lo..hi.max(lo))
             }
         };
-        // Newest match per trace.
-        let mut latest: HashMap<&str, i64> = HashMap::new();
+        let mut newest = Newest::default();
         for i in candidates {
             let s = &self.spans[i];
-            if q.operation.as_ref().is_some_and(|op| *op != s.name)
-                || q.duration_min_ns.is_some_and(|d| s.duration_ns < d)
-                || q.duration_max_ns.is_some_and(|d| s.duration_ns > d)
-            {
-                continue;
+            if span_matches(q, s, derived) {
+                newest.add(&s.trace_id, s.start_ns);
             }
-            if !q.tags.is_empty() {
-                let derived = derived_tags(s);
-                let has = |k: &String, v: &String| {
-                    s.attributes.get(k) == Some(v)
-                        || self.resources[i].get(k) == Some(v)
-                        || derived.iter().any(|(dk, dv)| dk == k && dv == v)
-                };
-                if !q.tags.iter().all(|(k, v)| has(k, v)) {
-                    continue;
-                }
-            }
-            let t = latest.entry(s.trace_id.as_str()).or_insert(s.start_ns);
-            *t = (*t).max(s.start_ns);
         }
-        let mut found: Vec<(&str, i64)> = latest.into_iter().collect();
-        found.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        found.truncate(q.limit);
-        found.into_iter().map(|(id, _)| trace_key(id)).collect()
+        Ok(newest.ids(q.limit))
     }
 
-    /// Calls between services: (parent service, child service) → count, over traces with a
-    /// visible span started in `[from, to]`, as Jaeger derives dependencies from spans.
-    pub fn dependencies(&self, from: i64, to: i64, now: i64) -> BTreeMap<(String, String), u64> {
+    fn dependencies(&self, from: i64, to: i64, now: i64) -> anyhow::Result<Links> {
         let upto = to.min(now);
         let lo = self.spans.partition_point(|s| s.start_ns < from);
         let hi = self.spans.partition_point(|s| s.start_ns <= upto);
-        let traces: BTreeSet<&str> = self.spans[lo..hi.max(lo)]
+        let traces: BTreeSet<String> = self.spans[lo..hi.max(lo)]
             .iter()
-            .map(|s| s.trace_id.as_str())
+            .map(|s| trace_key(&s.trace_id))
             .collect();
-        let mut links = BTreeMap::new();
+        let mut links = Links::new();
         for id in traces {
-            let Some(spans) = self.trace(&trace_key(id), now) else {
-                continue;
-            };
-            let by_id: HashMap<&str, &SpanRow> =
-                spans.iter().map(|s| (s.span_id.as_str(), s.row)).collect();
-            for s in &spans {
-                let Some(parent) = s.parent_span_id.as_deref().and_then(|p| by_id.get(p)) else {
-                    continue;
-                };
-                if parent.service != s.service {
-                    *links
-                        .entry((parent.service.clone(), s.service.clone()))
-                        .or_insert(0) += 1;
-                }
-            }
+            let spans = self.trace_rows(&id, now);
+            add_links(
+                &mut links,
+                spans.iter().map(|s| {
+                    (
+                        s.span_id.as_str(),
+                        s.parent_span_id.as_deref(),
+                        s.service.as_str(),
+                    )
+                }),
+            );
         }
-        links
+        Ok(links)
     }
 }
 
@@ -245,8 +364,8 @@ mod tests {
         }
     }
 
-    fn store() -> SpanStore {
-        SpanStore::new([
+    fn store() -> MemSpans {
+        MemSpans::new([
             span("t1", "a", None, "front", "GET /", 10, 100),
             span("t1", "b", Some("a"), "cart", "GetCart", 20, 50),
             span("t2", "c", None, "front", "GET /", 30, 300),
@@ -257,11 +376,12 @@ mod tests {
 
     #[test]
     fn searches_from_the_virtual_now() {
-        let s = store();
-        assert_eq!(s.services(50), ["cart", "front"]);
-        assert_eq!(s.services(15), ["front"]);
+        let mem = store();
+        let s: &dyn SpanSource = &mem;
+        assert_eq!(s.services(50).unwrap(), ["cart", "front"]);
+        assert_eq!(s.services(15).unwrap(), ["front"]);
         assert_eq!(
-            s.operations("front", None, 50),
+            s.operations("front", None, 50).unwrap(),
             [("GET /".to_string(), "client".to_string())]
         );
         let q = TraceQuery {
@@ -270,10 +390,10 @@ mod tests {
             limit: 10,
             ..Default::default()
         };
-        let none = |_: &SpanRow| Vec::new();
+        let none: DerivedTags = |_| Vec::new();
         let ids = |v: &[&str]| -> Vec<String> { v.iter().map(|id| trace_key(id)).collect() };
         assert_eq!(
-            s.find_traces(&q, 50, none),
+            s.find_traces(&q, 50, none).unwrap(),
             ids(&["t2", "t1"]),
             "newest first"
         );
@@ -281,24 +401,28 @@ mod tests {
             duration_min_ns: Some(100),
             ..q.clone()
         };
-        assert_eq!(s.find_traces(&slow, 50, none), ids(&["t2"]));
+        assert_eq!(s.find_traces(&slow, 50, none).unwrap(), ids(&["t2"]));
         let tagged = TraceQuery {
             tags: [("http.status_code".to_string(), "220".to_string())].into(),
             ..q.clone()
         };
-        assert_eq!(s.find_traces(&tagged, 50, none), ids(&["t1"]));
+        assert_eq!(s.find_traces(&tagged, 50, none).unwrap(), ids(&["t1"]));
         let all = TraceQuery {
             service: None,
             ..q.clone()
         };
         assert_eq!(
-            s.find_traces(&all, 50, none),
+            s.find_traces(&all, 50, none).unwrap(),
             ids(&["t2", "t1"]),
             "t3 starts after now"
         );
-        assert_eq!(s.trace("t2", 35).unwrap().len(), 1, "child not started yet");
-        assert!(s.trace("t3", 50).is_none());
-        let deps = s.dependencies(0, 100, 100);
+        assert_eq!(
+            s.trace("t2", 35).unwrap().unwrap().len(),
+            1,
+            "child not started yet"
+        );
+        assert!(s.trace("t3", 50).unwrap().is_none());
+        let deps = s.dependencies(0, 100, 100).unwrap();
         assert_eq!(
             deps.get(&("front".to_string(), "cart".to_string())),
             Some(&2)

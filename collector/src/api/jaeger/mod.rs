@@ -15,8 +15,19 @@ use crate::clock::Clock;
 use crate::store::spans::SpanStore;
 
 pub struct JaegerFacade {
-    pub spans: SpanStore,
+    pub spans: Arc<SpanStore>,
     pub clock: Clock,
+}
+
+/// Runs span store work off the async threads (it may read the spans file).
+pub(crate) async fn read<T: Send + 'static>(
+    f: &Arc<JaegerFacade>,
+    work: impl FnOnce(&SpanStore) -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    let f = f.clone();
+    tokio::task::spawn_blocking(move || work(&*f.spans))
+        .await
+        .map_err(anyhow::Error::from)?
 }
 
 pub fn router(facade: Arc<JaegerFacade>) -> Router {

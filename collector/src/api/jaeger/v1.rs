@@ -7,11 +7,12 @@ use std::sync::Arc;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use schemas::tables::SpanRow;
 use serde_json::{Map, Value, json};
 
-use super::{JaegerFacade, Params, Typed, derived_tags, parse_trace_id, typed};
+use super::{JaegerFacade, Params, Typed, derived_tags, parse_trace_id, read, typed};
 use crate::api::duration;
-use crate::store::spans::{Span, TraceQuery};
+use crate::store::spans::TraceQuery;
 
 const DEFAULT_LIMIT: usize = 100;
 /// `defaultTraceQueryLookbackDuration`: searches without `start` look back two days.
@@ -41,9 +42,17 @@ fn refuse(msg: String) -> Response {
     error(StatusCode::BAD_REQUEST, msg)
 }
 
+/// The store could not be read.
+fn failed(e: &anyhow::Error) -> Response {
+    error(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}"))
+}
+
 pub async fn services(State(f): State<Arc<JaegerFacade>>) -> Response {
     let now = f.clock.read().virtual_now_ns;
-    let services = f.spans.services(now);
+    let services = match read(&f, move |s| s.services(now)).await {
+        Ok(v) => v,
+        Err(e) => return failed(&e),
+    };
     let n = services.len();
     axum::Json(envelope(json!(services), n, Value::Null)).into_response()
 }
@@ -53,12 +62,11 @@ pub async fn service_operations(
     Path(service): Path<String>,
 ) -> Response {
     let now = f.clock.read().virtual_now_ns;
-    let mut names: Vec<String> = f
-        .spans
-        .operations(&service, None, now)
-        .into_iter()
-        .map(|(op, _)| op)
-        .collect();
+    let ops = match read(&f, move |s| s.operations(&service, None, now)).await {
+        Ok(v) => v,
+        Err(e) => return failed(&e),
+    };
+    let mut names: Vec<String> = ops.into_iter().map(|(op, _)| op).collect();
     names.dedup();
     let n = names.len();
     axum::Json(envelope(json!(names), n, Value::Null)).into_response()
@@ -70,9 +78,15 @@ pub async fn operations(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQuer
         return refuse(bad_request("parameter 'service' is required"));
     };
     let now = f.clock.read().virtual_now_ns;
-    let ops: Vec<Value> = f
-        .spans
-        .operations(service, p.get(&["spanKind"]), now)
+    let (service, kind) = (
+        service.to_string(),
+        p.get(&["spanKind"]).map(str::to_string),
+    );
+    let ops = match read(&f, move |s| s.operations(&service, kind.as_deref(), now)).await {
+        Ok(v) => v,
+        Err(e) => return failed(&e),
+    };
+    let ops: Vec<Value> = ops
         .into_iter()
         .map(|(name, kind)| json!({"name": name, "spanKind": kind}))
         .collect();
@@ -188,20 +202,28 @@ pub async fn search(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQuery) -
         Err(msg) => return refuse(msg),
     };
     let vnow = clock.virtual_now_ns;
+    let searched = ids.is_empty();
+    let found = read(&f, move |s| {
+        let ids = if searched {
+            s.find_traces(&query, vnow, derived_tags)?
+        } else {
+            ids
+        };
+        let spans = s.traces(&ids, vnow)?;
+        Ok(ids.into_iter().zip(spans).collect::<Vec<_>>())
+    })
+    .await;
+    let found = match found {
+        Ok(v) => v,
+        Err(e) => return failed(&e),
+    };
     let mut traces = Vec::new();
     let mut errors = Vec::new();
-    if ids.is_empty() {
-        for id in f.spans.find_traces(&query, vnow, derived_tags) {
-            if let Some(spans) = f.spans.trace(&id, vnow) {
-                traces.push(trace_json(&id, &spans, clock.shift_ns));
-            }
-        }
-    } else {
-        for id in ids {
-            match f.spans.trace(&id, vnow) {
-                Some(spans) => traces.push(trace_json(&id, &spans, clock.shift_ns)),
-                None => errors.push(json!({"msg": "trace not found", "traceID": id})),
-            }
+    for (id, spans) in found {
+        if !spans.is_empty() {
+            traces.push(trace_json(&id, &spans, clock.shift_ns));
+        } else if !searched {
+            errors.push(json!({"msg": "trace not found", "traceID": id}));
         }
     }
     let errors = if errors.is_empty() {
@@ -218,12 +240,15 @@ pub async fn trace(State(f): State<Arc<JaegerFacade>>, Path(trace_id): Path<Stri
         Err(e) => return refuse(e),
     };
     let clock = f.clock.read();
-    match f.spans.trace(&id, clock.virtual_now_ns) {
-        Some(spans) => {
+    let now = clock.virtual_now_ns;
+    let key = id.clone();
+    match read(&f, move |s| s.trace(&key, now)).await {
+        Ok(Some(spans)) => {
             let t = trace_json(&id, &spans, clock.shift_ns);
             axum::Json(envelope(json!([t]), 0, Value::Null)).into_response()
         }
-        None => error(StatusCode::NOT_FOUND, "trace not found"),
+        Ok(None) => error(StatusCode::NOT_FOUND, "trace not found"),
+        Err(e) => failed(&e),
     }
 }
 
@@ -247,9 +272,12 @@ pub async fn dependencies(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQu
         },
     };
     let service = p.get(&["service"]);
-    let links: Vec<Value> = f
-        .spans
-        .dependencies(end.saturating_sub(lookback), end, clock.virtual_now_ns)
+    let (from, now) = (end.saturating_sub(lookback), clock.virtual_now_ns);
+    let links = match read(&f, move |s| s.dependencies(from, end, now)).await {
+        Ok(v) => v,
+        Err(e) => return failed(&e),
+    };
+    let links: Vec<Value> = links
         .into_iter()
         .filter(|((parent, child), _)| service.is_none_or(|s| s == parent || s == child))
         .map(|((parent, child), n)| json!({"parent": parent, "child": child, "callCount": n}))
@@ -268,11 +296,11 @@ fn tag(key: &str, value: &str) -> Value {
 
 /// A trace in the UI model: spans point at processes `p1`, `p2`, ... (one per distinct service
 /// and resource), tags sorted by key as Jaeger's adjusters leave them.
-fn trace_json(trace_id: &str, spans: &[Span], shift_ns: i64) -> Value {
+fn trace_json(trace_id: &str, spans: &[SpanRow], shift_ns: i64) -> Value {
     let mut processes: Vec<(&str, &schemas::tables::Labels)> = Vec::new();
     let mut out = Vec::with_capacity(spans.len());
     for s in spans {
-        let key = (s.service.as_str(), s.resource);
+        let key = (s.service.as_str(), &s.resource_attributes);
         let pid = match processes.iter().position(|p| *p == key) {
             Some(i) => i + 1,
             None => {

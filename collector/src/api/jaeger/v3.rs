@@ -10,10 +10,10 @@ use axum::response::{IntoResponse, Response};
 use schemas::tables::{Labels, SpanRow};
 use serde_json::{Value, json};
 
-use super::{JaegerFacade, Params, Typed, derived_tags, parse_trace_id, typed};
+use super::{JaegerFacade, Params, Typed, derived_tags, parse_trace_id, read, typed};
 use crate::api::duration;
 use crate::clock::{Reading, parse_rfc3339};
-use crate::store::spans::{Span, TraceQuery};
+use crate::store::spans::TraceQuery;
 
 const DEFAULT_SEARCH_DEPTH: usize = 100;
 
@@ -37,19 +37,29 @@ fn refuse(msg: String) -> Response {
     error(StatusCode::BAD_REQUEST, msg)
 }
 
+/// The store could not be read.
+fn failed(e: &anyhow::Error) -> Response {
+    error(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}"))
+}
+
 pub async fn services(State(f): State<Arc<JaegerFacade>>) -> Response {
     let now = f.clock.read().virtual_now_ns;
-    axum::Json(json!({"services": f.spans.services(now)})).into_response()
+    match read(&f, move |s| s.services(now)).await {
+        Ok(services) => axum::Json(json!({"services": services})).into_response(),
+        Err(e) => failed(&e),
+    }
 }
 
 pub async fn operations(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQuery) -> Response {
     let p = Params::parse(q.as_deref());
     let now = f.clock.read().virtual_now_ns;
-    let service = p.get(&["service"]).unwrap_or("");
-    let kind = p.get(&["span_kind", "spanKind"]);
-    let ops: Vec<Value> = f
-        .spans
-        .operations(service, kind, now)
+    let service = p.get(&["service"]).unwrap_or("").to_string();
+    let kind = p.get(&["span_kind", "spanKind"]).map(str::to_string);
+    let ops = match read(&f, move |s| s.operations(&service, kind.as_deref(), now)).await {
+        Ok(v) => v,
+        Err(e) => return failed(&e),
+    };
+    let ops: Vec<Value> = ops
         .into_iter()
         .map(|(name, kind)| json!({"name": name, "spanKind": kind}))
         .collect();
@@ -160,13 +170,15 @@ pub async fn find_traces(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQue
         Err(msg) => return refuse(msg),
     };
     let now = clock.virtual_now_ns;
-    let traces: Vec<Vec<Span>> = f
-        .spans
-        .find_traces(&query, now, derived_tags)
-        .iter()
-        .filter_map(|id| f.spans.trace(id, now))
-        .collect();
-    traces_response(&traces, &clock)
+    let found = read(&f, move |s| {
+        let ids = s.find_traces(&query, now, derived_tags)?;
+        s.traces(&ids, now)
+    })
+    .await;
+    match found {
+        Ok(traces) => traces_response(&traces, &clock),
+        Err(e) => failed(&e),
+    }
 }
 
 pub async fn trace(
@@ -190,9 +202,12 @@ pub async fn trace(
         Ok(w) => w,
         Err(msg) => return refuse(msg),
     };
-    let spans: Vec<Span> = f
-        .spans
-        .trace(&id, clock.virtual_now_ns)
+    let now = clock.virtual_now_ns;
+    let spans = match read(&f, move |s| s.trace(&id, now)).await {
+        Ok(v) => v,
+        Err(e) => return failed(&e),
+    };
+    let spans: Vec<SpanRow> = spans
         .unwrap_or_default()
         .into_iter()
         .filter(|s| from.is_none_or(|t| s.start_ns >= t) && to.is_none_or(|t| s.start_ns <= t))
@@ -201,7 +216,7 @@ pub async fn trace(
 }
 
 /// The traces' resource spans one trace after another, as the gateway concatenates them.
-fn traces_response(traces: &[Vec<Span>], clock: &Reading) -> Response {
+fn traces_response(traces: &[Vec<SpanRow>], clock: &Reading) -> Response {
     let resource_spans: Vec<Value> = traces
         .iter()
         .filter(|t| !t.is_empty())
@@ -240,10 +255,10 @@ fn kind_number(kind: &str) -> u8 {
 }
 
 /// Spans grouped by resource (service and resource attributes), one scope each.
-fn resource_spans(spans: &[Span], clock: &Reading) -> Vec<Value> {
+fn resource_spans(spans: &[SpanRow], clock: &Reading) -> Vec<Value> {
     let mut groups: Vec<(Labels, Vec<Value>)> = Vec::new();
     for s in spans {
-        let mut resource = s.resource.clone();
+        let mut resource = s.resource_attributes.clone();
         resource.insert("service.name".into(), s.service.clone());
         let span = span_json(s, clock);
         match groups.iter_mut().find(|(r, _)| *r == resource) {

@@ -49,9 +49,13 @@ pub fn pod_logs(f: &KubeFacade, namespace: &str, pod: &str, params: &Params) -> 
         .and_then(|s| s.get("restartCount").and_then(Value::as_i64))
         .map(|n| n as i32);
     let now = clock.virtual_now_ns;
-    let current = restart_count
-        .or_else(|| f.logs.latest_restart(namespace, pod, container, now))
-        .unwrap_or(0);
+    let current = match restart_count {
+        Some(n) => n,
+        None => match f.logs.latest_restart(namespace, pod, container, now) {
+            Ok(n) => n.unwrap_or(0),
+            Err(e) => return read_failed(&e),
+        },
+    };
     let restart = if params.previous {
         if current == 0 {
             return status::bad_request(format!(
@@ -77,8 +81,12 @@ pub fn pod_logs(f: &KubeFacade, namespace: &str, pod: &str, params: &Params) -> 
         until_ns: now,
         tail_lines: params.tail_lines.and_then(|n| usize::try_from(n).ok()),
     };
+    let lines = match f.logs.query(namespace, pod, container, &query) {
+        Ok(lines) => lines,
+        Err(e) => return read_failed(&e),
+    };
     let mut body = String::new();
-    for line in f.logs.query(namespace, pod, container, &query) {
+    for line in lines {
         if params.timestamps {
             body.push_str(&rfc3339_nanos(clock.serve(line.time_ns)));
             body.push(' ');
@@ -96,4 +104,13 @@ pub fn pod_logs(f: &KubeFacade, namespace: &str, pod: &str, params: &Params) -> 
         body.truncate(cut);
     }
     (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], body).into_response()
+}
+
+/// The logs could not be read: a 500 `Status`, as the apiserver answers when the kubelet fails.
+fn read_failed(e: &anyhow::Error) -> Response {
+    status::status(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "InternalError",
+        format!("reading the container's logs: {e:#}"),
+    )
 }

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ use super::logql::{
     PathPart, PatternPart, RangeFn, Stage, TemplatePart, bytes_unit,
 };
 use crate::api::duration;
-use crate::store::logs::{ContainerKey, Line, LogStore};
+use crate::store::logs::{ContainerKey, LineRange, LogCatalog, LogStore, StreamInfo};
 
 pub type Labels = BTreeMap<String, String>;
 
@@ -24,16 +24,22 @@ const ERROR_DETAILS_LABEL: &str = "__error_details__";
 /// One log stream: the lines of one container's stdout or stderr.
 pub struct Stream {
     pub labels: Labels,
-    key: ContainerKey,
-    /// (recorded time, index into the container's lines), by time.
-    entries: Vec<(i64, u32)>,
+    info: StreamInfo,
 }
 
 impl Stream {
     /// Whether the stream has a line in `[from, to]`.
-    pub fn has_lines_in(&self, from: i64, to: i64) -> bool {
-        let i = self.entries.partition_point(|e| e.0 < from);
-        self.entries.get(i).is_some_and(|e| e.0 <= to)
+    pub fn has_lines_in(&self, src: &LogStore, from: i64, to: i64) -> anyhow::Result<bool> {
+        let (first, last) = (self.info.first_ns, self.info.last_ns);
+        if to < first || last < from || from > to {
+            return Ok(false);
+        }
+        if from <= first || last <= to {
+            return Ok(true);
+        }
+        let mut range = LineRange::stream(&self.info.stream, from, to);
+        range.last = Some(1);
+        Ok(!src.lines(&self.info.key, &range)?.is_empty())
     }
 }
 
@@ -44,38 +50,30 @@ pub struct StreamIndex {
 impl StreamIndex {
     /// Streams labeled `namespace`, `pod`, `container`, `stream`, `job` (namespace/container) and
     /// `service_name` (the pod's app name when `app_of` knows it, else the container).
-    pub fn build(store: &LogStore, app_of: impl Fn(&str, &str) -> Option<String>) -> Self {
-        let mut streams = Vec::new();
-        for (key, lines) in store.streams() {
-            let (ns, pod, container) = key;
-            let mut by_stream: BTreeMap<&str, Vec<(i64, u32)>> = BTreeMap::new();
-            for (i, l) in lines.iter().enumerate() {
-                by_stream
-                    .entry(l.stream.as_str())
-                    .or_default()
-                    .push((l.time_ns, i as u32));
-            }
-            let service = app_of(ns, pod).unwrap_or_else(|| container.clone());
-            for (std, mut entries) in by_stream {
-                entries.sort();
+    pub fn build(catalog: &LogCatalog, app_of: impl Fn(&str, &str) -> Option<String>) -> Self {
+        let mut streams: Vec<Stream> = catalog
+            .streams
+            .iter()
+            .map(|info| {
+                let (ns, pod, container) = &info.key;
+                let service = app_of(ns, pod).unwrap_or_else(|| container.clone());
                 let labels: Labels = [
                     ("namespace", ns.clone()),
                     ("pod", pod.clone()),
                     ("container", container.clone()),
-                    ("stream", std.to_string()),
+                    ("stream", info.stream.clone()),
                     ("job", format!("{ns}/{container}")),
-                    ("service_name", service.clone()),
+                    ("service_name", service),
                 ]
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
                 .collect();
-                streams.push(Stream {
+                Stream {
                     labels,
-                    key: key.clone(),
-                    entries,
-                });
-            }
-        }
+                    info: info.clone(),
+                }
+            })
+            .collect();
         streams.sort_by(|a, b| a.labels.cmp(&b.labels));
         StreamIndex { streams }
     }
@@ -86,6 +84,34 @@ impl StreamIndex {
                 .iter()
                 .all(|m| m.matches(s.labels.get(&m.name).map_or("", String::as_str)))
         })
+    }
+}
+
+/// Why a query has no answer: the query itself (a 400), or reading the logs (a 500).
+#[derive(Debug)]
+pub enum Failure {
+    Query(String),
+    Source(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Source(e)
+    }
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Self {
+        Failure::Query(e)
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Query(m) => f.write_str(m),
+            Failure::Source(e) => write!(f, "reading logs: {e:#}"),
+        }
     }
 }
 
@@ -516,111 +542,127 @@ fn run_pipeline<'a>(stages: &[Stage], base: &'a Labels, line: &'a str) -> Option
     Some(out)
 }
 
-/// The store's lines per container, looked up once per query.
-fn container_lines(store: &LogStore) -> HashMap<&ContainerKey, &[Line]> {
-    store.streams().collect()
-}
-
 /// Streams of a log query's answer: labels and (recorded time, line) entries, in query order.
 pub type Streams = Vec<(Labels, Vec<(i64, String)>)>;
 
-/// A line that passed the pipeline: (recorded time, labels, line).
-type Entry = (i64, Labels, String);
+/// Queries read their window a slice at a time, in the query's direction: the first slice is a
+/// minute, each next one four times wider up to an hour, so a query that stops early (at its
+/// limit) reads little of a long window, and none holds more than an hour of lines.
+const FIRST_SLICE_NS: i64 = 60_000_000_000;
+const MAX_SLICE_NS: i64 = 3_600_000_000_000;
 
-/// One selected stream walked in time order (or reverse) through the pipeline.
-struct Cursor<'a> {
-    stream: &'a Stream,
-    lines: &'a [Line],
-    /// Next position to look at, and the end (exclusive) of the window, as indices into entries.
-    next: usize,
-    lo: usize,
-    hi: usize,
-    backward: bool,
+/// The slices of `[lo, hi]` (both ends included), forward or backward.
+fn slices(lo: i64, hi: i64, backward: bool) -> impl Iterator<Item = (i64, i64)> {
+    let mut left = (lo <= hi).then_some((lo, hi));
+    let mut width = FIRST_SLICE_NS;
+    std::iter::from_fn(move || {
+        let (lo, hi) = left?;
+        let w = width.saturating_sub(1);
+        width = width.saturating_mul(4).min(MAX_SLICE_NS);
+        let slice = if backward {
+            (hi.saturating_sub(w).max(lo), hi)
+        } else {
+            (lo, lo.saturating_add(w).min(hi))
+        };
+        left = if backward {
+            (slice.0 > lo).then(|| (lo, slice.0 - 1))
+        } else {
+            (slice.1 < hi).then(|| (slice.1 + 1, hi))
+        };
+        Some(slice)
+    })
 }
 
-impl<'a> Cursor<'a> {
-    fn advance(&mut self, stages: &[Stage], stats: &mut Stats) -> Option<Entry> {
-        loop {
-            let pos = if self.backward {
-                if self.next <= self.lo {
-                    return None;
-                }
-                self.next -= 1;
-                self.next
-            } else {
-                if self.next >= self.hi {
-                    return None;
-                }
-                self.next += 1;
-                self.next - 1
-            };
-            let (t, i) = self.stream.entries[pos];
-            let line = self.lines.get(i as usize)?;
-            stats.lines += 1;
-            stats.bytes += line.text.len() as u64;
-            if let Some(out) = run_pipeline(stages, &self.stream.labels, &line.text) {
-                return Some((t, out.labels.into_owned(), out.line.into_owned()));
-            }
-        }
+/// The lines of each stream with times in `[from, to]`, by time (stored order among equals),
+/// read together for all the streams' containers.
+fn stream_lines(
+    streams: &[&Stream],
+    src: &LogStore,
+    from: i64,
+    to: i64,
+) -> anyhow::Result<Vec<Vec<(i64, String)>>> {
+    let live = |s: &Stream| s.info.first_ns <= to && from <= s.info.last_ns;
+    let mut keys: Vec<ContainerKey> = streams
+        .iter()
+        .filter(|s| live(s))
+        .map(|s| s.info.key.clone())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut per_container = src.lines_of(&keys, from, to)?;
+    let mut out = Vec::with_capacity(streams.len());
+    for s in streams {
+        let Ok(k) = keys.binary_search(&s.info.key) else {
+            out.push(Vec::new());
+            continue;
+        };
+        let mut lines: Vec<(i64, String)> = per_container[k]
+            .iter_mut()
+            .filter(|l| l.stream == s.info.stream)
+            .map(|l| (l.time_ns, std::mem::take(&mut l.text)))
+            .collect();
+        lines.sort_by_key(|l| l.0);
+        out.push(lines);
     }
+    Ok(out)
 }
 
 /// Streams of a log query: entries with recorded times in `[start, end)`, at most `limit` of
-/// them overall, the newest (backward) or oldest (forward) first.
+/// them overall, the newest (backward) or oldest (forward) first; among equal times, streams in
+/// index order.
 pub fn log_query(
     index: &StreamIndex,
-    store: &LogStore,
+    src: &LogStore,
     expr: &LogExpr,
     start: i64,
     end: i64,
     limit: usize,
     backward: bool,
-) -> (Streams, Stats) {
-    let lines = container_lines(store);
+) -> anyhow::Result<(Streams, Stats)> {
     let mut stats = Stats::default();
-    let mut cursors: Vec<Cursor> = index
+    let streams: Vec<&Stream> = index
         .select(&expr.selector)
-        .filter_map(|s| {
-            let lo = s.entries.partition_point(|e| e.0 < start);
-            let hi = s.entries.partition_point(|e| e.0 < end);
-            (lo < hi).then(|| Cursor {
-                stream: s,
-                lines: lines.get(&s.key).copied().unwrap_or(&[]),
-                next: if backward { hi } else { lo },
-                lo,
-                hi,
-                backward,
-            })
-        })
+        .filter(|s| s.info.first_ns < end && start <= s.info.last_ns)
         .collect();
-    // Heap of the pending entry of each cursor, ordered by time in the query's direction.
-    let mut pending: Vec<Option<Entry>> = Vec::with_capacity(cursors.len());
-    let mut heap: BinaryHeap<(i64, Reverse<usize>)> = BinaryHeap::new();
-    for (i, c) in cursors.iter_mut().enumerate() {
-        let item = c.advance(&expr.stages, &mut stats);
-        if let Some((t, _, _)) = &item {
-            heap.push((if backward { *t } else { -*t }, Reverse(i)));
-        }
-        pending.push(item);
-    }
     let mut out: BTreeMap<Labels, Vec<(i64, String)>> = BTreeMap::new();
     let mut taken = 0;
-    while taken < limit {
-        let Some((_, Reverse(i))) = heap.pop() else {
+    for (from, to) in slices(start, end.saturating_sub(1), backward) {
+        if taken >= limit {
             break;
-        };
-        let Some((t, labels, line)) = pending[i].take() else {
-            continue;
-        };
-        out.entry(labels).or_default().push((t, line));
-        taken += 1;
-        let next = cursors[i].advance(&expr.stages, &mut stats);
-        if let Some((t, _, _)) = &next {
-            heap.push((if backward { *t } else { -*t }, Reverse(i)));
         }
-        pending[i] = next;
+        // (time, stream, position in the stream, line) in the order the answer takes them.
+        let mut entries: Vec<(i64, usize, usize, String)> = Vec::new();
+        for (i, lines) in stream_lines(&streams, src, from, to)?
+            .into_iter()
+            .enumerate()
+        {
+            entries.extend(
+                lines
+                    .into_iter()
+                    .enumerate()
+                    .map(|(pos, (t, line))| (t, i, pos, line)),
+            );
+        }
+        if backward {
+            entries.sort_by_key(|e| (Reverse(e.0), e.1, Reverse(e.2)));
+        } else {
+            entries.sort_by_key(|e| (e.0, e.1, e.2));
+        }
+        for (t, i, _, text) in entries {
+            if taken >= limit {
+                break;
+            }
+            stats.lines += 1;
+            stats.bytes += text.len() as u64;
+            if let Some(o) = run_pipeline(&expr.stages, &streams[i].labels, &text) {
+                out.entry(o.labels.into_owned())
+                    .or_default()
+                    .push((t, o.line.into_owned()));
+                taken += 1;
+            }
+        }
     }
-    (out.into_iter().collect(), stats)
+    Ok((out.into_iter().collect(), stats))
 }
 
 /// One series of a metric query: a value at some of the steps.
@@ -634,26 +676,25 @@ pub struct Series {
 /// Evaluates a metric query at each of `steps` (recorded ns); lines after `now` are not there.
 pub fn metric_query(
     index: &StreamIndex,
-    store: &LogStore,
+    src: &LogStore,
     expr: &MetricExpr,
     steps: &[i64],
     now: i64,
-) -> Result<(Vec<Series>, Stats), String> {
+) -> Result<(Vec<Series>, Stats), Failure> {
     let mut stats = Stats::default();
-    let lines = container_lines(store);
-    let mut series = eval(index, &lines, expr, steps, now, &mut stats)?;
+    let mut series = eval(index, src, expr, steps, now, &mut stats)?;
     series.sort_by(|a, b| a.labels.cmp(&b.labels));
     Ok((series, stats))
 }
 
 fn eval(
     index: &StreamIndex,
-    lines: &HashMap<&ContainerKey, &[Line]>,
+    src: &LogStore,
     expr: &MetricExpr,
     steps: &[i64],
     now: i64,
     stats: &mut Stats,
-) -> Result<Vec<Series>, String> {
+) -> Result<Vec<Series>, Failure> {
     match expr {
         MetricExpr::Range {
             func,
@@ -661,7 +702,7 @@ fn eval(
             range_ns,
             offset_ns,
         } => range_agg(
-            index, lines, *func, log, *range_ns, *offset_ns, steps, now, stats,
+            index, src, *func, log, *range_ns, *offset_ns, steps, now, stats,
         ),
         MetricExpr::Agg {
             op,
@@ -669,7 +710,7 @@ fn eval(
             param,
             inner,
         } => {
-            let inner = eval(index, lines, inner, steps, now, stats)?;
+            let inner = eval(index, src, inner, steps, now, stats)?;
             Ok(vector_agg(
                 *op,
                 grouping.as_ref(),
@@ -678,7 +719,7 @@ fn eval(
                 steps.len(),
             ))
         }
-        MetricExpr::Scalar(_) => Err("a number is not a vector".into()),
+        MetricExpr::Scalar(_) => Err(Failure::Query("a number is not a vector".into())),
         MetricExpr::Binary {
             op,
             keep_bool,
@@ -693,7 +734,7 @@ fn eval(
             };
             let k = constant_value(constant);
             let mut out = Vec::new();
-            for mut s in eval(index, lines, vector, steps, now, stats)? {
+            for mut s in eval(index, src, vector, steps, now, stats)? {
                 s.points.retain_mut(|(_, v)| {
                     let (a, b) = if vector_left { (*v, k) } else { (k, *v) };
                     let r = op.apply(a, b);
@@ -727,7 +768,7 @@ fn constant_value(e: &MetricExpr) -> f64 {
 #[allow(clippy::too_many_arguments)]
 fn range_agg(
     index: &StreamIndex,
-    lines: &HashMap<&ContainerKey, &[Line]>,
+    src: &LogStore,
     func: RangeFn,
     log: &LogExpr,
     range_ns: i64,
@@ -735,7 +776,7 @@ fn range_agg(
     steps: &[i64],
     now: i64,
     stats: &mut Stats,
-) -> Result<Vec<Series>, String> {
+) -> Result<Vec<Series>, Failure> {
     let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
         return Ok(Vec::new());
     };
@@ -743,24 +784,32 @@ fn range_agg(
     let to = last.saturating_sub(offset_ns).min(now);
     // (time, bytes) of every line that passed, per output label set.
     let mut samples: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
-    for s in index.select(&log.selector) {
-        let src = lines.get(&s.key).copied().unwrap_or(&[]);
-        let lo = s.entries.partition_point(|e| e.0 <= from);
-        let hi = s.entries.partition_point(|e| e.0 <= to);
-        for &(t, i) in &s.entries[lo..hi.max(lo)] {
-            let Some(line) = src.get(i as usize) else {
-                continue;
-            };
-            stats.lines += 1;
-            stats.bytes += line.text.len() as u64;
-            if let Some(out) = run_pipeline(&log.stages, &s.labels, &line.text) {
+    let streams: Vec<&Stream> = index.select(&log.selector).collect();
+    // The first pipeline error of the first stream that has one (streams in index order).
+    let mut failed: Option<(usize, String)> = None;
+    for (lo, hi) in slices(from.saturating_add(1), to, false) {
+        for (i, lines) in stream_lines(&streams, src, lo, hi)?.into_iter().enumerate() {
+            if failed.as_ref().is_some_and(|f| f.0 <= i) {
+                break;
+            }
+            let s = streams[i];
+            for (t, text) in lines {
+                stats.lines += 1;
+                stats.bytes += text.len() as u64;
+                let Some(out) = run_pipeline(&log.stages, &s.labels, &text) else {
+                    continue;
+                };
                 if let Some(err) = out.labels.get(ERROR_LABEL).cloned() {
                     let mut labels = out.labels.into_owned();
                     labels.remove(ERROR_DETAILS_LABEL);
-                    return Err(format!(
-                        "pipeline error: '{err}' for series: '{}'.\nUse a label filter to intentionally skip this error. (e.g | __error__!=\"{err}\").\nTo skip all potential errors you can match empty errors.(e.g __error__=\"\")\nThe label filter can also be specified after unwrap. (e.g | unwrap latency | __error__=\"\" )",
-                        label_string(&labels)
+                    failed = Some((
+                        i,
+                        format!(
+                            "pipeline error: '{err}' for series: '{}'.\nUse a label filter to intentionally skip this error. (e.g | __error__!=\"{err}\").\nTo skip all potential errors you can match empty errors.(e.g __error__=\"\")\nThe label filter can also be specified after unwrap. (e.g | unwrap latency | __error__=\"\" )",
+                            label_string(&labels)
+                        ),
                     ));
+                    break;
                 }
                 samples
                     .entry(out.labels.into_owned())
@@ -768,6 +817,9 @@ fn range_agg(
                     .push((t, out.line.len() as u64));
             }
         }
+    }
+    if let Some((_, msg)) = failed {
+        return Err(Failure::Query(msg));
     }
     let range_s = range_ns as f64 / 1e9;
     let mut out = Vec::with_capacity(samples.len());
@@ -895,12 +947,12 @@ pub fn label_string(l: &Labels) -> String {
 mod tests {
     use super::super::logql::{Expr, parse};
     use super::*;
+    use crate::store::logs::MemLogs;
     use schemas::tables::LogRow;
 
     const S: i64 = 1_000_000_000;
 
-    fn store() -> LogStore {
-        let mut st = LogStore::default();
+    fn store() -> MemLogs {
         let row = |pod: &str, t: i64, stream: &str, line: &str| LogRow {
             time_ns: t * S,
             namespace: "shop".into(),
@@ -910,7 +962,7 @@ mod tests {
             stream: stream.into(),
             line: line.into(),
         };
-        st.add([
+        MemLogs::new([
             row(
                 "a",
                 1,
@@ -931,9 +983,7 @@ mod tests {
                 "level=error msg=\"upstream timeout\" status=504 pod=b",
             ),
             row("b", 4, "stdout", "level=info msg=ok status=200"),
-        ]);
-        st.seal();
-        st
+        ])
     }
 
     fn log(q: &str) -> LogExpr {
@@ -958,8 +1008,11 @@ mod tests {
 
     #[test]
     fn streams_carry_agent_labels() {
-        let st = store();
-        let idx = StreamIndex::build(&st, |_, pod| (pod == "a").then(|| "cart".to_string()));
+        let mem = store();
+        let st: &LogStore = &mem;
+        let idx = StreamIndex::build(&st.catalog().unwrap(), |_, pod| {
+            (pod == "a").then(|| "cart".to_string())
+        });
         assert_eq!(idx.streams.len(), 3, "pod a has stdout and stderr streams");
         let a = &idx.streams[0].labels;
         assert_eq!(a["job"], "shop/app");
@@ -973,10 +1026,14 @@ mod tests {
 
     #[test]
     fn filters_parse_and_limit() {
-        let st = store();
-        let idx = StreamIndex::build(&st, |_, _| None);
-        let run =
-            |q: &str, limit, backward| log_query(&idx, &st, &log(q), 0, 10 * S, limit, backward).0;
+        let mem = store();
+        let st: &LogStore = &mem;
+        let idx = StreamIndex::build(&st.catalog().unwrap(), |_, _| None);
+        let run = |q: &str, limit, backward| {
+            log_query(&idx, st, &log(q), 0, 10 * S, limit, backward)
+                .unwrap()
+                .0
+        };
         assert_eq!(
             lines(&run(r#"{namespace="shop"} |= "error""#, 100, true)).len(),
             2
@@ -1013,9 +1070,16 @@ mod tests {
 
     #[test]
     fn extraction_stages_add_labels() {
-        let st = store();
-        let idx = StreamIndex::build(&st, |_, _| None);
-        let run = |q: &str| lines(&log_query(&idx, &st, &log(q), 0, 10 * S, 100, true).0);
+        let mem = store();
+        let st: &LogStore = &mem;
+        let idx = StreamIndex::build(&st.catalog().unwrap(), |_, _| None);
+        let run = |q: &str| {
+            lines(
+                &log_query(&idx, st, &log(q), 0, 10 * S, 100, true)
+                    .unwrap()
+                    .0,
+            )
+        };
         assert_eq!(
             run(
                 r#"{pod="b"} | pattern "level=<level> msg=<_> status=<status>" | label_format sev=level | line_format "{{.sev}} {{.level}}""#
@@ -1037,12 +1101,13 @@ mod tests {
 
     #[test]
     fn metric_queries_count_over_left_open_windows() {
-        let st = store();
-        let idx = StreamIndex::build(&st, |_, _| None);
+        let mem = store();
+        let st: &LogStore = &mem;
+        let idx = StreamIndex::build(&st.catalog().unwrap(), |_, _| None);
         let steps = [2 * S, 4 * S];
         let (r, _) = metric_query(
             &idx,
-            &st,
+            st,
             &metric(r#"sum by (pod) (count_over_time({namespace="shop"} |= "error" [2s]))"#),
             &steps,
             10 * S,
@@ -1059,12 +1124,12 @@ mod tests {
             "the error at t=2 leaves the (2s,4s] window"
         );
         let (r, _) =
-            metric_query(&idx, &st, &metric(r#"rate({pod="a"}[2s])"#), &steps, 10 * S).unwrap();
+            metric_query(&idx, st, &metric(r#"rate({pod="a"}[2s])"#), &steps, 10 * S).unwrap();
         let stdout = r.iter().find(|s| s.labels["stream"] == "stdout").unwrap();
         assert_eq!(stdout.points, [(0, 1.0)]);
         let (r, _) = metric_query(
             &idx,
-            &st,
+            st,
             &metric(r#"topk(1, count_over_time({namespace="shop"}[10s]))"#),
             &[10 * S],
             10 * S,
@@ -1072,7 +1137,7 @@ mod tests {
         .unwrap();
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].points, [(0, 2.0)]);
-        let q = |q: &str, t| metric_query(&idx, &st, &metric(q), &[t], t).unwrap().0;
+        let q = |q: &str, t| metric_query(&idx, st, &metric(q), &[t], t).unwrap().0;
         let r = q(
             r#"sum by (pod) (count_over_time({namespace="shop"}[10s])) > 2"#,
             10 * S,
@@ -1093,16 +1158,17 @@ mod tests {
         assert_eq!(r[0].points, [(0, 6.0)]);
         let err = metric_query(
             &idx,
-            &st,
+            st,
             &metric(r#"count_over_time({namespace="shop"} | json [10s])"#),
             &[10 * S],
             10 * S,
         )
         .unwrap_err();
+        let err = err.to_string();
         assert!(err.starts_with("pipeline error: 'JSONParserErr'"), "{err}");
         let (r, _) = metric_query(
             &idx,
-            &st,
+            st,
             &metric(r#"sum(bytes_over_time({pod="b"}[10s]))"#),
             &[3 * S],
             3 * S,

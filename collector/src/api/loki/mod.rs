@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 
 use crate::api::duration;
 use crate::clock::{Clock, Reading, parse_rfc3339};
+use crate::store::Cached;
 use crate::store::logs::LogStore;
 use crate::store::objects::ObjectTimeline;
-use eval::{Labels, Series, Stats, StreamIndex};
+use eval::{Failure, Labels, Series, Stats, StreamIndex};
 use logql::{Expr, Matcher};
 
 const SEC: i64 = 1_000_000_000;
@@ -30,19 +31,57 @@ const MAX_LIMIT: usize = 5000;
 const MAX_POINTS: i64 = 11_000;
 
 pub struct LokiFacade {
-    pub index: StreamIndex,
+    /// The app of each pod, for the `service_name` label.
+    apps: HashMap<(String, String), String>,
+    /// The labeled streams, indexed on first use (reading a large store's catalog takes a while).
+    index: Cached<StreamIndex>,
     pub logs: Arc<LogStore>,
     pub clock: Clock,
 }
 
 impl LokiFacade {
-    /// Indexes the log store; `service_name` comes from each pod's app label in the timeline.
+    /// A facade over the log store; `service_name` comes from each pod's app label in the
+    /// timeline.
     pub fn new(logs: Arc<LogStore>, timeline: &ObjectTimeline, clock: Clock) -> Self {
-        let apps = pod_apps(timeline, clock.read().virtual_now_ns);
-        let index = StreamIndex::build(&logs, |ns, pod| {
-            apps.get(&(ns.to_string(), pod.to_string())).cloned()
-        });
-        LokiFacade { index, logs, clock }
+        LokiFacade {
+            apps: pod_apps(timeline, clock.read().virtual_now_ns),
+            index: Cached::default(),
+            logs,
+            clock,
+        }
+    }
+
+    fn index(&self) -> anyhow::Result<Arc<StreamIndex>> {
+        self.index.get_or_try(|| {
+            let catalog = self.logs.catalog()?;
+            Ok(StreamIndex::build(&catalog, |ns, pod| {
+                self.apps.get(&(ns.to_string(), pod.to_string())).cloned()
+            }))
+        })
+    }
+
+    /// Indexes the streams now rather than on the first request.
+    pub fn warm(&self) -> anyhow::Result<()> {
+        self.index().map(drop)
+    }
+}
+
+/// Runs a request's work off the async threads (it may read the logs file).
+async fn blocking(
+    f: Arc<LokiFacade>,
+    work: impl FnOnce(&LokiFacade) -> Result<Response, Failure> + Send + 'static,
+) -> Response {
+    match tokio::task::spawn_blocking(move || work(&f)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => fail(e),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+fn fail(e: Failure) -> Response {
+    match e {
+        Failure::Query(msg) => refuse(msg),
+        Failure::Source(_) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
@@ -226,13 +265,17 @@ async fn query_range(
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Response {
+    blocking(f, move |f| query_range_now(f, q, &body)).await
+}
+
+fn query_range_now(f: &LokiFacade, q: Option<String>, body: &Bytes) -> Result<Response, Failure> {
     let started = std::time::Instant::now();
-    let p = Params::new(q, &body);
+    let p = Params::new(q, body);
     let clock = f.clock.read();
-    let run = || -> Result<Response, String> {
+    {
         let expr = parse_query(&p)?;
         if p.get("interval").is_some() {
-            return Err(bad(format!(
+            return Err(Failure::Query(format!(
                 "{}: the interval parameter is not applied by this replay",
                 logql::UNSUPPORTED
             )));
@@ -247,20 +290,22 @@ async fn query_range(
                         .map_err(|_| bad(format!("invalid limit parameter: \"{v}\"")))?,
                 };
                 if limit > MAX_LIMIT {
-                    return Err(bad(format!(
+                    return Err(Failure::Query(format!(
                         "max entries limit per query exceeded, limit > max_entries_limit ({limit} > {MAX_LIMIT})"
                     )));
                 }
                 let backward = match p.get("direction").map(str::to_ascii_lowercase).as_deref() {
                     None | Some("backward") => true,
                     Some("forward") => false,
-                    Some(other) => return Err(bad(format!("invalid direction '{other}'"))),
+                    Some(other) => {
+                        return Err(Failure::Query(format!("invalid direction '{other}'")));
+                    }
                 };
                 let (from, to) = (clock.recorded(start), clock.recorded(end));
                 // Lines after the virtual now are not there yet.
                 let to = to.min(clock.virtual_now_ns.saturating_add(1));
                 let (streams, stats) =
-                    eval::log_query(&f.index, &f.logs, &log, from, to, limit, backward);
+                    eval::log_query(&*f.index()?, &*f.logs, &log, from, to, limit, backward)?;
                 let returned = streams.iter().map(|s| s.1.len()).sum();
                 let result: Vec<Value> = streams
                     .into_iter()
@@ -283,20 +328,19 @@ async fn query_range(
                 let default_step = (span / SEC / 250).max(1) * SEC;
                 let step = seconds_or_duration(&p, "step")?.unwrap_or(default_step);
                 if step <= 0 {
-                    return Err(bad(
-                        "zero or negative query resolution step widths are not accepted. Try a positive integer",
+                    return Err(Failure::Query(
+                        "zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
                     ));
                 }
                 if span / step > MAX_POINTS {
-                    return Err(bad(
-                        "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
+                    return Err(Failure::Query(
+                        "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)".into(),
                     ));
                 }
                 let served_steps: Vec<i64> = (0..=span / step).map(|i| start + i * step).collect();
                 let steps: Vec<i64> = served_steps.iter().map(|t| clock.recorded(*t)).collect();
                 let (series, stats) =
-                    eval::metric_query(&f.index, &f.logs, &m, &steps, clock.virtual_now_ns)
-                        .map_err(bad)?;
+                    eval::metric_query(&*f.index()?, &*f.logs, &m, &steps, clock.virtual_now_ns)?;
                 let returned = series.len();
                 let result: Vec<Value> = series
                     .into_iter()
@@ -315,30 +359,32 @@ async fn query_range(
                 })))
             }
         }
-    };
-    run().unwrap_or_else(refuse)
+    }
 }
 
 async fn query(State(f): State<Arc<LokiFacade>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
+    blocking(f, move |f| query_now(f, q, &body)).await
+}
+
+fn query_now(f: &LokiFacade, q: Option<String>, body: &Bytes) -> Result<Response, Failure> {
     let started = std::time::Instant::now();
-    let p = Params::new(q, &body);
+    let p = Params::new(q, body);
     let clock = f.clock.read();
-    let run = || -> Result<Response, String> {
+    {
         let expr = parse_query(&p)?;
         let t = time_param(&p, "time", clock.served_now_ns())?;
         let Expr::Metric(m) = expr else {
-            return Err(bad(
-                "log queries are not supported as an instant query type, please change your query to a range query type",
+            return Err(Failure::Query(
+                "log queries are not supported as an instant query type, please change your query to a range query type".into(),
             ));
         };
         let (series, stats) = eval::metric_query(
-            &f.index,
-            &f.logs,
+            &*f.index()?,
+            &*f.logs,
             &m,
             &[clock.recorded(t)],
             clock.virtual_now_ns,
-        )
-        .map_err(bad)?;
+        )?;
         let returned = series.len();
         let result: Vec<Value> = series
             .into_iter()
@@ -352,36 +398,35 @@ async fn query(State(f): State<Arc<LokiFacade>>, RawQuery(q): RawQuery, body: By
             "result": result,
             "stats": stats_json(stats, returned, started),
         })))
-    };
-    run().unwrap_or_else(refuse)
+    }
 }
 
-/// Streams with lines in the request's window (default: the last 6 hours), optionally only
-/// those a selector (`query`, or `match[]` for series) picks.
-fn streams_in_window<'a>(
-    f: &'a LokiFacade,
+/// Label sets of the streams with lines in the request's window (default: the last 6 hours),
+/// optionally only those a selector (`query`, or `match[]` for series) picks.
+fn streams_in_window(
+    f: &LokiFacade,
     p: &Params,
     selectors: &[Vec<Matcher>],
-) -> Result<Vec<&'a Labels>, String> {
+) -> Result<Vec<Labels>, Failure> {
     let clock = f.clock.read();
     let (start, end) = window(p, &clock, 6 * 3600 * SEC)?;
     let (from, to) = (
         clock.recorded(start),
         clock.recorded(end).min(clock.virtual_now_ns),
     );
-    Ok(f.index
-        .streams
-        .iter()
-        .filter(|s| {
-            selectors.is_empty()
-                || selectors.iter().any(|m| {
-                    m.iter()
-                        .all(|m| m.matches(s.labels.get(&m.name).map_or("", String::as_str)))
-                })
-        })
-        .filter(|s| s.has_lines_in(from, to))
-        .map(|s| &s.labels)
-        .collect())
+    let mut out = Vec::new();
+    for s in f.index()?.streams.iter().filter(|s| {
+        selectors.is_empty()
+            || selectors.iter().any(|m| {
+                m.iter()
+                    .all(|m| m.matches(s.labels.get(&m.name).map_or("", String::as_str)))
+            })
+    }) {
+        if s.has_lines_in(&*f.logs, from, to)? {
+            out.push(s.labels.clone());
+        }
+    }
+    Ok(out)
 }
 
 fn selectors(p: &Params, name: &str) -> Result<Vec<Vec<Matcher>>, String> {
@@ -392,16 +437,14 @@ fn selectors(p: &Params, name: &str) -> Result<Vec<Vec<Matcher>>, String> {
 }
 
 async fn labels(State(f): State<Arc<LokiFacade>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
-    let p = Params::new(q, &body);
-    let run = || -> Result<Response, String> {
+    blocking(f, move |f| {
+        let p = Params::new(q, &body);
         let sel = selectors(&p, "query")?;
-        let names: BTreeSet<&String> = streams_in_window(&f, &p, &sel)?
-            .into_iter()
-            .flat_map(|l| l.keys())
-            .collect();
+        let streams = streams_in_window(f, &p, &sel)?;
+        let names: BTreeSet<&String> = streams.iter().flat_map(|l| l.keys()).collect();
         Ok(success(json!(names)))
-    };
-    run().unwrap_or_else(refuse)
+    })
+    .await
 }
 
 async fn label_values(
@@ -410,27 +453,24 @@ async fn label_values(
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Response {
-    let p = Params::new(q, &body);
-    let run = || -> Result<Response, String> {
+    blocking(f, move |f| {
+        let p = Params::new(q, &body);
         let sel = selectors(&p, "query")?;
-        let values: BTreeSet<&String> = streams_in_window(&f, &p, &sel)?
-            .into_iter()
-            .filter_map(|l| l.get(&name))
-            .collect();
+        let streams = streams_in_window(f, &p, &sel)?;
+        let values: BTreeSet<&String> = streams.iter().filter_map(|l| l.get(&name)).collect();
         Ok(success(json!(values)))
-    };
-    run().unwrap_or_else(refuse)
+    })
+    .await
 }
 
 async fn series(State(f): State<Arc<LokiFacade>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
-    let p = Params::new(q, &body);
-    let run = || -> Result<Response, String> {
+    blocking(f, move |f| {
+        let p = Params::new(q, &body);
         let mut sel = selectors(&p, "match[]")?;
         sel.extend(selectors(&p, "match")?);
-        let series: Vec<&Labels> = streams_in_window(&f, &p, &sel)?;
-        Ok(success(json!(series)))
-    };
-    run().unwrap_or_else(refuse)
+        Ok(success(json!(streams_in_window(f, &p, &sel)?)))
+    })
+    .await
 }
 
 async fn buildinfo() -> Response {
