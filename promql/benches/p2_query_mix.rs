@@ -39,7 +39,7 @@ async fn main() {
         .flat_map(|f| f.series.iter().map(|s| s.1.len()))
         .sum();
     let prom = start_prometheus(&fams).await;
-    let ours = start_faultline(build_storage(&fams)).await;
+    let ours = start_faultline(std::sync::Arc::new(build_storage(&fams))).await;
     common::install_tls_provider();
     let client = reqwest::Client::new();
     let queries: Vec<(bool, String)> = query_mix()
