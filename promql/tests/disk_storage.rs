@@ -299,7 +299,7 @@ fn generated_mix_matches_the_memory_store() {
         cache_bytes: 128 << 10,
         batch_rows: 777,
     };
-    let st = build_disk_storage(&fams, tmp.path(), config);
+    let st = build_disk_storage(&fams, tmp.path(), SMALL_LAYOUT, config);
     let engine = Engine::default();
     for q in query_mix() {
         let e = parse(&q).unwrap();

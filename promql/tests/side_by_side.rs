@@ -120,7 +120,13 @@ async fn query_mix_matches_real_prometheus() {
         cache_bytes: 256 << 10,
         batch_rows: 1000,
     };
-    let disk = start_faultline(Arc::new(build_disk_storage(&fams, tmp.path(), config))).await;
+    let disk = start_faultline(Arc::new(build_disk_storage(
+        &fams,
+        tmp.path(),
+        SMALL_LAYOUT,
+        config,
+    )))
+    .await;
     let client = reqwest::Client::new();
 
     let queries = query_mix();

@@ -466,11 +466,21 @@ pub fn write_samples(path: &Path, rows: &[SampleRow], group_rows: usize, page_ro
     w.close().expect("close the sample file");
 }
 
-/// A disk-backed store over the generated samples written to `dir` with small row groups and
-/// pages (so that reads really skip), with the same metadata as [`build_storage`].
-pub fn build_disk_storage(fams: &[Family], dir: &Path, config: DiskConfig) -> DiskStorage {
+/// Row groups and pages of 256 Ki and 20 000 rows, as faultline's dataset files have.
+pub const DATASET_LAYOUT: (usize, usize) = (256 * 1024, 20_000);
+/// Row groups and pages small enough that reads of the generated samples really skip.
+pub const SMALL_LAYOUT: (usize, usize) = (4096, 256);
+
+/// A disk-backed store over the generated samples written to `dir` with `(rows per row group,
+/// rows per page)`, with the same metadata as [`build_storage`].
+pub fn build_disk_storage(
+    fams: &[Family],
+    dir: &Path,
+    layout: (usize, usize),
+    config: DiskConfig,
+) -> DiskStorage {
     let path = dir.join("metrics.parquet");
-    write_samples(&path, &sample_rows(fams), 4096, 256);
+    write_samples(&path, &sample_rows(fams), layout.0, layout.1);
     let metadata = build_storage(fams).metadata().clone();
     DiskStorage::new(&path, i64::MAX, MemStorage::default(), metadata, config)
 }
