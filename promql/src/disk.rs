@@ -220,8 +220,16 @@ impl DiskStorage {
     fn index_result(&self) -> Result<&FileIndex, String> {
         self.file
             .get_or_init(|| {
-                FileIndex::load(&self.path, &self.overlay, self.config.batch_rows)
-                    .map_err(|e| format!("{}: {e}", self.path.display()))
+                let started = std::time::Instant::now();
+                let index = FileIndex::load(&self.path, &self.overlay, self.config.batch_rows)
+                    .map_err(|e| format!("{}: {e}", self.path.display()));
+                tracing::debug!(
+                    file = %self.path.display(),
+                    metrics = index.as_ref().map_or(0, |i| i.metrics.len()),
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "metric directory read"
+                );
+                index
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -236,10 +244,19 @@ impl DiskStorage {
         let index = self.index();
         let entry = &index.metrics[m];
         entry.series.get_or_init(|| {
+            let started = std::time::Instant::now();
             let runs = index
                 .discover(&self.path, entry, self.until_ns, self.config.batch_rows)
                 .unwrap_or_else(|e| panic!("{}: metric {}: {e}", self.path.display(), entry.name));
-            self.group_series(m, &entry.name, runs)
+            let series = self.group_series(m, &entry.name, runs);
+            tracing::debug!(
+                metric = %entry.name,
+                rows = entry.rows.end - entry.rows.start,
+                series = series.series.len(),
+                took_ms = started.elapsed().as_millis() as u64,
+                "series found"
+            );
+            series
         })
     }
 
@@ -333,6 +350,7 @@ impl DiskStorage {
             .map(|(b, _)| b)
             .collect();
         if let (Some(&lo), Some(&hi)) = (missing.first(), missing.last()) {
+            let started = std::time::Instant::now();
             let index = self.index();
             let read = index
                 .read_blocks(
@@ -350,6 +368,13 @@ impl DiskStorage {
                         index.metrics[m].name
                     )
                 });
+            tracing::debug!(
+                metric = %index.metrics[m].name,
+                blocks = hi - lo + 1,
+                samples = read.iter().map(|b| b.ts.len()).sum::<usize>(),
+                took_ms = started.elapsed().as_millis() as u64,
+                "samples decoded"
+            );
             let mut cache = self.cache.lock().expect("cache lock");
             for (b, block) in (lo..=hi).zip(read) {
                 let block = Arc::new(block);
@@ -648,37 +673,29 @@ impl FileIndex {
             .filter(|(_, n)| n.is_none())
             .map(|(r, _)| r.clone())
             .collect();
-        let mut decoded: BTreeMap<u64, String> = BTreeMap::new(); // first row of a run → name
-        let mut runs_end: BTreeMap<u64, u64> = BTreeMap::new();
+        // Runs of one name among the decoded rows (rows arrive in ascending order).
+        let mut runs: Vec<(Range<u64>, String)> = Vec::new();
         self.scan(
             file,
             &unknown,
             &self.projection.metric,
             batch_rows,
-            |row0, batch| {
+            |rows, batch| {
                 let names = column(batch, "metric")?;
                 let names: &StringArray = names
                     .as_string_opt::<i32>()
                     .ok_or("`metric` is not a string column")?;
-                for (i, &row) in row0.iter().enumerate() {
+                for (i, &row) in rows.iter().enumerate() {
                     let name = names.value(i);
-                    // Extend the previous run when it is the same name on the previous row.
-                    if let Some((&s, prev)) = decoded.range(..=row).next_back()
-                        && prev == name
-                        && runs_end.get(&s) == Some(&row)
-                    {
-                        runs_end.insert(s, row + 1);
-                        continue;
+                    match runs.last_mut() {
+                        Some((r, n)) if r.end == row && n == name => r.end += 1,
+                        _ => runs.push((row..row + 1, name.to_string())),
                     }
-                    decoded.insert(row, name.to_string());
-                    runs_end.insert(row, row + 1);
                 }
                 Ok(())
             },
         )?;
-        for (s, name) in decoded {
-            pages.push((s..runs_end[&s], Some(name)));
-        }
+        pages.extend(runs.into_iter().map(|(r, n)| (r, Some(n))));
         pages.retain(|(_, n)| n.is_some());
         pages.sort_by_key(|(r, _)| r.start);
         let mut out: Vec<(Str, Range<u64>)> = Vec::new();
