@@ -45,6 +45,14 @@ struct Args {
     /// Aim at about this many MiB of Parquet, estimated from the input's size.
     #[arg(long, default_value_t = 1024)]
     target_mib: u64,
+    /// Tile only these tables (repeat the flag); the others keep one copy. For benches that
+    /// isolate one signal, e.g. `--tile metrics`.
+    #[arg(long = "tile", value_parser = parse_table)]
+    tile: Vec<Table>,
+}
+
+fn parse_table(s: &str) -> Result<Table, String> {
+    s.parse()
 }
 
 fn main() -> ExitCode {
@@ -63,7 +71,12 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     let input = Dataset::open(&args.input)?;
     let manifest = input.manifest().clone();
-    let input_bytes: u64 = manifest.tables.values().map(|t| t.bytes).sum();
+    let input_bytes: u64 = manifest
+        .tables
+        .iter()
+        .filter(|(t, _)| args.tile.is_empty() || args.tile.contains(t))
+        .map(|(_, e)| e.bytes)
+        .sum();
     let copies = args
         .copies
         .unwrap_or_else(|| (args.target_mib << 20).div_ceil(input_bytes.max(1)))
@@ -115,6 +128,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         );
         let tiling = Tiling {
             copies,
+            tile: &args.tile,
             start,
             period,
             growth: &growth,
@@ -180,6 +194,8 @@ fn run(args: Args) -> anyhow::Result<()> {
 /// How copies are laid out.
 struct Tiling<'a> {
     copies: u64,
+    /// Tables to tile; all when empty.
+    tile: &'a [Table],
     start: i64,
     period: i64,
     /// Per metrics row: how much its series grows per copy.
@@ -200,7 +216,8 @@ impl Tiling<'_> {
         let mut file = TableFileWriter::create(path, table, WriteOptions::default())?;
         let mut batch: Vec<Row> = Vec::with_capacity(BATCH);
         let mut last: Option<Row> = None;
-        let copies = if matches!(table, Table::Objects | Table::MetricMetadata) {
+        let once = !self.tile.is_empty() && !self.tile.contains(&table);
+        let copies = if once || matches!(table, Table::Objects | Table::MetricMetadata) {
             1
         } else {
             self.copies

@@ -1,17 +1,21 @@
 //! Replay serves metrics from disk: the disk-backed series store answers exactly as the
 //! in-memory one built from the same dataset, on a real simulator snapshot rewritten with row
 //! groups small enough that reads skip most of the file, at the dataset's virtual now and at an
-//! earlier `--at` (later samples hidden).
+//! earlier `--at` (later samples hidden); and `collector replay` answers the Prometheus API as the
+//! in-memory store does.
 
 #[path = "support/mod.rs"]
 mod support;
 
-use collector::api::prometheus::{disk_storage, storage};
+use std::sync::Arc;
+
+use collector::api::prometheus::{disk_storage, router, storage};
+use collector::clock::Clock;
 use datasets::{Dataset, DatasetInfo, DatasetWriter, WriteOptions, WriterConfig};
 use promql::storage::SampleBuf;
 use promql::{Engine, Storage, parse};
 use schemas::tables::{AlertRow, MetricMeta, Row, Table};
-use support::snapshot;
+use support::{Replay, snapshot};
 
 fn typed<T: TryFrom<Row>>(rows: Vec<Row>) -> Vec<T> {
     rows.into_iter().filter_map(|r| r.try_into().ok()).collect()
@@ -129,4 +133,62 @@ fn metrics_from_disk_equal_metrics_in_memory() {
         }
         assert!(non_empty >= QUERIES.len() - 2, "the queries find data");
     }
+
+    // Through HTTP: `collector replay` (disk) answers byte for byte as the Prometheus router over
+    // the in-memory store at the same virtual now.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let replay = Replay::start(&dir, &[]);
+    let mem = storage(&ds, &metadata, &alerts, end_ns).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let app = router(Arc::new(mem), alerts.clone(), Clock::frozen(end_ns));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let reference = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = reqwest::Client::new();
+        let now = end_ns / 1_000_000_000;
+        let enc = |q: &str| -> String { form_urlencoded::byte_serialize(q.as_bytes()).collect() };
+        let mut paths: Vec<String> = vec![
+            "/api/v1/labels".into(),
+            "/api/v1/label/__name__/values".into(),
+            "/api/v1/label/pod/values".into(),
+            "/api/v1/metadata".into(),
+            "/api/v1/alerts".into(),
+            format!(
+                "/api/v1/series?match[]={}",
+                enc("{namespace=\"kube-system\"}")
+            ),
+            format!(
+                "/api/v1/series?match[]={}&start={}&end={now}",
+                enc("{__name__=~\"kube_pod_.*\"}"),
+                now - 300
+            ),
+            format!("/api/v1/labels?match[]={}", enc("ALERTS")),
+        ];
+        for q in QUERIES {
+            paths.push(format!("/api/v1/query?query={}", enc(q)));
+            paths.push(format!(
+                "/api/v1/query_range?query={}&start={}&end={now}&step=30",
+                enc(q),
+                now - 900
+            ));
+        }
+        for path in &paths {
+            let get = |base: String| {
+                let client = client.clone();
+                let url = format!("{base}{path}");
+                async move {
+                    let r = client.get(&url).send().await.unwrap();
+                    (r.status(), r.text().await.unwrap())
+                }
+            };
+            let (a, b) = (
+                get(reference.clone()).await,
+                get(replay.url("prometheus")).await,
+            );
+            assert_eq!(a.0, b.0, "{path}");
+            assert!(a.0.is_success(), "{path}: {}", a.1);
+            assert_eq!(a.1, b.1, "{path}");
+        }
+    });
 }
