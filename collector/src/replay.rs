@@ -99,7 +99,7 @@ impl Replay {
         let metrics = {
             let (ds, metadata, alerts) = (obs.dataset, obs.metric_metadata, obs.alerts.clone());
             tokio::task::spawn_blocking(move || {
-                prometheus::storage(&ds, &metadata, &alerts, now_ns)
+                prometheus::disk_storage(&ds, &metadata, &alerts, now_ns)
             })
         };
         let traces = {
@@ -127,15 +127,23 @@ impl Replay {
                 }
             });
         }
+        let metrics = Arc::new(metrics);
         let mut servers = Vec::new();
         let kubernetes = serve(opts.listen, 0, kube_router(kube), &mut servers).await?;
         let prometheus = serve(
             opts.listen,
             1,
-            prometheus::router(metrics, obs.alerts, clock),
+            prometheus::router(metrics.clone(), obs.alerts, clock),
             &mut servers,
         )
         .await?;
+        // Samples stay on disk; their file's footer and metric directory are read while the
+        // listeners already serve, so that the first query finds them ready.
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = metrics.open() {
+                tracing::error!("metrics: {e}");
+            }
+        });
         let jaeger = serve(opts.listen, 2, jaeger::router(traces), &mut servers).await?;
         let loki = serve(opts.listen, 3, loki::router(logs), &mut servers).await?;
         Ok(Replay {

@@ -437,13 +437,16 @@ fn matched_series(
             }
         }
     }
-    Ok(ids
+    let mut ids: Vec<SeriesId> = ids
         .into_iter()
         .filter(|&id| {
             st.time_bounds(id)
                 .is_some_and(|(lo, hi)| lo <= end && hi >= start)
         })
-        .collect())
+        .collect();
+    // In label order, whatever order a store hands its ids out in.
+    ids.sort_by(|&a, &b| st.series_labels(a).cmp(st.series_labels(b)));
+    Ok(ids)
 }
 
 fn limit(p: &Params) -> Result<Option<usize>, ApiError> {

@@ -27,6 +27,7 @@
 
 pub mod api;
 pub mod chunk;
+pub mod disk;
 pub mod eval;
 pub mod labels;
 pub mod promqltest;
@@ -34,6 +35,7 @@ pub mod storage;
 pub mod value;
 
 pub use api::{PromApi, VirtualClock, router};
+pub use disk::{DiskConfig, DiskStorage};
 pub use eval::{Engine, EvalError, parse};
 pub use labels::Labels;
 pub use storage::{LabelMatcher, MemStorage, Storage, StorageBuilder};

@@ -13,7 +13,7 @@ use datasets::Dataset;
 use datasets::encode::for_each_metric;
 use promql::api::{PromApi, VirtualClock};
 use promql::storage::SeriesHandle;
-use promql::{MemStorage, StorageBuilder};
+use promql::{DiskConfig, DiskStorage, MemStorage, Storage, StorageBuilder};
 use schemas::tables::{AlertRow, Labels, MetricMeta, Table};
 use serde_json::{Value, json};
 
@@ -30,7 +30,7 @@ struct CurrentSeries {
     handle: SeriesHandle,
 }
 
-/// Builds the series store from a dataset's samples up to the virtual now (later samples stay
+/// Builds an in-memory series store from a dataset's samples up to the virtual now (later samples stay
 /// hidden), streaming the metrics table batch by batch: samples are never materialised as rows.
 pub fn storage(
     ds: &Dataset,
@@ -73,6 +73,39 @@ pub fn storage(
         })
         .with_context(|| format!("reading {}", path.display()))?;
     }
+    add_alerts_and_metadata(&mut b, metadata, alerts, now_ns);
+    Ok(b.build())
+}
+
+/// The series store replay serves: samples stay in the metrics table and are read on demand
+/// (nothing is read here); the `ALERTS` series and the metadata are held in memory.
+pub fn disk_storage(
+    ds: &Dataset,
+    metadata: &[MetricMeta],
+    alerts: &[AlertRow],
+    now_ns: i64,
+) -> anyhow::Result<DiskStorage> {
+    let mut b = StorageBuilder::new();
+    add_alerts_and_metadata(&mut b, metadata, alerts, now_ns);
+    let overlay = b.build();
+    let metadata = overlay.metadata().clone();
+    Ok(DiskStorage::new(
+        &ds.path(Table::Metrics)?,
+        now_ns,
+        overlay,
+        metadata,
+        DiskConfig::default(),
+    ))
+}
+
+/// The `ALERTS` series Prometheus keeps for its alerting rules, from the recorded alert states
+/// up to the virtual now, and the metric metadata.
+fn add_alerts_and_metadata(
+    b: &mut StorageBuilder,
+    metadata: &[MetricMeta],
+    alerts: &[AlertRow],
+    now_ns: i64,
+) {
     for a in alerts.iter().filter(|a| a.time_ns <= now_ns) {
         let mut labels = a.labels.clone();
         labels.insert("alertname".into(), a.alertname.clone());
@@ -87,7 +120,6 @@ pub fn storage(
     for m in metadata {
         b.set_metadata(&m.metric, &m.metric_type, &m.help, &m.unit);
     }
-    Ok(b.build())
 }
 
 struct AlertsState {
@@ -96,14 +128,14 @@ struct AlertsState {
 }
 
 /// The query API with the alert routes merged in.
-pub fn router(storage: MemStorage, alerts: Vec<AlertRow>, clock: Clock) -> Router {
+pub fn router(storage: Arc<dyn Storage>, alerts: Vec<AlertRow>, clock: Clock) -> Router {
     let now_ms = clock.read().virtual_now_ns.div_euclid(1_000_000);
     let prom_clock = if clock.is_shifted() {
         VirtualClock::shifted(now_ms)
     } else {
         VirtualClock::fixed(now_ms)
     };
-    let api = PromApi::new(Arc::new(storage), prom_clock);
+    let api = PromApi::new(storage, prom_clock);
     let state = Arc::new(AlertsState { alerts, clock });
     promql::api::router(api).merge(
         Router::new()

@@ -11,8 +11,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// The binary under test: the one cargo built, or `FAULTLINE_COLLECTOR_BIN` (a bench comparing
+/// builds).
 pub fn collector() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_collector"))
+    match std::env::var_os("FAULTLINE_COLLECTOR_BIN") {
+        Some(bin) => Command::new(bin),
+        None => Command::new(env!("CARGO_BIN_EXE_collector")),
+    }
 }
 
 /// `collector snapshot --problem PROBLEM --duration DURATION --out OUT`; the dataset directory.

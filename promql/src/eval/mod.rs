@@ -351,7 +351,7 @@ impl<'a> Ctx<'a> {
                 ms.extend(matchers.iter().cloned());
                 all.extend(self.st.select(&ms));
             }
-            all.sort_unstable();
+            all.sort_unstable_by(|&a, &b| self.st.series_labels(a).cmp(self.st.series_labels(b)));
             all.dedup();
             all
         };

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::TcpListener;
 use std::path::Path;
@@ -12,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use promql::{MemStorage, PromApi, StorageBuilder, VirtualClock};
+use promql::{DiskConfig, DiskStorage, MemStorage, PromApi, Storage, StorageBuilder, VirtualClock};
 
 /// 2026-01-10T00:00:00Z: start of the generated window.
 pub const T0_MS: i64 = 1_768_003_200_000;
@@ -383,6 +384,107 @@ pub fn build_storage(fams: &[Family]) -> MemStorage {
     b.build()
 }
 
+/// One row of a Parquet table of samples: metric, labels as recorded, time (ns), value.
+pub type SampleRow = (String, BTreeMap<String, String>, i64, f64);
+
+/// The generated samples as rows of a sample table.
+pub fn sample_rows(fams: &[Family]) -> Vec<SampleRow> {
+    let mut rows = Vec::new();
+    for f in fams {
+        for (l, pts) in &f.series {
+            let labels: BTreeMap<String, String> = real_labels(l)
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            for &(t, v) in pts {
+                rows.push((sample_name(f, l), labels.clone(), t * 1_000_000, v));
+            }
+        }
+    }
+    rows
+}
+
+/// Writes rows as a Parquet table of samples sorted by metric, labels and time (equal keys keep
+/// their order), with page statistics, `group_rows` rows per row group and pages of at most
+/// `page_rows` rows, as faultline's `metrics` table is laid out.
+pub fn write_samples(path: &Path, rows: &[SampleRow], group_rows: usize, page_rows: usize) {
+    use arrow_array::builder::{Float64Builder, MapBuilder, MapFieldNames, StringBuilder};
+    use arrow_array::{Array, ArrayRef, RecordBatch, TimestampNanosecondArray};
+    use arrow_schema::{DataType, Field, Schema, TimeUnit};
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::{EnabledStatistics, WriterProperties};
+
+    let mut sorted: Vec<&SampleRow> = rows.iter().collect();
+    sorted.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    let mut metric = StringBuilder::new();
+    let names = MapFieldNames {
+        entry: "entries".into(),
+        key: "key".into(),
+        value: "value".into(),
+    };
+    let mut labels = MapBuilder::new(Some(names), StringBuilder::new(), StringBuilder::new());
+    let mut value = Float64Builder::new();
+    for r in &sorted {
+        metric.append_value(&r.0);
+        for (k, v) in &r.1 {
+            labels.keys().append_value(k);
+            labels.values().append_value(v);
+        }
+        labels.append(true).expect("map entry");
+        value.append_value(r.3);
+    }
+    let time = TimestampNanosecondArray::from(sorted.iter().map(|r| r.2).collect::<Vec<_>>())
+        .with_timezone("UTC");
+    let labels = labels.finish();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("metric", DataType::Utf8, false),
+        Field::new("labels", labels.data_type().clone(), false),
+        Field::new(
+            "time",
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            false,
+        ),
+        Field::new("value", DataType::Float64, false),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(metric.finish()),
+        Arc::new(labels),
+        Arc::new(time),
+        Arc::new(value.finish()),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns).expect("batch");
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).expect("level")))
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_max_row_group_row_count(Some(group_rows))
+        .set_data_page_row_count_limit(page_rows)
+        .set_write_batch_size(page_rows.min(1024))
+        .build();
+    let file = std::fs::File::create(path).expect("create the sample file");
+    let mut w = ArrowWriter::try_new(file, schema, Some(props)).expect("writer");
+    w.write(&batch).expect("write samples");
+    w.close().expect("close the sample file");
+}
+
+/// Row groups and pages of 256 Ki and 20 000 rows, as faultline's dataset files have.
+pub const DATASET_LAYOUT: (usize, usize) = (256 * 1024, 20_000);
+/// Row groups and pages small enough that reads of the generated samples really skip.
+pub const SMALL_LAYOUT: (usize, usize) = (4096, 256);
+
+/// A disk-backed store over the generated samples written to `dir` with `(rows per row group,
+/// rows per page)`, with the same metadata as [`build_storage`].
+pub fn build_disk_storage(
+    fams: &[Family],
+    dir: &Path,
+    layout: (usize, usize),
+    config: DiskConfig,
+) -> DiskStorage {
+    let path = dir.join("metrics.parquet");
+    write_samples(&path, &sample_rows(fams), layout.0, layout.1);
+    let metadata = build_storage(fams).metadata().clone();
+    DiskStorage::new(&path, i64::MAX, MemStorage::default(), metadata, config)
+}
+
 /// OpenMetrics text with a timestamp on every sample, as promtool's backfill requires.
 pub fn to_openmetrics(fams: &[Family]) -> String {
     let mut out = String::new();
@@ -528,8 +630,8 @@ impl Drop for Faultline {
     }
 }
 
-pub async fn start_faultline(storage: MemStorage) -> Faultline {
-    let api = PromApi::new(Arc::new(storage), VirtualClock::fixed(T0_MS + WINDOW_MS));
+pub async fn start_faultline(storage: Arc<dyn Storage>) -> Faultline {
+    let api = PromApi::new(storage, VirtualClock::fixed(T0_MS + WINDOW_MS));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
