@@ -25,7 +25,6 @@ pub struct Observations {
     pub logs: Arc<LogStore>,
     pub metric_metadata: Vec<schemas::tables::MetricMeta>,
     pub spans: Arc<SpanStore>,
-    pub alerts: Vec<schemas::tables::AlertRow>,
 }
 
 /// The rows of one table as their type (a table holds only its own rows).
@@ -53,7 +52,7 @@ pub fn load_dataset(dir: &Path) -> anyhow::Result<Observations> {
     let spans: Arc<SpanStore> = Arc::new(FileSpans::open(&open(Table::Spans)?)?);
     let logs: Arc<LogStore> = Arc::new(FileLogs::open(&open(Table::Logs)?)?);
     // Tables are independent until the facades are built: read them side by side.
-    let (timeline, rest) = std::thread::scope(|scope| {
+    let (timeline, metadata) = std::thread::scope(|scope| {
         let timeline = scope.spawn(|| -> anyhow::Result<ObjectTimeline> {
             let mut timeline = ObjectTimeline::default();
             timeline
@@ -63,15 +62,11 @@ pub fn load_dataset(dir: &Path) -> anyhow::Result<Observations> {
             timeline.seal();
             Ok(timeline)
         });
-        let rest = (|| -> anyhow::Result<_> {
-            Ok((
-                typed(read(Table::MetricMetadata)?).collect(),
-                typed(read(Table::Alerts)?).collect(),
-            ))
-        })();
-        (joined(timeline.join()), rest)
+        let metadata = read(Table::MetricMetadata).map(|rows| typed(rows).collect());
+        (joined(timeline.join()), metadata)
     });
-    let (timeline, (metric_metadata, alerts)) = (timeline?, rest?);
+    // Alerts are streamed into the Prometheus facade, never held as rows.
+    let (timeline, metric_metadata) = (timeline?, metadata?);
     Ok(Observations {
         manifest: ds.manifest().clone(),
         dataset: ds.clone(),
@@ -79,6 +74,5 @@ pub fn load_dataset(dir: &Path) -> anyhow::Result<Observations> {
         logs,
         metric_metadata,
         spans,
-        alerts,
     })
 }

@@ -97,10 +97,8 @@ impl Replay {
             clock,
         ));
         let metrics = {
-            let (ds, metadata, alerts) = (obs.dataset, obs.metric_metadata, obs.alerts.clone());
-            tokio::task::spawn_blocking(move || {
-                prometheus::disk_storage(&ds, &metadata, &alerts, now_ns)
-            })
+            let (ds, metadata) = (obs.dataset, obs.metric_metadata);
+            tokio::task::spawn_blocking(move || prometheus::disk_storage(&ds, &metadata, now_ns))
         };
         let traces = {
             let spans = obs.spans;
@@ -113,7 +111,7 @@ impl Replay {
         // The three stores build side by side.
         let (metrics, traces, logs) = tokio::join!(metrics, traces, logs);
         let (metrics, traces, logs) = (
-            metrics?.context("loading the metrics table")?,
+            metrics?.context("loading the alerts and metric metadata")?,
             Arc::new(traces?),
             Arc::new(logs?),
         );
@@ -127,13 +125,14 @@ impl Replay {
                 }
             });
         }
+        let (metrics, alerts) = metrics;
         let metrics = Arc::new(metrics);
         let mut servers = Vec::new();
         let kubernetes = serve(opts.listen, 0, kube_router(kube), &mut servers).await?;
         let prometheus = serve(
             opts.listen,
             1,
-            prometheus::router(metrics.clone(), obs.alerts, clock),
+            prometheus::router(metrics.clone(), alerts, clock),
             &mut servers,
         )
         .await?;

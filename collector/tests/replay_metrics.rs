@@ -9,12 +9,16 @@ mod support;
 
 use std::sync::Arc;
 
-use collector::api::prometheus::{disk_storage, router, storage};
+use std::collections::BTreeMap;
+
+use collector::api::prometheus::{
+    ALERT_FRESHNESS_NS, RecordedAlerts, disk_storage, router, storage,
+};
 use collector::clock::Clock;
 use datasets::{Dataset, DatasetInfo, DatasetWriter, WriteOptions, WriterConfig};
 use promql::storage::SampleBuf;
-use promql::{Engine, Storage, parse};
-use schemas::tables::{AlertRow, MetricMeta, Row, Table};
+use promql::{Engine, Storage, StorageBuilder, parse};
+use schemas::tables::{AlertRow, Labels, MetricMeta, Row, Table};
 use support::{Replay, snapshot};
 
 fn typed<T: TryFrom<Row>>(rows: Vec<Row>) -> Vec<T> {
@@ -42,6 +46,68 @@ const QUERIES: &[&str] = &[
     "count by (__name__) ({namespace=\"kube-system\"})",
     "ALERTS",
 ];
+
+/// The alert states streamed from the table (in batches of 7 rows too, so that alerts span
+/// batches) are what reading every row gives: the latest observation of each alert up to now if
+/// still fresh, the first row of each alert name, and an `ALERTS` sample per observation.
+fn alerts_streamed_as_read_whole(ds: &Dataset, now_ns: i64) {
+    let rows: Vec<AlertRow> = typed(ds.read_rows(Table::Alerts).unwrap());
+    assert!(rows.len() > 20, "the snapshot records alert states");
+    let mut latest: BTreeMap<(String, Labels), AlertRow> = BTreeMap::new();
+    let mut rules: BTreeMap<String, AlertRow> = BTreeMap::new();
+    let mut reference = StorageBuilder::new();
+    for a in &rows {
+        rules
+            .entry(a.alertname.clone())
+            .or_insert_with(|| a.clone());
+        if a.time_ns > now_ns {
+            continue;
+        }
+        let slot = latest
+            .entry((a.alertname.clone(), a.labels.clone()))
+            .or_insert_with(|| a.clone());
+        if a.time_ns >= slot.time_ns {
+            *slot = a.clone();
+        }
+        let mut labels = a.labels.clone();
+        labels.insert("alertname".into(), a.alertname.clone());
+        labels.insert("alertstate".into(), a.state.clone());
+        reference.add_sample(
+            "ALERTS",
+            labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            a.time_ns.div_euclid(1_000_000),
+            1.0,
+        );
+    }
+    let current: Vec<AlertRow> = latest
+        .into_values()
+        .filter(|a| now_ns - a.time_ns <= ALERT_FRESHNESS_NS)
+        .collect();
+    let reference = reference.build();
+    for batch_rows in [7, 16 * 1024] {
+        let mut b = StorageBuilder::new();
+        let streamed = RecordedAlerts::stream_batches(ds, now_ns, &mut b, batch_rows).unwrap();
+        assert_eq!(
+            streamed.current(),
+            current.as_slice(),
+            "batches of {batch_rows}"
+        );
+        assert_eq!(
+            streamed.rules().collect::<Vec<_>>(),
+            rules.values().collect::<Vec<_>>()
+        );
+        let built = b.build();
+        let (x, y) = (reference.select(&[]), built.select(&[]));
+        assert_eq!(x.len(), y.len());
+        for (&i, &j) in x.iter().zip(&y) {
+            assert_eq!(reference.series_labels(i), built.series_labels(j));
+            assert_eq!(
+                samples(&reference, i, i64::MIN, i64::MAX),
+                samples(&built, j, i64::MIN, i64::MAX)
+            );
+        }
+    }
+}
 
 #[test]
 fn metrics_from_disk_equal_metrics_in_memory() {
@@ -77,13 +143,13 @@ fn metrics_from_disk_equal_metrics_in_memory() {
         "enough samples for many row groups"
     );
     let metadata: Vec<MetricMeta> = typed(ds.read_rows(Table::MetricMetadata).unwrap());
-    let alerts: Vec<AlertRow> = typed(ds.read_rows(Table::Alerts).unwrap());
 
     let end_ns = m.window.end.timestamp_nanos_opt().unwrap();
     let start_ns = m.window.start.timestamp_nanos_opt().unwrap();
     for now_ns in [end_ns, start_ns + (end_ns - start_ns) * 2 / 3] {
-        let mem = storage(&ds, &metadata, &alerts, now_ns).unwrap();
-        let disk = disk_storage(&ds, &metadata, &alerts, now_ns).unwrap();
+        alerts_streamed_as_read_whole(&ds, now_ns);
+        let (mem, _) = storage(&ds, &metadata, now_ns).unwrap();
+        let (disk, _) = disk_storage(&ds, &metadata, now_ns).unwrap();
         disk.open().unwrap();
         let now_ms = now_ns / 1_000_000;
 
@@ -138,10 +204,10 @@ fn metrics_from_disk_equal_metrics_in_memory() {
     // the in-memory store at the same virtual now.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let replay = Replay::start(&dir, &[]);
-    let mem = storage(&ds, &metadata, &alerts, end_ns).unwrap();
+    let (mem, alerts) = storage(&ds, &metadata, end_ns).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let app = router(Arc::new(mem), alerts.clone(), Clock::frozen(end_ns));
+        let app = router(Arc::new(mem), alerts, Clock::frozen(end_ns));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let reference = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });

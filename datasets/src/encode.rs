@@ -381,7 +381,21 @@ struct MapCol<'a> {
     values: StrCol<'a>,
 }
 
-impl MapCol<'_> {
+impl<'a> MapCol<'a> {
+    /// The entries of row `i`, borrowed, into `out` (cleared first); a null value reads as "".
+    fn borrow_into(&self, i: usize, out: &mut Vec<(&'a str, &'a str)>) {
+        let offsets = self.map.value_offsets();
+        out.clear();
+        for j in offsets[i] as usize..offsets[i + 1] as usize {
+            let v = if self.values.is_null(j) {
+                ""
+            } else {
+                self.values.str(j)
+            };
+            out.push((self.keys.str(j), v));
+        }
+    }
+
     fn get(&self, i: usize) -> Labels {
         let offsets = self.map.value_offsets();
         let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
@@ -413,7 +427,6 @@ pub fn for_each_metric(
         c.ts("time")?,
         c.f64("value")?,
     );
-    let offsets = labels.map.value_offsets();
     let mut sample = MetricRef {
         metric: "",
         labels: Vec::new(),
@@ -422,18 +435,51 @@ pub fn for_each_metric(
     };
     for i in 0..batch.num_rows() {
         sample.metric = metric.str(i);
-        sample.labels.clear();
-        for j in offsets[i] as usize..offsets[i + 1] as usize {
-            let v = if labels.values.is_null(j) {
-                ""
-            } else {
-                labels.values.str(j)
-            };
-            sample.labels.push((labels.keys.str(j), v));
-        }
+        labels.borrow_into(i, &mut sample.labels);
         sample.time_ns = time.value(i);
         sample.value = value.value(i);
         f(&sample);
+    }
+    Ok(())
+}
+
+/// One alert observation borrowed from a record batch (annotations and value left out).
+pub struct AlertRef<'a> {
+    pub alertname: &'a str,
+    pub state: &'a str,
+    /// (name, value) pairs in the stored (sorted) order.
+    pub labels: Vec<(&'a str, &'a str)>,
+    pub time_ns: i64,
+    /// The row's index in the batch, to decode the whole row when it is needed.
+    pub row: usize,
+}
+
+/// Calls `f` with every row of an `alerts` batch, in row order, without building rows.
+pub fn for_each_alert(
+    batch: &RecordBatch,
+    mut f: impl FnMut(&AlertRef<'_>),
+) -> Result<(), ArrowError> {
+    let c = Cols(batch);
+    let (name, state, labels, time) = (
+        c.str("alertname")?,
+        c.str("state")?,
+        c.map("labels")?,
+        c.ts("time")?,
+    );
+    let mut alert = AlertRef {
+        alertname: "",
+        state: "",
+        labels: Vec::new(),
+        time_ns: 0,
+        row: 0,
+    };
+    for i in 0..batch.num_rows() {
+        alert.alertname = name.str(i);
+        alert.state = state.str(i);
+        labels.borrow_into(i, &mut alert.labels);
+        alert.time_ns = time.value(i);
+        alert.row = i;
+        f(&alert);
     }
     Ok(())
 }

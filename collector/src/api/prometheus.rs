@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::Context;
+use arrow_array::RecordBatch;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
 use datasets::Dataset;
-use datasets::encode::for_each_metric;
+use datasets::encode::{for_each_alert, for_each_metric};
 use promql::api::{PromApi, VirtualClock};
 use promql::storage::SeriesHandle;
 use promql::{DiskConfig, DiskStorage, MemStorage, Storage, StorageBuilder};
@@ -21,7 +22,7 @@ use crate::clock::{Clock, rfc3339_nanos};
 
 /// An alert observation counts as current for this long after it was recorded: a few rule
 /// evaluation intervals.
-const ALERT_FRESHNESS_NS: i64 = 60_000_000_000;
+pub const ALERT_FRESHNESS_NS: i64 = 60_000_000_000;
 
 /// The series the last sample belonged to.
 struct CurrentSeries {
@@ -35,9 +36,8 @@ struct CurrentSeries {
 pub fn storage(
     ds: &Dataset,
     metadata: &[MetricMeta],
-    alerts: &[AlertRow],
     now_ns: i64,
-) -> anyhow::Result<MemStorage> {
+) -> anyhow::Result<(MemStorage, RecordedAlerts)> {
     let mut b = StorageBuilder::new();
     // The table is sorted by series then time: look a series up only when it changes.
     let mut current: Option<CurrentSeries> = None;
@@ -73,8 +73,9 @@ pub fn storage(
         })
         .with_context(|| format!("reading {}", path.display()))?;
     }
-    add_alerts_and_metadata(&mut b, metadata, alerts, now_ns);
-    Ok(b.build())
+    let alerts = RecordedAlerts::stream(ds, now_ns, &mut b)?;
+    add_metadata(&mut b, metadata);
+    Ok((b.build(), alerts))
 }
 
 /// The series store replay serves: samples stay in the metrics table and are read on demand
@@ -82,53 +83,157 @@ pub fn storage(
 pub fn disk_storage(
     ds: &Dataset,
     metadata: &[MetricMeta],
-    alerts: &[AlertRow],
     now_ns: i64,
-) -> anyhow::Result<DiskStorage> {
+) -> anyhow::Result<(DiskStorage, RecordedAlerts)> {
     let mut b = StorageBuilder::new();
-    add_alerts_and_metadata(&mut b, metadata, alerts, now_ns);
+    let alerts = RecordedAlerts::stream(ds, now_ns, &mut b)?;
+    add_metadata(&mut b, metadata);
     let overlay = b.build();
     let metadata = overlay.metadata().clone();
-    Ok(DiskStorage::new(
+    let storage = DiskStorage::new(
         &ds.path(Table::Metrics)?,
         now_ns,
         overlay,
         metadata,
         DiskConfig::default(),
-    ))
+    );
+    Ok((storage, alerts))
 }
 
-/// The `ALERTS` series Prometheus keeps for its alerting rules, from the recorded alert states
-/// up to the virtual now, and the metric metadata.
-fn add_alerts_and_metadata(
-    b: &mut StorageBuilder,
-    metadata: &[MetricMeta],
-    alerts: &[AlertRow],
-    now_ns: i64,
-) {
-    for a in alerts.iter().filter(|a| a.time_ns <= now_ns) {
-        let mut labels = a.labels.clone();
-        labels.insert("alertname".into(), a.alertname.clone());
-        labels.insert("alertstate".into(), a.state.clone());
-        b.add_sample(
-            "ALERTS",
-            labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-            a.time_ns.div_euclid(1_000_000),
-            1.0,
-        );
-    }
+fn add_metadata(b: &mut StorageBuilder, metadata: &[MetricMeta]) {
     for m in metadata {
         b.set_metadata(&m.metric, &m.metric_type, &m.help, &m.unit);
     }
 }
 
+/// What the alert routes serve of the recorded alert states at the virtual now (which is fixed
+/// for a replay): the latest observation of every alert still current, and the first observation
+/// of each alert name, which stands for its rule.
+#[derive(Debug, Default)]
+pub struct RecordedAlerts {
+    current: Vec<AlertRow>,
+    rules: BTreeMap<String, AlertRow>,
+}
+
+impl RecordedAlerts {
+    /// Reads the alerts table batch by batch without building its rows (a long recording holds
+    /// hundreds of thousands of observations) and adds the `ALERTS` series Prometheus keeps for
+    /// its alerting rules, up to the virtual now, to `b`. Only the rows served whole (the latest
+    /// of each alert, the first of each alert name) are decoded.
+    pub fn stream(ds: &Dataset, now_ns: i64, b: &mut StorageBuilder) -> anyhow::Result<Self> {
+        Self::stream_batches(ds, now_ns, b, 16 * 1024)
+    }
+
+    /// [`Self::stream`] reading `batch_rows` rows at a time (tests make alerts span batches).
+    pub fn stream_batches(
+        ds: &Dataset,
+        now_ns: i64,
+        b: &mut StorageBuilder,
+        batch_rows: usize,
+    ) -> anyhow::Result<Self> {
+        let path = ds.path(Table::Alerts)?;
+        let context = || format!("reading {}", path.display());
+        let whole = |batch: &RecordBatch, row: usize| -> anyhow::Result<AlertRow> {
+            datasets::encode::decode(Table::Alerts, &batch.slice(row, 1))
+                .with_context(context)?
+                .into_iter()
+                .find_map(|r| AlertRow::try_from(r).ok())
+                .with_context(context)
+        };
+        let mut out = RecordedAlerts::default();
+        // The table is sorted by alert name, labels, then time: one alert's observations are
+        // contiguous, and the last one up to now is its latest.
+        let mut alert: Option<(String, Vec<(String, String)>)> = None;
+        let mut handles: Vec<(String, SeriesHandle)> = Vec::new();
+        let mut latest: Option<AlertRow> = None;
+        let mut keep = |latest: Option<AlertRow>| {
+            if let Some(a) = latest.filter(|a| now_ns - a.time_ns <= ALERT_FRESHNESS_NS) {
+                out.current.push(a);
+            }
+        };
+        for batch in ds.batches(Table::Alerts, batch_rows)? {
+            let batch = batch.with_context(context)?;
+            // Per alert that ends in this batch, the row of its latest observation here.
+            let mut ended: Vec<Option<usize>> = Vec::new();
+            let mut last_here: Option<usize> = None;
+            let mut first_of_name: Vec<usize> = Vec::new();
+            for_each_alert(&batch, |a| {
+                let same = alert.as_ref().is_some_and(|(name, labels)| {
+                    name == a.alertname
+                        && labels.len() == a.labels.len()
+                        && labels
+                            .iter()
+                            .zip(&a.labels)
+                            .all(|((k, v), (k2, v2))| k == k2 && v == v2)
+                });
+                if !same {
+                    if alert.as_ref().is_none_or(|(name, _)| name != a.alertname) {
+                        first_of_name.push(a.row);
+                    }
+                    if alert.is_some() {
+                        ended.push(last_here.take());
+                    }
+                    let labels = a.labels.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+                    alert = Some((a.alertname.to_string(), labels.collect()));
+                    handles.clear();
+                }
+                if a.time_ns > now_ns {
+                    return;
+                }
+                last_here = Some(a.row);
+                let handle = match handles.iter().find(|(state, _)| state == a.state) {
+                    Some((_, h)) => *h,
+                    None => {
+                        let own = [("alertname", a.alertname), ("alertstate", a.state)];
+                        let labels = a
+                            .labels
+                            .iter()
+                            .copied()
+                            .filter(|(k, _)| !own.iter().any(|(name, _)| name == k));
+                        let h = b.series("ALERTS", labels.chain(own));
+                        handles.push((a.state.to_string(), h));
+                        h
+                    }
+                };
+                b.push(handle, a.time_ns.div_euclid(1_000_000), 1.0);
+            })
+            .with_context(context)?;
+            for row in first_of_name {
+                let a = whole(&batch, row)?;
+                out.rules.entry(a.alertname.clone()).or_insert(a);
+            }
+            // The first alert ending here may have begun in an earlier batch.
+            for (i, row) in ended.into_iter().enumerate() {
+                let previous = if i == 0 { latest.take() } else { None };
+                keep(row.map(|r| whole(&batch, r)).transpose()?.or(previous));
+                latest = None;
+            }
+            if let Some(r) = last_here {
+                latest = Some(whole(&batch, r)?);
+            }
+        }
+        keep(latest);
+        Ok(out)
+    }
+
+    /// The latest observation of every alert still current at the virtual now.
+    pub fn current(&self) -> &[AlertRow] {
+        &self.current
+    }
+
+    /// The first observation of each alert name, which stands for its rule.
+    pub fn rules(&self) -> impl Iterator<Item = &AlertRow> {
+        self.rules.values()
+    }
+}
+
 struct AlertsState {
-    alerts: Vec<AlertRow>,
+    alerts: RecordedAlerts,
     clock: Clock,
 }
 
 /// The query API with the alert routes merged in.
-pub fn router(storage: Arc<dyn Storage>, alerts: Vec<AlertRow>, clock: Clock) -> Router {
+pub fn router(storage: Arc<dyn Storage>, alerts: RecordedAlerts, clock: Clock) -> Router {
     let now_ms = clock.read().virtual_now_ns.div_euclid(1_000_000);
     let prom_clock = if clock.is_shifted() {
         VirtualClock::shifted(now_ms)
@@ -145,22 +250,6 @@ pub fn router(storage: Arc<dyn Storage>, alerts: Vec<AlertRow>, clock: Clock) ->
     )
 }
 
-/// The latest observation of every alert that is still current at the virtual now.
-fn active(state: &AlertsState) -> Vec<&AlertRow> {
-    let now = state.clock.read().virtual_now_ns;
-    let mut latest: BTreeMap<(&str, &Labels), &AlertRow> = BTreeMap::new();
-    for a in state.alerts.iter().filter(|a| a.time_ns <= now) {
-        let slot = latest.entry((a.alertname.as_str(), &a.labels)).or_insert(a);
-        if a.time_ns >= slot.time_ns {
-            *slot = a;
-        }
-    }
-    latest
-        .into_values()
-        .filter(|a| now - a.time_ns <= ALERT_FRESHNESS_NS)
-        .collect()
-}
-
 fn alert_json(a: &AlertRow, state: &AlertsState) -> Value {
     let clock = state.clock.read();
     let mut labels = a.labels.clone();
@@ -175,8 +264,10 @@ fn alert_json(a: &AlertRow, state: &AlertsState) -> Value {
 }
 
 async fn alerts_handler(State(state): State<Arc<AlertsState>>) -> axum::Json<Value> {
-    let alerts: Vec<Value> = active(&state)
-        .into_iter()
+    let alerts: Vec<Value> = state
+        .alerts
+        .current
+        .iter()
         .map(|a| alert_json(a, &state))
         .collect();
     axum::Json(json!({"status": "success", "data": {"alerts": alerts}}))
@@ -186,12 +277,13 @@ async fn alerts_handler(State(state): State<Arc<AlertsState>>) -> axum::Json<Val
 /// alerting rule with its labels and annotations and its current alerts; the expression is not
 /// known and is served empty.
 async fn rules_handler(State(state): State<Arc<AlertsState>>) -> axum::Json<Value> {
-    let current = active(&state);
-    let mut rules: BTreeMap<&str, (&AlertRow, Vec<Value>)> = BTreeMap::new();
-    for a in &state.alerts {
-        rules.entry(a.alertname.as_str()).or_insert((a, Vec::new()));
-    }
-    for a in &current {
+    let mut rules: BTreeMap<&str, (&AlertRow, Vec<Value>)> = state
+        .alerts
+        .rules
+        .iter()
+        .map(|(name, example)| (name.as_str(), (example, Vec::new())))
+        .collect();
+    for a in &state.alerts.current {
         if let Some((_, list)) = rules.get_mut(a.alertname.as_str()) {
             list.push(alert_json(a, &state));
         }
