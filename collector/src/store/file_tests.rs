@@ -186,6 +186,19 @@ fn file_spans_answer_as_memory_spans() {
     let non_empty = mem.dependencies(T0, last, last).unwrap();
     assert!(non_empty.len() > 3, "{non_empty:?}");
 
+    // Once warm, traces are read through their time windows: the same answers.
+    file.warm().unwrap();
+    for &now in &nows {
+        let mut ids: Vec<String> = rows.iter().map(|s| trace_key(&s.trace_id)).collect();
+        ids.sort();
+        ids.dedup();
+        ids.push(trace_key("123"));
+        assert_eq!(
+            file.traces(&ids, now).unwrap(),
+            mem.traces(&ids, now).unwrap()
+        );
+    }
+
     let mut searches = 0;
     for service in [None, Some("frontend"), Some("cart"), Some("nope")] {
         for operation in [None, Some("GET /")] {

@@ -119,6 +119,24 @@ impl TableFile {
             .map(|rg| rg.num_rows().max(0) as usize)
     }
 
+    /// Least and greatest value of the time column, from the row groups' statistics.
+    pub fn time_bounds(&self) -> (i64, i64) {
+        let Ok(leaf) = self.leaf(self.time_column) else {
+            return (i64::MIN, i64::MAX);
+        };
+        let meta = self.meta.metadata();
+        let mut bounds: Option<(i64, i64)> = None;
+        for rg in meta.row_groups() {
+            match chunk_bounds(rg.column(leaf).statistics()) {
+                Some((Bound::I64(lo), Bound::I64(hi))) => {
+                    bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+                }
+                _ => return (i64::MIN, i64::MAX),
+            }
+        }
+        bounds.unwrap_or((0, 0))
+    }
+
     /// The leaf (column chunk) index of a top-level primitive column.
     fn leaf(&self, name: &str) -> anyhow::Result<usize> {
         self.meta
