@@ -401,6 +401,10 @@ fn timings() {
         return;
     };
     let dir = Path::new(&dir);
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_writer(std::io::stderr)
+        .try_init();
     let rss = || {
         std::fs::read_to_string("/proc/self/status")
             .unwrap_or_default()
@@ -449,6 +453,18 @@ fn timings() {
     });
     time("trace", &mut || {
         format!("{}", spans.trace(&ids[0], now).unwrap().unwrap().len())
+    });
+    time("warm (catalog, trace windows)", &mut || {
+        format!("{:?}", spans.warm().unwrap())
+    });
+    time("trace, warm", &mut || {
+        format!("{}", spans.trace(&ids[1], now).unwrap().unwrap().len())
+    });
+    time("traces, warm", &mut || {
+        format!("{}", spans.traces(&ids, now).unwrap().len())
+    });
+    time("dependencies", &mut || {
+        format!("{}", spans.dependencies(i64::MIN, now, now).unwrap().len())
     });
     let logs = FileLogs::open(&dir.join("logs.parquet")).unwrap();
     let logs: &LogStore = &logs;

@@ -16,7 +16,7 @@ use parquet::arrow::arrow_reader::{ArrowPredicate, ArrowPredicateFn, RowFilter};
 use schemas::tables::{Row, SpanRow, Table};
 
 use super::Cached;
-use super::parquet::{Pred, TableFile, Unit, int64s, strings, times};
+use super::parquet::{Pred, TableFile, Unit, dictionary, int64s, strings, times, word};
 use super::spans::{
     Catalog, DerivedTags, Links, Newest, SpanSource, TraceQuery, add_links, trace_key,
     visible_in_order,
@@ -244,25 +244,26 @@ impl FileSpans {
 
     fn scan_catalog(&self) -> anyhow::Result<Catalog> {
         let mut catalog = Catalog::default();
+        let columns = ["service", "name", "kind", "start"];
         self.file
-            .scan(&["service", "name", "kind", "start"], |b| {
-                let (svc, name, kind, start) = (
-                    strings(b, "service")?,
-                    strings(b, "name")?,
-                    strings(b, "kind")?,
-                    times(b, "start")?,
+            .scan_dictionary(&columns, &columns[..3], |b| {
+                let (svc, names, kinds) = (
+                    dictionary(b, "service")?,
+                    dictionary(b, "name")?,
+                    dictionary(b, "kind")?,
                 );
-                // Borrowed keys within a batch: one catalog entry per distinct operation.
-                let mut first: HashMap<(&str, &str, &str), i64> = HashMap::new();
+                let start = times(b, "start")?;
+                // One entry per distinct operation of the batch, by dictionary keys.
+                let mut first: HashMap<(i32, i32, i32), i64> = HashMap::new();
                 for i in 0..b.num_rows() {
                     let t = start.value(i);
                     first
-                        .entry((svc.value(i), name.value(i), kind.value(i)))
+                        .entry((svc.0[i], names.0[i], kinds.0[i]))
                         .and_modify(|f| *f = (*f).min(t))
                         .or_insert(t);
                 }
                 for ((s, n, k), t) in first {
-                    catalog.add(s, n, k, t);
+                    catalog.add(word(svc, s), word(names, n), word(kinds, k), t);
                 }
                 Ok(())
             })
@@ -452,6 +453,13 @@ impl SpanSource for FileSpans {
             }
             None => self.file.row_groups(&rgs),
         };
+        tracing::debug!(
+            traces = keys.len(),
+            row_groups = rgs.len(),
+            rows = units.iter().map(|u| u.rows.len()).sum::<usize>(),
+            windows = times.is_some(),
+            "reading traces"
+        );
         let batches = if keys.is_empty() {
             Vec::new()
         } else {
