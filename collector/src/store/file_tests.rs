@@ -241,6 +241,32 @@ fn file_spans_answer_as_memory_spans() {
     assert!(searches > 100, "most searches find something: {searches}");
 }
 
+#[test]
+fn file_spans_serve_concurrent_readers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("spans.parquet");
+    let rows = span_rows(&write(&path, Table::Spans, spans(60), 16));
+    let file = FileSpans::open(&path).unwrap();
+    let mem = MemSpans::new(rows.clone());
+    let (file, mem): (&SpanStore, &SpanStore) = (&file, &mem);
+    let mut ids: Vec<String> = rows.iter().map(|s| trace_key(&s.trace_id)).collect();
+    ids.sort();
+    ids.dedup();
+    let now = i64::MAX;
+    let want = mem.traces(&ids, now).unwrap();
+    // Requests read while the background indexing reads the same file.
+    std::thread::scope(|scope| {
+        scope.spawn(|| file.warm().unwrap());
+        for _ in 0..3 {
+            scope.spawn(|| {
+                for _ in 0..5 {
+                    assert_eq!(file.traces(&ids, now).unwrap(), want);
+                }
+            });
+        }
+    });
+}
+
 fn log_rows() -> Vec<Row> {
     let mut g = Lcg(11);
     let mut rows = Vec::new();

@@ -78,7 +78,6 @@ pub struct Unit {
 /// An opened table file.
 pub struct TableFile {
     path: PathBuf,
-    file: File,
     meta: ArrowReaderMetadata,
     time_column: &'static str,
 }
@@ -92,7 +91,6 @@ impl TableFile {
             .with_context(|| format!("reading the Parquet footer of {}", path.display()))?;
         let table = TableFile {
             path: path.to_path_buf(),
-            file,
             meta,
             time_column,
         };
@@ -254,14 +252,16 @@ impl TableFile {
             .collect()
     }
 
+    /// The file opened anew for one reader: readers seek, and handles cloned from one another
+    /// would share their position between threads.
+    fn reopen(&self) -> anyhow::Result<File> {
+        File::open(&self.path).with_context(|| format!("reopening {}", self.path.display()))
+    }
+
     /// A reader over the already-loaded metadata (no footer read per query).
     fn builder(&self) -> anyhow::Result<ParquetRecordBatchReaderBuilder<File>> {
-        let file = self
-            .file
-            .try_clone()
-            .with_context(|| format!("reopening {}", self.path.display()))?;
         Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(
-            file,
+            self.reopen()?,
             self.meta.clone(),
         ))
     }
@@ -370,11 +370,7 @@ impl TableFile {
             ArrowReaderOptions::new().with_schema(hint),
         )
         .with_context(|| format!("reading {}", self.path.display()))?;
-        let file = self
-            .file
-            .try_clone()
-            .with_context(|| format!("reopening {}", self.path.display()))?;
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(self.reopen()?, meta)
             .with_projection(self.projection(columns)?)
             .with_batch_size(BATCH_ROWS * 8)
             .build()
