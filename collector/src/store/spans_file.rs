@@ -23,7 +23,7 @@ use super::spans::{
 };
 
 /// Rows decoded per round of a search before checking whether older pages still matter.
-const SEARCH_ROUND_ROWS: usize = 32 * 1024;
+const SEARCH_ROUND_ROWS: usize = 128 * 1024;
 /// Spans grouped in memory at once when deriving dependencies (the table is read in as many
 /// passes, each taking a share of the traces).
 const DEPENDENCY_PASS_ROWS: usize = 1 << 20;
