@@ -120,7 +120,7 @@ impl Replay {
             // their files in the background; a request that comes first reads them itself.
             let (spans, logs) = (traces.spans.clone(), logs.clone());
             tokio::task::spawn_blocking(move || {
-                if let Err(e) = spans.catalog().and_then(|_| logs.warm()) {
+                if let Err(e) = spans.warm().and_then(|()| logs.warm()) {
                     tracing::warn!("indexing spans and logs: {e:#}");
                 }
             });

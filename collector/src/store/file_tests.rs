@@ -186,6 +186,19 @@ fn file_spans_answer_as_memory_spans() {
     let non_empty = mem.dependencies(T0, last, last).unwrap();
     assert!(non_empty.len() > 3, "{non_empty:?}");
 
+    // Once warm, traces are read through their time windows: the same answers.
+    file.warm().unwrap();
+    for &now in &nows {
+        let mut ids: Vec<String> = rows.iter().map(|s| trace_key(&s.trace_id)).collect();
+        ids.sort();
+        ids.dedup();
+        ids.push(trace_key("123"));
+        assert_eq!(
+            file.traces(&ids, now).unwrap(),
+            mem.traces(&ids, now).unwrap()
+        );
+    }
+
     let mut searches = 0;
     for service in [None, Some("frontend"), Some("cart"), Some("nope")] {
         for operation in [None, Some("GET /")] {
@@ -226,6 +239,32 @@ fn file_spans_answer_as_memory_spans() {
         }
     }
     assert!(searches > 100, "most searches find something: {searches}");
+}
+
+#[test]
+fn file_spans_serve_concurrent_readers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("spans.parquet");
+    let rows = span_rows(&write(&path, Table::Spans, spans(60), 16));
+    let file = FileSpans::open(&path).unwrap();
+    let mem = MemSpans::new(rows.clone());
+    let (file, mem): (&SpanStore, &SpanStore) = (&file, &mem);
+    let mut ids: Vec<String> = rows.iter().map(|s| trace_key(&s.trace_id)).collect();
+    ids.sort();
+    ids.dedup();
+    let now = i64::MAX;
+    let want = mem.traces(&ids, now).unwrap();
+    // Requests read while the background indexing reads the same file.
+    std::thread::scope(|scope| {
+        scope.spawn(|| file.warm().unwrap());
+        for _ in 0..3 {
+            scope.spawn(|| {
+                for _ in 0..5 {
+                    assert_eq!(file.traces(&ids, now).unwrap(), want);
+                }
+            });
+        }
+    });
 }
 
 fn log_rows() -> Vec<Row> {
@@ -388,6 +427,10 @@ fn timings() {
         return;
     };
     let dir = Path::new(&dir);
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_writer(std::io::stderr)
+        .try_init();
     let rss = || {
         std::fs::read_to_string("/proc/self/status")
             .unwrap_or_default()
@@ -436,6 +479,18 @@ fn timings() {
     });
     time("trace", &mut || {
         format!("{}", spans.trace(&ids[0], now).unwrap().unwrap().len())
+    });
+    time("warm (catalog, trace windows)", &mut || {
+        format!("{:?}", spans.warm().unwrap())
+    });
+    time("trace, warm", &mut || {
+        format!("{}", spans.trace(&ids[1], now).unwrap().unwrap().len())
+    });
+    time("traces, warm", &mut || {
+        format!("{}", spans.traces(&ids, now).unwrap().len())
+    });
+    time("dependencies", &mut || {
+        format!("{}", spans.dependencies(i64::MIN, now, now).unwrap().len())
     });
     let logs = FileLogs::open(&dir.join("logs.parquet")).unwrap();
     let logs: &LogStore = &logs;

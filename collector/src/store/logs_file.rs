@@ -11,7 +11,7 @@ use arrow_array::{Array, RecordBatch};
 
 use super::Cached;
 use super::logs::{CatalogBuilder, ContainerKey, Line, LineRange, LogCatalog, LogSource};
-use super::parquet::{Pred, TableFile, Unit, int32s, strings, times};
+use super::parquet::{Pred, TableFile, Unit, dictionary, int32s, strings, times, word};
 
 /// Rows read per step when looking for a container's last lines.
 const TAIL_STEP_ROWS: usize = 16 * 1024;
@@ -58,39 +58,46 @@ impl FileLogs {
 
     fn scan_catalog(&self) -> anyhow::Result<LogCatalog> {
         let mut catalog = CatalogBuilder::default();
-        self.file.scan(
-            &["time", "namespace", "pod", "container", "restart", "stream"],
-            |b| {
-                let (time, restart) = (times(b, "time")?, int32s(b, "restart")?);
-                let (ns, pod, container, stream) = (
-                    strings(b, "namespace")?,
-                    strings(b, "pod")?,
-                    strings(b, "container")?,
-                    strings(b, "stream")?,
+        let keys = ["namespace", "pod", "container", "stream"];
+        let columns = ["time", "namespace", "pod", "container", "restart", "stream"];
+        self.file.scan_dictionary(&columns, &keys, |b| {
+            let (time, restart) = (times(b, "time")?, int32s(b, "restart")?);
+            let (ns, pod, container, stream) = (
+                dictionary(b, "namespace")?,
+                dictionary(b, "pod")?,
+                dictionary(b, "container")?,
+                dictionary(b, "stream")?,
+            );
+            // One catalog update per distinct stream of the batch, by dictionary keys.
+            // (namespace, pod, container, restart, stream) → (first, last)
+            type Key = (i32, i32, i32, i32, i32);
+            let mut spans: HashMap<Key, (i64, i64)> = HashMap::new();
+            for i in 0..b.num_rows() {
+                let t = time.value(i);
+                let k = (
+                    ns.0[i],
+                    pod.0[i],
+                    container.0[i],
+                    restart.value(i),
+                    stream.0[i],
                 );
-                // Borrowed keys within a batch: one catalog update per distinct stream.
-                type Key<'a> = (&'a str, &'a str, &'a str, i32, &'a str);
-                let mut spans: HashMap<Key<'_>, (i64, i64)> = HashMap::new();
-                for i in 0..b.num_rows() {
-                    let t = time.value(i);
-                    let k = (
-                        ns.value(i),
-                        pod.value(i),
-                        container.value(i),
-                        restart.value(i),
-                        stream.value(i),
-                    );
-                    spans
-                        .entry(k)
-                        .and_modify(|s| *s = (s.0.min(t), s.1.max(t)))
-                        .or_insert((t, t));
-                }
-                for ((n, p, c, r, s), (first, last)) in spans {
-                    catalog.add((n, p, c), r, s, first, last);
-                }
-                Ok(())
-            },
-        )?;
+                spans
+                    .entry(k)
+                    .and_modify(|s| *s = (s.0.min(t), s.1.max(t)))
+                    .or_insert((t, t));
+            }
+
+            for ((n, p, c, r, s), (first, last)) in spans {
+                catalog.add(
+                    (word(ns, n), word(pod, p), word(container, c)),
+                    r,
+                    word(stream, s),
+                    first,
+                    last,
+                );
+            }
+            Ok(())
+        })?;
         Ok(catalog.build())
     }
 }

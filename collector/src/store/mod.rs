@@ -34,4 +34,13 @@ impl<T> Cached<T> {
         *slot = Some(v.clone());
         Ok(v)
     }
+
+    /// The value if it is there already; never waits for it to be computed.
+    pub fn ready(&self) -> Option<Arc<T>> {
+        match self.0.try_lock() {
+            Ok(slot) => slot.clone(),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().clone(),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
 }

@@ -6,12 +6,13 @@
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type, TimestampNanosecondType};
 use arrow_array::{Array, PrimitiveArray, RecordBatch, StringArray};
-use arrow_schema::ArrowError;
+use arrow_schema::{ArrowError, DataType, FieldRef, Schema};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowFilter,
@@ -77,7 +78,6 @@ pub struct Unit {
 /// An opened table file.
 pub struct TableFile {
     path: PathBuf,
-    file: File,
     meta: ArrowReaderMetadata,
     time_column: &'static str,
 }
@@ -91,7 +91,6 @@ impl TableFile {
             .with_context(|| format!("reading the Parquet footer of {}", path.display()))?;
         let table = TableFile {
             path: path.to_path_buf(),
-            file,
             meta,
             time_column,
         };
@@ -117,6 +116,24 @@ impl TableFile {
             .row_groups()
             .iter()
             .map(|rg| rg.num_rows().max(0) as usize)
+    }
+
+    /// Least and greatest value of the time column, from the row groups' statistics.
+    pub fn time_bounds(&self) -> (i64, i64) {
+        let Ok(leaf) = self.leaf(self.time_column) else {
+            return (i64::MIN, i64::MAX);
+        };
+        let meta = self.meta.metadata();
+        let mut bounds: Option<(i64, i64)> = None;
+        for rg in meta.row_groups() {
+            match chunk_bounds(rg.column(leaf).statistics()) {
+                Some((Bound::I64(lo), Bound::I64(hi))) => {
+                    bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+                }
+                _ => return (i64::MIN, i64::MAX),
+            }
+        }
+        bounds.unwrap_or((0, 0))
     }
 
     /// The leaf (column chunk) index of a top-level primitive column.
@@ -235,14 +252,16 @@ impl TableFile {
             .collect()
     }
 
+    /// The file opened anew for one reader: readers seek, and handles cloned from one another
+    /// would share their position between threads.
+    fn reopen(&self) -> anyhow::Result<File> {
+        File::open(&self.path).with_context(|| format!("reopening {}", self.path.display()))
+    }
+
     /// A reader over the already-loaded metadata (no footer read per query).
     fn builder(&self) -> anyhow::Result<ParquetRecordBatchReaderBuilder<File>> {
-        let file = self
-            .file
-            .try_clone()
-            .with_context(|| format!("reopening {}", self.path.display()))?;
         Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(
-            file,
+            self.reopen()?,
             self.meta.clone(),
         ))
     }
@@ -321,6 +340,48 @@ impl TableFile {
         Ok(())
     }
 
+    /// As [`TableFile::scan`], with the `dictionary` columns (low-cardinality strings) read as
+    /// dictionary arrays: keys into a few values, no string built per row.
+    pub fn scan_dictionary(
+        &self,
+        columns: &[&str],
+        dictionary: &[&str],
+        mut f: impl FnMut(&RecordBatch) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let schema = self.meta.schema();
+        let fields: Vec<FieldRef> = schema
+            .fields()
+            .iter()
+            .map(|field| {
+                if dictionary.contains(&field.name().as_str()) {
+                    let dict = DataType::Dictionary(
+                        Box::new(DataType::Int32),
+                        Box::new(field.data_type().clone()),
+                    );
+                    Arc::new(field.as_ref().clone().with_data_type(dict))
+                } else {
+                    field.clone()
+                }
+            })
+            .collect();
+        let hint = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+        let meta = ArrowReaderMetadata::try_new(
+            self.meta.metadata().clone(),
+            ArrowReaderOptions::new().with_schema(hint),
+        )
+        .with_context(|| format!("reading {}", self.path.display()))?;
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(self.reopen()?, meta)
+            .with_projection(self.projection(columns)?)
+            .with_batch_size(BATCH_ROWS * 8)
+            .build()
+            .with_context(|| format!("reading {}", self.path.display()))?;
+        for batch in reader {
+            let batch = batch.with_context(|| format!("decoding {}", self.path.display()))?;
+            f(&batch)?;
+        }
+        Ok(())
+    }
+
     /// The bloom filter of a column in a row group, if it has one.
     pub fn bloom_filter(&self, rg: usize, column: &str) -> anyhow::Result<Option<Sbbf>> {
         let leaf = self.leaf(column)?;
@@ -369,6 +430,23 @@ pub fn int64s<'a>(
     name: &str,
 ) -> Result<&'a PrimitiveArray<Int64Type>, ArrowError> {
     column(b, name, |c| c.as_primitive_opt::<Int64Type>())
+}
+
+/// A string column read as a dictionary: (keys, values).
+pub fn dictionary<'a>(
+    b: &'a RecordBatch,
+    name: &str,
+) -> Result<(&'a [i32], &'a StringArray), ArrowError> {
+    let d = column(b, name, |c| c.as_dictionary_opt::<Int32Type>())?;
+    let values = d.values().as_string_opt::<i32>().ok_or_else(|| {
+        ArrowError::SchemaError(format!("`{name}` is not a dictionary of strings"))
+    })?;
+    Ok((d.keys().values(), values))
+}
+
+/// The value a dictionary key stands for.
+pub fn word<'a>(d: (&[i32], &'a StringArray), key: i32) -> &'a str {
+    d.1.value(key as usize)
 }
 
 pub fn int32s<'a>(

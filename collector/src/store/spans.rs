@@ -175,6 +175,11 @@ pub trait SpanSource: Send + Sync {
     /// The (service, operation, kind) catalog.
     fn catalog(&self) -> anyhow::Result<Arc<Catalog>>;
 
+    /// Builds now what would otherwise be built on first use (after start, in the background).
+    fn warm(&self) -> anyhow::Result<()> {
+        self.catalog().map(drop)
+    }
+
     /// The visible spans of each trace (ids as [`trace_key`] gives them), in start order; an
     /// empty list for a trace with none.
     fn traces(&self, ids: &[String], now: i64) -> anyhow::Result<Vec<Vec<SpanRow>>>;

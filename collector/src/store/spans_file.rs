@@ -16,14 +16,14 @@ use parquet::arrow::arrow_reader::{ArrowPredicate, ArrowPredicateFn, RowFilter};
 use schemas::tables::{Row, SpanRow, Table};
 
 use super::Cached;
-use super::parquet::{Pred, TableFile, Unit, int64s, strings, times};
+use super::parquet::{Pred, TableFile, Unit, dictionary, int64s, strings, times, word};
 use super::spans::{
     Catalog, DerivedTags, Links, Newest, SpanSource, TraceQuery, add_links, trace_key,
     visible_in_order,
 };
 
 /// Rows decoded per round of a search before checking whether older pages still matter.
-const SEARCH_ROUND_ROWS: usize = 32 * 1024;
+const SEARCH_ROUND_ROWS: usize = 128 * 1024;
 /// Spans grouped in memory at once when deriving dependencies (the table is read in as many
 /// passes, each taking a share of the traces).
 const DEPENDENCY_PASS_ROWS: usize = 1 << 20;
@@ -33,7 +33,33 @@ const DEPENDENCY_CACHE: usize = 16;
 pub struct FileSpans {
     file: TableFile,
     catalog: Cached<Catalog>,
+    /// Built in the background after start; until then traces are read without it.
+    trace_times: Cached<TraceTimes>,
     dependencies: Mutex<HashMap<(i64, i64, i64), Arc<Links>>>,
+}
+
+/// Where in time each trace's spans lie, to read only the pages of a trace's time in the row groups
+/// its bloom filter names (every span of a trace starts within its window: a window only ever
+/// widens, as seconds are rounded outwards and traces whose hashes collide share one).
+struct TraceTimes {
+    base_ns: i64,
+    /// (hash of the trace key, first start, last start in whole seconds after `base_ns`), by hash.
+    windows: Vec<(u64, u32, u32)>,
+}
+
+impl TraceTimes {
+    fn hash(key: &str) -> u64 {
+        BuildHasherDefault::<DefaultHasher>::default().hash_one(key)
+    }
+
+    /// The recorded-time window of a trace's spans; `None` when the file has no such trace.
+    fn window(&self, key: &str) -> Option<(i64, i64)> {
+        let h = Self::hash(key);
+        let i = self.windows.partition_point(|w| w.0 < h);
+        let &(found, lo, hi) = self.windows.get(i)?;
+        let at = |s: u32| self.base_ns.saturating_add(i64::from(s) * 1_000_000_000);
+        (found == h).then(|| (at(lo), at(hi)))
+    }
 }
 
 impl FileSpans {
@@ -42,6 +68,7 @@ impl FileSpans {
         Ok(FileSpans {
             file: TableFile::open(path, "start")?,
             catalog: Cached::default(),
+            trace_times: Cached::default(),
             dependencies: Mutex::default(),
         })
     }
@@ -175,27 +202,68 @@ impl FileSpans {
         }))
     }
 
+    fn scan_trace_times(&self) -> anyhow::Result<TraceTimes> {
+        let base_ns = self.file.time_bounds().0;
+        anyhow::ensure!(
+            base_ns != i64::MIN,
+            "{}: no start statistics to place traces by",
+            self.file.path().display()
+        );
+        let seconds = |t: i64| t.saturating_sub(base_ns) / 1_000_000_000;
+        let mut windows: HashMap<u64, (u32, u32)> = HashMap::new();
+        self.file.scan(&["trace_id", "start"], |b| {
+            let (ids, start) = (strings(b, "trace_id")?, times(b, "start")?);
+            for i in 0..b.num_rows() {
+                let id = ids.value(i);
+                let h = if id.len() == 32 && !id.bytes().any(|c| c.is_ascii_uppercase()) {
+                    TraceTimes::hash(id)
+                } else {
+                    TraceTimes::hash(&trace_key(id))
+                };
+                // Floor and ceiling: the window holds the span's start.
+                let s = seconds(start.value(i));
+                let (Ok(lo), Ok(hi)) = (u32::try_from(s), u32::try_from(s + 1)) else {
+                    anyhow::bail!(
+                        "spans more than 136 years apart: traces are read without windows"
+                    );
+                };
+                windows
+                    .entry(h)
+                    .and_modify(|w| *w = (w.0.min(lo), w.1.max(hi)))
+                    .or_insert((lo, hi));
+            }
+            Ok(())
+        })?;
+        let mut windows: Vec<(u64, u32, u32)> = windows
+            .into_iter()
+            .map(|(h, (lo, hi))| (h, lo, hi))
+            .collect();
+        windows.sort_unstable();
+        Ok(TraceTimes { base_ns, windows })
+    }
+
     fn scan_catalog(&self) -> anyhow::Result<Catalog> {
         let mut catalog = Catalog::default();
+        let columns = ["service", "name", "kind", "start"];
         self.file
-            .scan(&["service", "name", "kind", "start"], |b| {
-                let (svc, name, kind, start) = (
-                    strings(b, "service")?,
-                    strings(b, "name")?,
-                    strings(b, "kind")?,
-                    times(b, "start")?,
+            .scan_dictionary(&columns, &columns[..3], |b| {
+                let (svc, names, kinds) = (
+                    dictionary(b, "service")?,
+                    dictionary(b, "name")?,
+                    dictionary(b, "kind")?,
                 );
-                // Borrowed keys within a batch: one catalog entry per distinct operation.
-                let mut first: HashMap<(&str, &str, &str), i64> = HashMap::new();
+                let start = times(b, "start")?;
+                // One entry per distinct operation of the batch, by dictionary keys.
+                let mut first: HashMap<(i32, i32, i32), i64> = HashMap::new();
                 for i in 0..b.num_rows() {
                     let t = start.value(i);
                     first
-                        .entry((svc.value(i), name.value(i), kind.value(i)))
+                        .entry((svc.0[i], names.0[i], kinds.0[i]))
                         .and_modify(|f| *f = (*f).min(t))
                         .or_insert(t);
                 }
                 for ((s, n, k), t) in first {
-                    catalog.add(s, n, k, t);
+                    catalog.add(word(svc, s), word(names, n), word(kinds, k), t);
                 }
                 Ok(())
             })
@@ -350,17 +418,54 @@ impl SpanSource for FileSpans {
         self.catalog.get_or_try(|| self.scan_catalog())
     }
 
+    fn warm(&self) -> anyhow::Result<()> {
+        self.catalog()?;
+        self.trace_times.get_or_try(|| self.scan_trace_times())?;
+        Ok(())
+    }
+
     fn traces(&self, ids: &[String], now: i64) -> anyhow::Result<Vec<Vec<SpanRow>>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let keys: Arc<HashSet<String>> = Arc::new(ids.iter().cloned().collect());
+        let times = self.trace_times.ready();
+        // Traces the file does not have need no reading at all.
+        let keys: Arc<HashSet<String>> = Arc::new(
+            ids.iter()
+                .filter(|id| times.as_ref().is_none_or(|t| t.window(id).is_some()))
+                .cloned()
+                .collect(),
+        );
         let rgs = self.row_groups_of(&keys)?;
-        let batches = self.file.read_filtered(
-            &self.file.row_groups(&rgs),
-            ALL_COLUMNS,
-            Some(self.trace_filter(keys)?),
-        )?;
+        let units = match &times {
+            // Only the pages of each trace's time, in the row groups its bloom filter names.
+            Some(t) => {
+                let mut units = Vec::new();
+                for (lo, hi) in keys.iter().filter_map(|k| t.window(k)) {
+                    units.extend(
+                        self.file
+                            .prune(&[Pred::I64Between("start", lo, hi)])?
+                            .into_iter()
+                            .filter(|u| rgs.binary_search(&u.row_group).is_ok()),
+                    );
+                }
+                units
+            }
+            None => self.file.row_groups(&rgs),
+        };
+        tracing::debug!(
+            traces = keys.len(),
+            row_groups = rgs.len(),
+            rows = units.iter().map(|u| u.rows.len()).sum::<usize>(),
+            windows = times.is_some(),
+            "reading traces"
+        );
+        let batches = if keys.is_empty() {
+            Vec::new()
+        } else {
+            self.file
+                .read_filtered(&units, ALL_COLUMNS, Some(self.trace_filter(keys)?))?
+        };
         let mut by_trace: HashMap<String, Vec<SpanRow>> = HashMap::new();
         for s in self.decode(&batches)? {
             by_trace.entry(trace_key(&s.trace_id)).or_default().push(s);
