@@ -118,10 +118,17 @@ impl Replay {
         {
             // The span and log catalogs (service, operation and stream lists) are read from
             // their files in the background; a request that comes first reads them itself.
-            let (spans, logs) = (traces.spans.clone(), logs.clone());
+            // Side by side: the log streams must not wait for the spans' trace index.
+            let spans = traces.spans.clone();
             tokio::task::spawn_blocking(move || {
-                if let Err(e) = spans.warm().and_then(|()| logs.warm()) {
-                    tracing::warn!("indexing spans and logs: {e:#}");
+                if let Err(e) = spans.warm() {
+                    tracing::warn!("indexing spans: {e:#}");
+                }
+            });
+            let logs = logs.clone();
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = logs.warm() {
+                    tracing::warn!("indexing logs: {e:#}");
                 }
             });
         }
