@@ -16,39 +16,13 @@
 //! runs another build of `collector`). Goal on a 1 GB dataset: ready in <= 1 s, <= 500 MiB
 //! resident.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 #[path = "../tests/support/mod.rs"]
 mod support;
-use support::{Replay, bench_dataset, env_num};
-
-fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
-/// VmRSS and VmHWM of a process, in MiB.
-fn memory_mib(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(f64::NAN, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
+use support::{Replay, bench_dataset, dir_bytes, env_num, memory_mib, percentile};
 
 fn enc(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
@@ -95,13 +69,6 @@ const MIX: &[&str] = &[
     "count by (node) (kube_pod_info)",
     "ALERTS",
 ];
-
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
-}
 
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();

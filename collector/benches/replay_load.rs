@@ -13,7 +13,6 @@
 //!
 //! Run: `cargo bench --profile dev -p collector --bench replay_load` (the profile `cargo run` uses).
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,35 +20,10 @@ use serde_json::Value;
 
 #[path = "../tests/support/mod.rs"]
 mod support;
-use support::{Replay, bench_dataset, env_num};
+use support::{Replay, bench_dataset, dir_bytes, env_num, memory_mib, percentile};
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 const DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
-
-fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
-/// VmRSS and VmHWM of a process, in MiB.
-fn memory_mib(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(f64::NAN, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
 
 /// The request mix: (path, Accept), in the proportions a few agents running kubectl produce.
 async fn request_mix(client: &reqwest::Client, base: &str) -> Vec<(String, &'static str)> {
@@ -106,13 +80,6 @@ async fn request_mix(client: &reqwest::Client, base: &str) -> Vec<(String, &'sta
         ));
     }
     mix
-}
-
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
 fn main() {

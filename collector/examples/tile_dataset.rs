@@ -19,7 +19,7 @@ use datasets::encode::{cmp_rows, encode};
 use datasets::{Dataset, TableFileWriter, WriteOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 use schemas::tables::{MetricMeta, MetricSample, Row, Table};
-use schemas::{Manifest, TableEntry, TimeWindow};
+use schemas::{Manifest, TimeWindow};
 use sha2::{Digest, Sha256};
 
 /// Writes N consecutive copies of a dataset, each shifted by the window's length, as one dataset.
@@ -137,27 +137,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         for table in Table::ALL {
             let path = tmp.join(table.file_name());
             let rows = tiling.write(table, &tables[&table], &path, &bar)?;
-            let bytes = std::fs::metadata(&path)?.len();
-            let sha256 = datasets::sha256_file(&path)?;
-            entries.insert(
-                table,
-                TableEntry {
-                    file: table.file_name(),
-                    rows,
-                    bytes,
-                    sha256,
-                },
-            );
+            entries.insert(table, datasets::writer::table_entry(table, &path, rows)?);
         }
         bar.finish_and_clear();
         let total = period * copies as i64;
-        let mut digest = Sha256::new();
-        for (table, entry) in &entries {
-            digest.update(table.name());
-            digest.update(entry.sha256.as_bytes());
-        }
         let manifest = Manifest {
-            dataset_id: format!("ds-{}", &hex::encode(digest.finalize())[..20]),
+            dataset_id: datasets::writer::dataset_id(&entries),
             window: TimeWindow {
                 start: manifest.window.start,
                 end: manifest.window.start + chrono::Duration::nanoseconds(total),
@@ -251,7 +236,9 @@ impl Tiling<'_> {
                 let mut chunk: Vec<Row> = (group..end)
                     .filter(|&i| {
                         copy + 1 == copies
-                            || row_time(&rows[i]).is_none_or(|t| t < self.start + self.period)
+                            || rows[i]
+                                .time_ns()
+                                .is_none_or(|t| t < self.start + self.period)
                     })
                     .map(|i| {
                         let g = if table == Table::Metrics {
@@ -348,18 +335,6 @@ fn counter_growth(metrics: &[Row], metadata: &[MetricMeta]) -> HashMap<SeriesKey
     span.into_iter()
         .map(|(k, (first, last))| (k, (last - first).max(0.0)))
         .collect()
-}
-
-fn row_time(row: &Row) -> Option<i64> {
-    match row {
-        Row::Object(r) => Some(r.observed_ns),
-        Row::Event(r) => Some(r.time_ns),
-        Row::Log(r) => Some(r.time_ns),
-        Row::Metric(r) => Some(r.time_ns),
-        Row::Span(r) => Some(r.start_ns),
-        Row::Alert(r) => Some(r.time_ns),
-        Row::MetricMeta(_) => None,
-    }
 }
 
 /// Copy `copy` of a row, `shift` ns later; a cumulative series' value raised `growth` per copy.

@@ -100,56 +100,35 @@ impl Replay {
             let (ds, metadata) = (obs.dataset, obs.metric_metadata);
             tokio::task::spawn_blocking(move || prometheus::disk_storage(&ds, &metadata, now_ns))
         };
-        let traces = {
-            let spans = obs.spans;
-            tokio::task::spawn_blocking(move || JaegerFacade { spans, clock })
-        };
-        let logs = {
-            let (store, timeline) = (obs.logs.clone(), obs.timeline.clone());
-            tokio::task::spawn_blocking(move || LokiFacade::new(store, &timeline, clock))
-        };
-        // The three stores build side by side.
-        let (metrics, traces, logs) = tokio::join!(metrics, traces, logs);
-        let (metrics, traces, logs) = (
-            metrics?.context("loading the alerts and metric metadata")?,
-            Arc::new(traces?),
-            Arc::new(logs?),
-        );
-        {
-            // The span and log catalogs (service, operation and stream lists) are read from
-            // their files in the background; a request that comes first reads them itself.
-            // Side by side: the log streams must not wait for the spans' trace index.
-            let spans = traces.spans.clone();
-            tokio::task::spawn_blocking(move || {
-                if let Err(e) = spans.warm() {
-                    tracing::warn!("indexing spans: {e:#}");
-                }
-            });
-            let logs = logs.clone();
-            tokio::task::spawn_blocking(move || {
-                if let Err(e) = logs.warm() {
-                    tracing::warn!("indexing logs: {e:#}");
-                }
-            });
-        }
-        let (metrics, alerts) = metrics;
+        // Spans and logs stay in their files: their facades hold only the open files.
+        let traces = Arc::new(JaegerFacade {
+            spans: obs.spans,
+            clock,
+        });
+        let logs = Arc::new(LokiFacade::new(obs.logs.clone(), &obs.timeline, clock));
+        let (metrics, alerts) = metrics
+            .await?
+            .context("loading the alerts and metric metadata")?;
         let metrics = Arc::new(metrics);
+        // Read while the listeners already serve, side by side (the log streams must not wait
+        // for the spans' trace index); a request that comes first reads what it needs itself.
+        let spans = traces.spans.clone();
+        in_background("indexing spans", move || spans.warm());
+        let log_index = logs.clone();
+        in_background("indexing logs", move || log_index.warm());
+        let metric_directory = metrics.clone();
+        in_background("reading the metric directory", move || {
+            metric_directory.open()
+        });
         let mut servers = Vec::new();
         let kubernetes = serve(opts.listen, 0, kube_router(kube), &mut servers).await?;
         let prometheus = serve(
             opts.listen,
             1,
-            prometheus::router(metrics.clone(), alerts, clock),
+            prometheus::router(metrics, alerts, clock),
             &mut servers,
         )
         .await?;
-        // Samples stay on disk; their file's footer and metric directory are read while the
-        // listeners already serve, so that the first query finds them ready.
-        tokio::task::spawn_blocking(move || {
-            if let Err(e) = metrics.open() {
-                tracing::error!("metrics: {e}");
-            }
-        });
         let jaeger = serve(opts.listen, 2, jaeger::router(traces), &mut servers).await?;
         let loki = serve(opts.listen, 3, loki::router(logs), &mut servers).await?;
         Ok(Replay {
@@ -172,6 +151,18 @@ impl Replay {
         }
         Ok(())
     }
+}
+
+/// Runs `work` on the blocking pool; a failure is logged (requests then meet it themselves).
+fn in_background<E: std::fmt::Display>(
+    what: &'static str,
+    work: impl FnOnce() -> Result<(), E> + Send + 'static,
+) {
+    tokio::task::spawn_blocking(move || {
+        if let Err(e) = work() {
+            tracing::warn!("{what}: {e:#}");
+        }
+    });
 }
 
 /// Starts serving `app` on the base address's port moved by `offset`; returns its URL.

@@ -393,7 +393,7 @@ fn check_table(
                     ),
                 );
             }
-            if let Some(t) = row_time(&row) {
+            if let Some(t) = row.time_ns() {
                 // An event may have happened before the capture began and still be listed.
                 let too_early = t < start_ns && table != Table::Events;
                 if too_early || t > end_ns {
@@ -415,18 +415,6 @@ fn check_table(
         }
     }
     c.report.rows_checked += index;
-}
-
-fn row_time(row: &Row) -> Option<i64> {
-    match row {
-        Row::Object(r) => Some(r.observed_ns),
-        Row::Event(r) => Some(r.time_ns),
-        Row::Log(r) => Some(r.time_ns),
-        Row::Metric(r) => Some(r.time_ns),
-        Row::Span(r) => Some(r.start_ns),
-        Row::Alert(r) => Some(r.time_ns),
-        Row::MetricMeta(_) => None,
-    }
 }
 
 /// Compares names, types and nullability column by column (metadata aside).

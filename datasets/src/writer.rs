@@ -222,19 +222,7 @@ impl DatasetWriter {
                 }
             }
             let rows = file.finish()?;
-            let bytes = std::fs::metadata(&path)
-                .map_err(|e| DatasetError::io(&path, e))?
-                .len();
-            let sha256 = sha256_file(&path)?;
-            tables.insert(
-                table,
-                TableEntry {
-                    file: table.file_name(),
-                    rows,
-                    bytes,
-                    sha256,
-                },
-            );
+            tables.insert(table, table_entry(table, &path, rows)?);
         }
         let runs = self.tmp_dir.join(".runs");
         std::fs::remove_dir(&runs).map_err(|e| DatasetError::io(&runs, e))?;
@@ -286,9 +274,22 @@ impl Drop for DatasetWriter {
     }
 }
 
+/// The manifest entry of a finished table file holding `rows` rows.
+pub fn table_entry(table: Table, path: &Path, rows: u64) -> Result<TableEntry> {
+    let bytes = std::fs::metadata(path)
+        .map_err(|e| DatasetError::io(path, e))?
+        .len();
+    Ok(TableEntry {
+        file: table.file_name(),
+        rows,
+        bytes,
+        sha256: sha256_file(path)?,
+    })
+}
+
 /// The opaque id: a digest of the tables' checksums, so identical data gets an identical id and the
 /// id says nothing about how the data was made.
-fn dataset_id(tables: &BTreeMap<Table, TableEntry>) -> String {
+pub fn dataset_id(tables: &BTreeMap<Table, TableEntry>) -> String {
     let mut hasher = Sha256::new();
     for (table, entry) in tables {
         hasher.update(table.name());

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, TimestampNanosecondType};
-use arrow_array::{Array, MapArray, RecordBatch, StringArray};
+use arrow_array::{Array, ArrayRef, MapArray, RecordBatch, StringArray, TimestampNanosecondArray};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
@@ -552,11 +552,16 @@ fn raw_entries(map: &MapArray, row: usize) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
-fn column(batch: &RecordBatch, name: &str) -> Result<Arc<dyn Array>, String> {
+fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, String> {
     batch
         .column_by_name(name)
-        .cloned()
         .ok_or_else(|| format!("no `{name}` column"))
+}
+
+fn time_column(batch: &RecordBatch) -> Result<&TimestampNanosecondArray, String> {
+    column(batch, "time")?
+        .as_primitive_opt::<TimestampNanosecondType>()
+        .ok_or_else(|| "`time` is not a nanosecond timestamp column".to_string())
 }
 
 /// What one probe of a row tells: its raw label entries, labels and time.
@@ -826,10 +831,7 @@ impl FileIndex {
             &self.projection.time,
             batch_rows,
             |rows, batch| {
-                let times = column(batch, "time")?;
-                let times = times
-                    .as_primitive_opt::<TimestampNanosecondType>()
-                    .ok_or("`time` is not a nanosecond timestamp column")?;
+                let times = time_column(batch)?;
                 for (&row, &t) in rows.iter().zip(times.values().iter()) {
                     if t < prev {
                         stretches.push(start..visible_end);
@@ -918,10 +920,7 @@ impl FileIndex {
             |rows, batch| {
                 let labels = column(batch, "labels")?;
                 let labels = labels.as_map_opt().ok_or("`labels` is not a map column")?;
-                let times = column(batch, "time")?;
-                let times = times
-                    .as_primitive_opt::<TimestampNanosecondType>()
-                    .ok_or("`time` is not a nanosecond timestamp column")?;
+                let times = time_column(batch)?;
                 for (i, &row) in rows.iter().enumerate() {
                     probes.insert(
                         row,
@@ -1025,10 +1024,7 @@ impl FileIndex {
                 &self.projection.time_value,
                 batch_rows,
                 |rows, batch| {
-                    let times = column(batch, "time")?;
-                    let times = times
-                        .as_primitive_opt::<TimestampNanosecondType>()
-                        .ok_or("`time` is not a nanosecond timestamp column")?;
+                    let times = time_column(batch)?;
                     let values = column(batch, "value")?;
                     let values = values
                         .as_primitive_opt::<Float64Type>()

@@ -396,6 +396,19 @@ impl Row {
             Row::Alert(_) => Table::Alerts,
         }
     }
+
+    /// The row's time in ns (its table's time column); none for metric metadata.
+    pub fn time_ns(&self) -> Option<i64> {
+        match self {
+            Row::Object(r) => Some(r.observed_ns),
+            Row::Event(r) => Some(r.time_ns),
+            Row::Log(r) => Some(r.time_ns),
+            Row::Metric(r) => Some(r.time_ns),
+            Row::Span(r) => Some(r.start_ns),
+            Row::Alert(r) => Some(r.time_ns),
+            Row::MetricMeta(_) => None,
+        }
+    }
 }
 
 /// `row.try_into()` takes a typed row back out of a [`Row`]; the error gives the row back.

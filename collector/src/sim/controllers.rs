@@ -13,23 +13,19 @@ use super::world::{Source, World};
 pub fn reconcile(w: &mut World) {
     node_lifecycle(w);
     level_triggered(w, "deployment", deployments);
-    level_triggered(w, "statefulset", |w| {
-        statefulsets(w);
-        false
-    });
-    level_triggered(w, "replicaset", |w| {
-        replicasets(w);
-        false
-    });
+    level_triggered(w, "statefulset", objects_only(statefulsets));
+    level_triggered(w, "replicaset", objects_only(replicasets));
     schedule(w);
-    level_triggered(w, "endpoints", |w| {
-        endpoints(w);
+    level_triggered(w, "endpoints", objects_only(endpoints));
+    level_triggered(w, "resourcequota", objects_only(quotas));
+}
+
+/// A pass that reads objects only, never the clock.
+fn objects_only(pass: fn(&mut World)) -> impl FnOnce(&mut World) -> bool {
+    move |w| {
+        pass(w);
         false
-    });
-    level_triggered(w, "resourcequota", |w| {
-        quotas(w);
-        false
-    });
+    }
 }
 
 /// Runs a controller whose pass reads only objects (and, when it says so, the clock). A pass that

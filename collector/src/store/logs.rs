@@ -45,14 +45,22 @@ pub struct LineRange {
 }
 
 impl LineRange {
-    /// Lines of one stream with times in `[from, to]`.
-    pub fn stream(stream: &str, from_ns: i64, to_ns: i64) -> Self {
+    /// Every line with a time in `[from, to]`.
+    pub fn window(from_ns: i64, to_ns: i64) -> Self {
         LineRange {
             restart: None,
-            stream: Some(stream.to_string()),
+            stream: None,
             from_ns,
             to_ns,
             last: None,
+        }
+    }
+
+    /// Lines of one stream with times in `[from, to]`.
+    pub fn stream(stream: &str, from_ns: i64, to_ns: i64) -> Self {
+        LineRange {
+            stream: Some(stream.to_string()),
+            ..LineRange::window(from_ns, to_ns)
         }
     }
 
@@ -155,13 +163,7 @@ pub trait LogSource: Send + Sync {
         from_ns: i64,
         to_ns: i64,
     ) -> anyhow::Result<Vec<Vec<Line>>> {
-        let range = LineRange {
-            restart: None,
-            stream: None,
-            from_ns,
-            to_ns,
-            last: None,
-        };
+        let range = LineRange::window(from_ns, to_ns);
         keys.iter().map(|k| self.lines(k, &range)).collect()
     }
 }

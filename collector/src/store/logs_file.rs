@@ -204,13 +204,7 @@ impl LogSource for FileLogs {
             .enumerate()
             .map(|(i, k)| ((k.0.as_str(), k.1.as_str(), k.2.as_str()), i))
             .collect();
-        let range = LineRange {
-            restart: None,
-            stream: None,
-            from_ns,
-            to_ns,
-            last: None,
-        };
+        let range = LineRange::window(from_ns, to_ns);
         for b in self.file.read(&units, COLUMNS)? {
             collect_lines(&b, |k| at.get(&k).copied(), &range, &mut out)?;
         }

@@ -325,19 +325,9 @@ impl TableFile {
     pub fn scan(
         &self,
         columns: &[&str],
-        mut f: impl FnMut(&RecordBatch) -> anyhow::Result<()>,
+        f: impl FnMut(&RecordBatch) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let reader = self
-            .builder()?
-            .with_projection(self.projection(columns)?)
-            .with_batch_size(BATCH_ROWS * 8)
-            .build()
-            .with_context(|| format!("reading {}", self.path.display()))?;
-        for batch in reader {
-            let batch = batch.with_context(|| format!("decoding {}", self.path.display()))?;
-            f(&batch)?;
-        }
-        Ok(())
+        self.scan_batches(self.builder()?, columns, f)
     }
 
     /// As [`TableFile::scan`], with the `dictionary` columns (low-cardinality strings) read as
@@ -346,7 +336,7 @@ impl TableFile {
         &self,
         columns: &[&str],
         dictionary: &[&str],
-        mut f: impl FnMut(&RecordBatch) -> anyhow::Result<()>,
+        f: impl FnMut(&RecordBatch) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let schema = self.meta.schema();
         let fields: Vec<FieldRef> = schema
@@ -370,7 +360,17 @@ impl TableFile {
             ArrowReaderOptions::new().with_schema(hint),
         )
         .with_context(|| format!("reading {}", self.path.display()))?;
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(self.reopen()?, meta)
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(self.reopen()?, meta);
+        self.scan_batches(builder, columns, f)
+    }
+
+    fn scan_batches(
+        &self,
+        builder: ParquetRecordBatchReaderBuilder<File>,
+        columns: &[&str],
+        mut f: impl FnMut(&RecordBatch) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let reader = builder
             .with_projection(self.projection(columns)?)
             .with_batch_size(BATCH_ROWS * 8)
             .build()
