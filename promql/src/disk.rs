@@ -268,15 +268,7 @@ impl DiskStorage {
         for (labels, run, bounds) in found {
             let r = runs.len() as u32;
             runs.push(run);
-            let s = by_labels.entry(labels.clone()).or_insert(SeriesInfo {
-                id: 0,
-                labels,
-                runs: Vec::new(),
-                overlay: None,
-                bounds,
-            });
-            s.runs.push(r);
-            s.bounds = (s.bounds.0.min(bounds.0), s.bounds.1.max(bounds.1));
+            series_covering(&mut by_labels, labels, bounds).runs.push(r);
         }
         if !name.is_empty() {
             for oid in self
@@ -287,15 +279,7 @@ impl DiskStorage {
                     continue;
                 };
                 let labels = self.overlay.series_labels(oid).clone();
-                let s = by_labels.entry(labels.clone()).or_insert(SeriesInfo {
-                    id: 0,
-                    labels,
-                    runs: Vec::new(),
-                    overlay: None,
-                    bounds,
-                });
-                s.overlay = Some(oid);
-                s.bounds = (s.bounds.0.min(bounds.0), s.bounds.1.max(bounds.1));
+                series_covering(&mut by_labels, labels, bounds).overlay = Some(oid);
             }
         }
         let mut series: Vec<SeriesInfo> = by_labels.into_values().collect();
@@ -550,6 +534,23 @@ fn raw_entries(map: &MapArray, row: usize) -> Vec<(String, Option<String>)> {
             )
         })
         .collect()
+}
+
+/// The series with `labels`, created if new, its time bounds widened to cover `bounds`.
+fn series_covering(
+    by_labels: &mut BTreeMap<Labels, SeriesInfo>,
+    labels: Labels,
+    bounds: (i64, i64),
+) -> &mut SeriesInfo {
+    let s = by_labels.entry(labels.clone()).or_insert(SeriesInfo {
+        id: 0,
+        labels,
+        runs: Vec::new(),
+        overlay: None,
+        bounds,
+    });
+    s.bounds = (s.bounds.0.min(bounds.0), s.bounds.1.max(bounds.1));
+    s
 }
 
 fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, String> {
