@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::app::AppSpec;
 use crate::noise::NoiseProfile;
 use crate::problem::ProblemSpec;
-use crate::source::{Diagnostic, SourceFile};
+use crate::source::{Diagnostic, Located, SourceFile};
 use crate::validate;
 
 mod embedded {
@@ -35,13 +35,6 @@ impl SpecKind {
             _ => None,
         }
     }
-}
-
-/// A spec with the file it came from.
-#[derive(Debug, Clone)]
-pub struct Located<T> {
-    pub spec: T,
-    pub file: SourceFile,
 }
 
 /// Loading or validating specs failed; every diagnostic found is listed.
@@ -109,7 +102,7 @@ impl Catalog {
             }
         }
         catalog.problems.sort_by(|a, b| a.spec.id.cmp(&b.spec.id));
-        diagnostics.extend(validate::catalog(&catalog));
+        diagnostics.extend(validate::catalog(catalog.specs()));
         if diagnostics.is_empty() {
             Ok(catalog)
         } else {
@@ -117,8 +110,16 @@ impl Catalog {
         }
     }
 
+    fn specs(&self) -> validate::Specs<'_> {
+        validate::Specs {
+            apps: &self.apps,
+            noise: &self.noise,
+            problems: &self.problems,
+        }
+    }
+
     pub fn app(&self, name: &str) -> Option<&AppSpec> {
-        self.apps.iter().map(|a| &a.spec).find(|a| a.name == name)
+        self.specs().app(name)
     }
 
     pub fn problem(&self, id: &str) -> Option<&ProblemSpec> {
@@ -126,7 +127,7 @@ impl Catalog {
     }
 
     pub fn noise(&self, name: &str) -> Option<&NoiseProfile> {
-        self.noise.iter().map(|n| &n.spec).find(|n| n.name == name)
+        self.specs().noise(name)
     }
 
     pub fn apps(&self) -> impl Iterator<Item = &AppSpec> {
@@ -148,18 +149,6 @@ impl Catalog {
             .iter()
             .find(|p| p.spec.id == id)
             .map(|p| &p.file)
-    }
-
-    pub(crate) fn located_apps(&self) -> &[Located<AppSpec>] {
-        &self.apps
-    }
-
-    pub(crate) fn located_noise(&self) -> &[Located<NoiseProfile>] {
-        &self.noise
-    }
-
-    pub(crate) fn located_problems(&self) -> &[Located<ProblemSpec>] {
-        &self.problems
     }
 
     /// Problems whose id matches any of the comma-separated glob patterns (`hotel-*`,

@@ -169,3 +169,10 @@ mod tests {
         );
     }
 }
+
+/// A spec with the file it came from.
+#[derive(Debug, Clone)]
+pub struct Located<T> {
+    pub spec: T,
+    pub file: SourceFile,
+}

@@ -245,8 +245,18 @@ impl FromStr for Memory {
             .iter()
             .find_map(|(suffix, scale)| t.strip_suffix(suffix).map(|n| (n, *scale)))
             .unwrap_or((t, 1));
-        let n: u64 = number.parse().map_err(|_| expected())?;
-        let bytes = n.checked_mul(scale).ok_or_else(expected)?;
+        let bytes = match number.parse::<u64>() {
+            Ok(n) => n.checked_mul(scale).ok_or_else(expected)?,
+            // A decimal quantity (`1.5Gi`), rounded up to a whole byte as Kubernetes does.
+            Err(_) => {
+                let v: f64 = number.parse().map_err(|_| expected())?;
+                let b = (v * scale as f64).ceil();
+                if !b.is_finite() || b < 0.0 || b >= u64::MAX as f64 {
+                    return Err(expected());
+                }
+                b as u64
+            }
+        };
         Ok(Memory { bytes })
     }
 }
@@ -304,5 +314,9 @@ mod tests {
         assert_eq!("1G".parse::<Memory>().unwrap().bytes(), 1_000_000_000);
         assert_eq!(Memory::from_mib(1024).to_string(), "1Gi");
         assert!("12Zi".parse::<Memory>().is_err());
+        assert_eq!("1.5Gi".parse::<Memory>().unwrap().bytes(), 3 << 29);
+        for bad in ["-1Mi", "NaN", "inf", "1e400"] {
+            assert!(bad.parse::<Memory>().is_err(), "{bad} parsed");
+        }
     }
 }

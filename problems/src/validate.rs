@@ -5,23 +5,41 @@
 use std::collections::BTreeMap;
 
 use crate::app::{AppSpec, FlagEffect};
-use crate::catalog::{Catalog, Located};
 use crate::noise::NO_NOISE;
+use crate::noise::NoiseProfile;
 use crate::primitive::{Primitive, Target};
 use crate::problem::{Expectation, FaultSpec, ProblemSpec, StateAssertion};
-use crate::source::{Diagnostic, SourceFile};
+use crate::source::{Diagnostic, Located, SourceFile};
+
+/// The parsed specs of a catalog, as validation reads them (the catalog is built from what passes).
+#[derive(Clone, Copy)]
+pub struct Specs<'a> {
+    pub apps: &'a [Located<AppSpec>],
+    pub noise: &'a [Located<NoiseProfile>],
+    pub problems: &'a [Located<ProblemSpec>],
+}
+
+impl<'a> Specs<'a> {
+    pub fn app(&self, name: &str) -> Option<&'a AppSpec> {
+        self.apps.iter().map(|a| &a.spec).find(|a| a.name == name)
+    }
+
+    pub fn noise(&self, name: &str) -> Option<&'a NoiseProfile> {
+        self.noise.iter().map(|n| &n.spec).find(|n| n.name == name)
+    }
+}
 
 /// Every cross-spec problem of a parsed catalog.
-pub fn catalog(catalog: &Catalog) -> Vec<Diagnostic> {
+pub fn catalog(specs: Specs<'_>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    duplicates(catalog.located_apps(), |a| &a.name, "name", &mut out);
-    duplicates(catalog.located_noise(), |n| &n.name, "name", &mut out);
-    duplicates(catalog.located_problems(), |p| &p.id, "id", &mut out);
-    for app in catalog.located_apps() {
+    duplicates(specs.apps, |a| &a.name, "name", &mut out);
+    duplicates(specs.noise, |n| &n.name, "name", &mut out);
+    duplicates(specs.problems, |p| &p.id, "id", &mut out);
+    for app in specs.apps {
         check_app(&app.spec, &app.file, &mut out);
     }
-    for p in catalog.located_problems() {
-        check_problem(catalog, &p.spec, &p.file, &mut out);
+    for p in specs.problems {
+        check_problem(specs, &p.spec, &p.file, &mut out);
     }
     out
 }
@@ -179,7 +197,7 @@ fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {
     }
 }
 
-fn check_problem(catalog: &Catalog, p: &ProblemSpec, file: &SourceFile, out: &mut Vec<Diagnostic>) {
+fn check_problem(specs: Specs<'_>, p: &ProblemSpec, file: &SourceFile, out: &mut Vec<Diagnostic>) {
     let mut err = |field: &str, msg: String| out.push(file.at_field(field, msg));
     let stem = std::path::Path::new(&file.path)
         .file_stem()
@@ -208,13 +226,13 @@ fn check_problem(catalog: &Catalog, p: &ProblemSpec, file: &SourceFile, out: &mu
             ),
         );
     }
-    if p.noise != NO_NOISE && catalog.noise(&p.noise).is_none() {
+    if p.noise != NO_NOISE && specs.noise(&p.noise).is_none() {
         err(
             "noise",
             format!(
                 "no noise profile `{}` (have: {}, or `{NO_NOISE}`)",
                 p.noise,
-                names(catalog.noise_profiles().map(|n| &n.name))
+                names(specs.noise.iter().map(|n| &n.spec.name))
             ),
         );
     }
@@ -230,13 +248,13 @@ fn check_problem(catalog: &Catalog, p: &ProblemSpec, file: &SourceFile, out: &mu
             ),
         );
     }
-    let Some(app) = catalog.app(&p.application) else {
+    let Some(app) = specs.app(&p.application) else {
         err(
             "application",
             format!(
                 "no application `{}` (have: {})",
                 p.application,
-                names(catalog.apps().map(|a| &a.name))
+                names(specs.apps.iter().map(|a| &a.spec.name))
             ),
         );
         return;

@@ -15,6 +15,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use promql_parser::parser::Expr;
 
+use schemas::time::Clock;
+
 use crate::eval::{Engine, EvalError};
 use crate::labels::Labels;
 use crate::storage::{LabelMatcher, SeriesId, Storage, TimeShifted};
@@ -23,54 +25,18 @@ use crate::value::{Value, format_float, format_timestamp};
 /// Prometheus refuses range queries with more points per series than this.
 pub const MAX_POINTS_PER_SERIES: i64 = 11_000;
 
-/// The API's notion of the current time: a fixed instant, the default `time` of instant queries.
-///
-/// A shifted clock serves the same frozen data as if recorded just now: every sample time is moved
-/// by `real now − now_ms` at the moment of the request, so `time()`, `timestamp()`, `@` and the
-/// client's own "last 15 minutes" all agree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct VirtualClock {
-    pub now_ms: i64,
-    pub shifted: bool,
-}
-
-impl VirtualClock {
-    pub fn fixed(now_ms: i64) -> Self {
-        VirtualClock {
-            now_ms,
-            shifted: false,
-        }
-    }
-
-    pub fn shifted(now_ms: i64) -> Self {
-        VirtualClock {
-            now_ms,
-            shifted: true,
-        }
-    }
-
-    /// How far served times are from recorded ones, read once per request.
-    pub fn shift_ms(&self) -> i64 {
-        if !self.shifted {
-            return 0;
-        }
-        let real_now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        real_now_ms - self.now_ms
-    }
-}
-
 /// What the API serves.
 #[derive(Clone)]
 pub struct PromApi {
     pub storage: Arc<dyn Storage>,
-    pub clock: VirtualClock,
+    /// "Now" for queries without a time; a shifted clock serves the frozen data as if recorded
+    /// just now, so `time()`, `timestamp()`, `@` and the client's own "last 15 minutes" agree.
+    pub clock: Clock,
     pub engine: Engine,
 }
 
 impl PromApi {
-    pub fn new(storage: Arc<dyn Storage>, clock: VirtualClock) -> Self {
+    pub fn new(storage: Arc<dyn Storage>, clock: Clock) -> Self {
         PromApi {
             storage,
             clock,
@@ -250,9 +216,7 @@ pub fn parse_time(s: &str) -> Option<i64> {
         }
         return Some((v * 1000.0).round() as i64);
     }
-    chrono::DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|d| d.timestamp_millis())
+    schemas::time::parse_rfc3339_ms(s)
 }
 
 /// Parses a duration parameter: float seconds or a Prometheus duration (`1m30s`).
@@ -263,7 +227,7 @@ pub fn parse_duration(s: &str) -> Option<i64> {
         }
         return Some((v * 1000.0).round() as i64);
     }
-    crate::promqltest::parse_duration_ms(s)
+    schemas::time::duration::parse_prometheus_ms(s).ok()
 }
 
 fn time_param(p: &Params, name: &str, default: Option<i64>) -> Result<i64, ApiError> {
@@ -329,8 +293,9 @@ async fn query(
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
     let run = move || -> Result<Reply, ApiError> {
-        let st = TimeShifted::new(api.storage.as_ref(), api.clock.shift_ms());
-        let t = time_param(&p, "time", Some(api.clock.now_ms + st.shift_ms))?;
+        let clock = api.clock.read();
+        let st = TimeShifted::new(api.storage.as_ref(), clock.shift_ms());
+        let t = time_param(&p, "time", Some(clock.virtual_now_ms() + st.shift_ms))?;
         let engine = engine_for(&api, &p)?;
         let expr = parse_query(&p)?;
         let mut v = engine.instant(&st, &expr, t)?;
@@ -378,7 +343,7 @@ async fn query_range(
         }
         let engine = engine_for(&api, &p)?;
         let expr = parse_query(&p)?;
-        let st = TimeShifted::new(api.storage.as_ref(), api.clock.shift_ms());
+        let st = TimeShifted::new(api.storage.as_ref(), api.clock.read().shift_ms());
         let mut m = engine.range(&st, &expr, start, end, step)?;
         if let Some(n) = limit(&p)? {
             m.truncate(n);
@@ -404,7 +369,7 @@ fn matched_series(
     if selectors.is_empty() && require_match {
         return Err(ApiError::bad_data("no match[] parameter provided"));
     }
-    let st = &TimeShifted::new(api.storage.as_ref(), api.clock.shift_ms());
+    let st = &TimeShifted::new(api.storage.as_ref(), api.clock.read().shift_ms());
     let mut ids: BTreeSet<SeriesId> = BTreeSet::new();
     if selectors.is_empty() {
         let all = st.select(&[]);

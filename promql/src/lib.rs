@@ -1,11 +1,11 @@
 //! PromQL engine over an in-memory series store, and the Prometheus HTTP API.
 //!
 //! Build a store with [`StorageBuilder`], evaluate with [`Engine`], or serve it with
-//! [`router`], which answers as a Prometheus frozen at a [`VirtualClock`]'s "now".
+//! [`router`], which answers as a Prometheus frozen at a virtual clock's "now" ([`Clock`]).
 //!
 //! ```
 //! use std::sync::Arc;
-//! use promql::{Engine, PromApi, Storage, StorageBuilder, Value, VirtualClock, parse};
+//! use promql::{Clock, Engine, PromApi, Storage, StorageBuilder, Value, parse};
 //!
 //! let mut b = StorageBuilder::new();
 //! b.set_metadata("http_requests_total", "counter", "Requests served.", "");
@@ -21,7 +21,7 @@
 //!
 //! // The HTTP API: merge more routes into the returned axum::Router as needed.
 //! let storage: Arc<dyn Storage> = Arc::new(store);
-//! let app: axum::Router = promql::router(PromApi::new(storage, VirtualClock::fixed(300_000)));
+//! let app: axum::Router = promql::router(PromApi::new(storage, Clock::frozen(300_000 * 1_000_000)));
 //! # drop(app);
 //! ```
 
@@ -34,9 +34,11 @@ pub mod promqltest;
 pub mod storage;
 pub mod value;
 
-pub use api::{PromApi, VirtualClock, router};
+pub use api::{PromApi, router};
 pub use disk::{DiskConfig, DiskStorage};
 pub use eval::{Engine, EvalError, parse};
 pub use labels::Labels;
+/// The virtual clock the API answers by (shared with every other faultline API).
+pub use schemas::time::Clock;
 pub use storage::{LabelMatcher, MemStorage, Storage, StorageBuilder};
 pub use value::{Sample, Series, Value};

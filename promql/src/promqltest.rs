@@ -108,37 +108,7 @@ fn parse_time(s: &str) -> Option<i64> {
 
 /// Parses a Prometheus duration (`1h30m`, `10s53ms`, `0m`) into ms.
 pub fn parse_duration_ms(s: &str) -> Option<i64> {
-    let mut total: i64 = 0;
-    let mut rest = s;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if digits == 0 {
-            return None;
-        }
-        let n: i64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let mult = match &rest[..unit_len] {
-            "ms" => 1,
-            "s" => 1000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            "d" => 86_400_000,
-            "w" => 7 * 86_400_000,
-            "y" => 365 * 86_400_000,
-            _ => return None,
-        };
-        total = total.checked_add(n.checked_mul(mult)?)?;
-        rest = &rest[unit_len..];
-    }
-    Some(total)
+    schemas::time::duration::parse_prometheus_ms(s).ok()
 }
 
 fn parse_number(s: &str) -> Option<f64> {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use promql::{PromApi, StorageBuilder, VirtualClock};
+use promql::{Clock, PromApi, StorageBuilder};
 use serde_json::{Value as Json, json};
 
 const NOW_MS: i64 = 1_700_000_600_000;
@@ -22,10 +22,10 @@ impl Drop for Server {
 }
 
 async fn serve() -> Server {
-    serve_at(VirtualClock::fixed(NOW_MS)).await
+    serve_at(Clock::frozen(NOW_MS * 1_000_000)).await
 }
 
-async fn serve_at(clock: VirtualClock) -> Server {
+async fn serve_at(clock: Clock) -> Server {
     let mut b = StorageBuilder::new();
     b.set_metadata("http_requests_total", "counter", "Requests served.", "");
     for k in 0..=40 {
@@ -293,7 +293,7 @@ fn ms(v: &Json) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shifted_clock_serves_the_frozen_data_as_if_recorded_now() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let s = serve_at(VirtualClock::shifted(NOW_MS)).await;
+    let s = serve_at(Clock::shifted(NOW_MS * 1_000_000)).await;
     let before = real_now_ms();
     // The default evaluation time is the real now; the newest sample is served 0 s old.
     let (_, body) = get(&format!(

@@ -9,6 +9,7 @@ pub mod json_schema;
 pub mod manifest;
 pub mod run_result;
 pub mod tables;
+pub mod time;
 pub mod verdict;
 
 pub use agent_output::AgentOutput;

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use promql::{DiskConfig, DiskStorage, MemStorage, PromApi, Storage, StorageBuilder, VirtualClock};
+use promql::{DiskConfig, DiskStorage, MemStorage, PromApi, Storage, StorageBuilder};
 
 /// 2026-01-10T00:00:00Z: start of the generated window.
 pub const T0_MS: i64 = 1_768_003_200_000;
@@ -631,7 +631,10 @@ impl Drop for Faultline {
 }
 
 pub async fn start_faultline(storage: Arc<dyn Storage>) -> Faultline {
-    let api = PromApi::new(storage, VirtualClock::fixed(T0_MS + WINDOW_MS));
+    let api = PromApi::new(
+        storage,
+        promql::Clock::frozen((T0_MS + WINDOW_MS) * 1_000_000),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

@@ -1,0 +1,242 @@
+//! A read-only Kubernetes API server over an object timeline, good enough that kubectl and kube-rs
+//! clients work as against a real cluster: discovery, list/get with selectors and chunking, Tables,
+//! PartialObjectMetadata, watch, pod logs, and `Status` errors for everything else.
+
+pub mod discovery;
+pub mod printers;
+pub mod resources;
+pub mod selector;
+pub mod status;
+
+mod logs;
+mod objects;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::store::logs::LogStore;
+use crate::store::objects::{ClusterState, ObjectTimeline};
+use resources::Registry;
+use schemas::time::Clock;
+
+/// What the Kubernetes facade serves.
+pub struct KubeFacade {
+    pub registry: Registry,
+    pub timeline: Arc<ObjectTimeline>,
+    pub logs: Arc<LogStore>,
+    pub clock: Clock,
+    /// The cluster at the virtual now, computed once: a replay never changes.
+    pub state: ClusterState,
+    pub server_version: Value,
+}
+
+impl KubeFacade {
+    pub fn new(timeline: Arc<ObjectTimeline>, logs: Arc<LogStore>, clock: Clock) -> Self {
+        let kinds = timeline.kinds();
+        let registry = Registry::new(kinds.iter().map(|(a, k, n)| (a.as_str(), k.as_str(), *n)));
+        let state = timeline.state_at(clock.read().virtual_now_ns);
+        KubeFacade {
+            registry,
+            timeline,
+            logs,
+            clock,
+            state,
+            server_version: json!({
+                "major": "1",
+                "minor": "33",
+                "gitVersion": "v1.33.0",
+                "gitCommit": "unknown",
+                "gitTreeState": "archive",
+                "buildDate": "2026-01-01T00:00:00Z",
+                "goVersion": "go1.24.0",
+                "compiler": "gc",
+                "platform": "linux/amd64",
+            }),
+        }
+    }
+}
+
+/// The router: every path is parsed by one dispatcher, as the apiserver's path grammar overlaps
+/// (`/api/v1/namespaces/x` is both a get of a Namespace and a prefix of namespaced paths).
+pub fn router(facade: Arc<KubeFacade>) -> Router {
+    Router::new().fallback(dispatch).with_state(facade)
+}
+
+async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let query = request.uri().query().unwrap_or("").to_string();
+    let accept = request
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if segments
+        .iter()
+        .any(|s| matches!(*s, "exec" | "attach" | "portforward" | "proxy"))
+    {
+        return status::read_only(segments.last().copied().unwrap_or("this request"));
+    }
+    if method != Method::GET && method != Method::HEAD {
+        let verb = match method {
+            Method::POST => "create",
+            Method::PUT => "update",
+            Method::PATCH => "patch",
+            Method::DELETE => "delete",
+            _ => "this method",
+        };
+        return status::read_only(verb);
+    }
+    let params = Params::parse(&query);
+    match segments.as_slice() {
+        ["version"] => axum::Json(f.server_version.clone()).into_response(),
+        ["healthz" | "readyz" | "livez"] => "ok".into_response(),
+        ["api"] => match discovery::aggregated_version(&accept) {
+            Some(v) => discovery_response(discovery::aggregated(&f.registry, true, v), v),
+            None => axum::Json(discovery::api_versions("127.0.0.1")).into_response(),
+        },
+        ["apis"] => match discovery::aggregated_version(&accept) {
+            Some(v) => discovery_response(discovery::aggregated(&f.registry, false, v), v),
+            None => axum::Json(discovery::api_group_list(&f.registry)).into_response(),
+        },
+        ["api", version] => json_or_404(discovery::resource_list(&f.registry, "", version)),
+        ["apis", group] => json_or_404(discovery::api_group(&f.registry, group)),
+        ["apis", group, version] => {
+            json_or_404(discovery::resource_list(&f.registry, group, version))
+        }
+        ["api", version, rest @ ..] => resource(&f, "", version, rest, &params, &accept).await,
+        ["apis", group, version, rest @ ..] => {
+            resource(&f, group, version, rest, &params, &accept).await
+        }
+        _ => status::no_such_resource(),
+    }
+}
+
+fn discovery_response(body: Value, version: &str) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            discovery::aggregated_content_type(version),
+        )],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn json_or_404(v: Option<Value>) -> Response {
+    match v {
+        Some(v) => axum::Json(v).into_response(),
+        None => status::no_such_resource(),
+    }
+}
+
+/// Routes a resource path (after the group/version) to list, get, watch or a subresource.
+async fn resource(
+    f: &Arc<KubeFacade>,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+    params: &Params,
+    accept: &str,
+) -> Response {
+    let find = |plural: &str| f.registry.find(group, version, plural);
+    let (namespace, plural, name, sub) = match rest {
+        ["namespaces", ns, plural, tail @ ..] if find(plural).is_some_and(|r| r.namespaced) => (
+            Some(*ns),
+            *plural,
+            tail.first().copied(),
+            tail.get(1).copied(),
+        ),
+        [plural] => (None, *plural, None, None),
+        [plural, name] => (None, *plural, Some(*name), None),
+        [plural, name, sub] => (None, *plural, Some(*name), Some(*sub)),
+        _ => return status::no_such_resource(),
+    };
+    let Some(res) = find(plural).cloned() else {
+        return status::no_such_resource();
+    };
+    if !res.namespaced && namespace.is_some() {
+        return status::no_such_resource();
+    }
+    match (name, sub) {
+        (None, _) if params.watch => objects::watch(f, &res, namespace, params, accept),
+        (None, _) => objects::list(f, &res, namespace, params, accept),
+        (Some(name), None) => objects::get(f, &res, namespace, name, params, accept),
+        (Some(name), Some("log")) if res.kind == "Pod" => {
+            logs::pod_logs(f, namespace.unwrap_or("default"), name, params)
+        }
+        (Some(name), Some("status")) => objects::get(f, &res, namespace, name, params, accept),
+        (Some(_), Some(_)) => status::no_such_resource(),
+    }
+}
+
+/// Query parameters of list, get, watch and log requests.
+#[derive(Debug, Default, Clone)]
+pub struct Params {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    pub watch: bool,
+    pub allow_bookmarks: bool,
+    pub timeout_seconds: Option<u64>,
+    pub include_object: Option<String>,
+    pub container: Option<String>,
+    pub previous: bool,
+    pub since_seconds: Option<i64>,
+    pub since_time: Option<String>,
+    pub tail_lines: Option<i64>,
+    pub timestamps: bool,
+    pub limit_bytes: Option<usize>,
+    pub follow: bool,
+}
+
+impl Params {
+    fn parse(query: &str) -> Self {
+        let mut p = Params::default();
+        let truthy = |v: &str| matches!(v, "true" | "1" | "True");
+        for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+            let v = v.into_owned();
+            match k.as_ref() {
+                "labelSelector" => p.label_selector = Some(v),
+                "fieldSelector" => p.field_selector = Some(v),
+                "limit" => p.limit = v.parse().ok().filter(|n| *n > 0),
+                "continue" => p.continue_token = Some(v).filter(|s| !s.is_empty()),
+                "resourceVersion" => p.resource_version = Some(v),
+                "watch" => p.watch = truthy(&v),
+                "allowWatchBookmarks" => p.allow_bookmarks = truthy(&v),
+                "timeoutSeconds" => p.timeout_seconds = v.parse().ok(),
+                "includeObject" => p.include_object = Some(v),
+                "container" => p.container = Some(v),
+                "previous" => p.previous = truthy(&v),
+                "sinceSeconds" => p.since_seconds = v.parse().ok(),
+                "sinceTime" => p.since_time = Some(v),
+                "tailLines" => p.tail_lines = v.parse().ok(),
+                "timestamps" => p.timestamps = truthy(&v),
+                "limitBytes" => p.limit_bytes = v.parse().ok(),
+                "follow" => p.follow = truthy(&v),
+                _ => {}
+            }
+        }
+        p
+    }
+}
+
+/// A JSON response with the apiserver's content type.
+pub fn json_response(code: StatusCode, body: &Value) -> Response {
+    (
+        code,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from(body.to_string()),
+    )
+        .into_response()
+}

@@ -1,0 +1,12 @@
+//! The APIs an agent talks to: the Kubernetes API, the Prometheus HTTP API, the Jaeger query APIs
+//! (v1 and api_v3) and the Loki API. Each is an axum router over the signal stores in [`store`] and
+//! the virtual clock ([`schemas::time::Clock`]); none can change anything yet.
+//!
+//! Protocol logic (selectors, printers, discovery, status, LogQL evaluation) is kept apart from the
+//! handlers so that it can be tested and reused without a server.
+
+pub mod jaeger;
+pub mod kube;
+pub mod loki;
+pub mod prometheus;
+pub mod store;

@@ -1,0 +1,8 @@
+//! One module per `collector` subcommand, each with its own `Args` and `run`.
+
+pub mod capture;
+pub mod dataset;
+pub mod problems;
+pub mod replay;
+pub mod snapshot;
+pub mod sweep;

@@ -1,0 +1,69 @@
+//! The `collector` command line over faultline's simulator ([`sim`]), APIs ([`apis`]) and capture
+//! ([`capture`]): one module per subcommand in [`commands`], each with its own `Args` and `run`; the
+//! problem runner ([`run`]: snapshot, sweep and their checks) and the replay server ([`replay`]).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod commands;
+pub mod env;
+pub mod replay;
+pub mod run;
+
+use commands::{capture, dataset, problems, snapshot, sweep};
+
+/// Exit code for a failed command (bad input, IO error, invalid dataset).
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code for a command line clap could not parse (clap's own convention).
+pub const EXIT_USAGE: u8 = 2;
+
+/// faultline's collector: make RCA datasets from SRE problems, serve them back through real APIs.
+#[derive(Debug, Parser)]
+#[command(
+    name = "collector",
+    version,
+    after_help = "Example:\n  collector dataset inspect out/dataset\n\nLogs: set RUST_LOG (e.g. RUST_LOG=debug)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Record a running system (a cluster, or a replay) into a dataset.
+    Capture(capture::Args),
+    /// Inspect, validate and export datasets.
+    Dataset(dataset::Args),
+    /// List, show and validate the problem catalog.
+    Problems(problems::Args),
+    /// Serve a dataset through the Kubernetes, Prometheus, Jaeger and Loki APIs, read-only.
+    Replay(commands::replay::Args),
+    /// Run a problem in the embedded simulator and write its dataset and ground truth.
+    Snapshot(snapshot::Args),
+    /// Run many problems and seeds in parallel, with an index.
+    Sweep(sweep::Args),
+}
+
+/// Runs a parsed command line.
+pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Capture(args) => capture::run(args),
+        Command::Dataset(args) => dataset::run(args),
+        Command::Problems(args) => problems::run(args),
+        Command::Replay(args) => commands::replay::run(args),
+        Command::Snapshot(args) => snapshot::run(args),
+        Command::Sweep(args) => sweep::run(args),
+    }
+}
+
+/// Logs go to stderr, filtered by `RUST_LOG` (default: warnings), so stdout stays for results.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

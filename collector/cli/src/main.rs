@@ -1,0 +1,20 @@
+//! The `collector` binary: a thin shell over the collector library.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> ExitCode {
+    collector::init_tracing();
+    let cli = collector::Cli::parse();
+    match collector::execute(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(collector::EXIT_FAILURE)
+        }
+    }
+}

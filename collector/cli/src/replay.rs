@@ -1,0 +1,198 @@
+//! `collector replay`: serve a recorded dataset through the APIs agents use, frozen at a virtual now.
+//!
+//! Each API gets its own listener (the Kubernetes, Prometheus and Jaeger path spaces overlap under
+//! `/api`): Kubernetes on the first port, then Prometheus, Jaeger and Loki on the next three. The
+//! endpoints are printed and, on request, written as a kubeconfig and an env file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::env::load_dataset;
+use apis::jaeger::{self, JaegerFacade};
+use apis::kube::{KubeFacade, router as kube_router};
+use apis::loki::{self, LokiFacade};
+use apis::prometheus;
+use schemas::time::{Clock, parse_rfc3339};
+
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    pub dataset: PathBuf,
+    /// Host and first port; port 0 picks free ports.
+    pub listen: SocketAddr,
+    /// Serve the cluster as of this time instead of the dataset's virtual now.
+    pub at: Option<String>,
+    pub time_shift: bool,
+}
+
+/// Where each API listens.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Endpoints {
+    pub kubernetes: String,
+    pub prometheus: String,
+    pub jaeger: String,
+    pub loki: String,
+}
+
+impl Endpoints {
+    pub fn env_lines(&self) -> String {
+        format!(
+            "KUBERNETES_URL={}\nPROMETHEUS_URL={}\nJAEGER_URL={}\nLOKI_URL={}\n",
+            self.kubernetes, self.prometheus, self.jaeger, self.loki
+        )
+    }
+
+    pub fn kubeconfig(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: faultline-replay\n  cluster:\n    server: {}\ncontexts:\n- name: faultline-replay\n  context:\n    cluster: faultline-replay\n    user: faultline-replay\ncurrent-context: faultline-replay\nusers:\n- name: faultline-replay\n  user: {{}}\n",
+            self.kubernetes
+        )
+    }
+}
+
+/// A running replay: its endpoints, and one server task per API.
+pub struct Replay {
+    pub endpoints: Endpoints,
+    servers: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Replay {
+    /// Loads the dataset and starts listening.
+    pub async fn start(opts: &ReplayOptions) -> anyhow::Result<Replay> {
+        let dir = opts.dataset.clone();
+        let obs = tokio::task::spawn_blocking(move || load_dataset(&dir))
+            .await
+            .context("loading the dataset")??;
+        let window = obs.manifest.window;
+        let virtual_now = match &opts.at {
+            None => obs.manifest.virtual_now,
+            Some(at) => {
+                let t = parse_rfc3339(at).with_context(|| {
+                    format!("--at: `{at}` is not an RFC 3339 time (e.g. 2026-01-01T00:10:00Z)")
+                })?;
+                let t = chrono::DateTime::<chrono::Utc>::from_timestamp_nanos(t);
+                anyhow::ensure!(
+                    window.contains(t),
+                    "--at: {at} is outside the dataset's window {} .. {}",
+                    window.start.to_rfc3339(),
+                    window.end.to_rfc3339()
+                );
+                t
+            }
+        };
+        let now_ns = virtual_now
+            .timestamp_nanos_opt()
+            .context("virtual now is out of range")?;
+        let clock = if opts.time_shift {
+            Clock::shifted(now_ns)
+        } else {
+            Clock::frozen(now_ns)
+        };
+        let kube = Arc::new(KubeFacade::new(
+            obs.timeline.clone(),
+            obs.logs.clone(),
+            clock,
+        ));
+        let metrics = {
+            let (ds, metadata) = (obs.dataset, obs.metric_metadata);
+            tokio::task::spawn_blocking(move || prometheus::disk_storage(&ds, &metadata, now_ns))
+        };
+        // Spans and logs stay in their files: their facades hold only the open files.
+        let traces = Arc::new(JaegerFacade {
+            spans: obs.spans,
+            clock,
+        });
+        let logs = Arc::new(LokiFacade::new(obs.logs.clone(), &obs.timeline, clock));
+        let (metrics, alerts) = metrics
+            .await?
+            .context("loading the alerts and metric metadata")?;
+        let metrics = Arc::new(metrics);
+        // Read while the listeners already serve, side by side (the log streams must not wait
+        // for the spans' trace index); a request that comes first reads what it needs itself.
+        let spans = traces.spans.clone();
+        in_background("indexing spans", move || spans.warm());
+        let log_index = logs.clone();
+        in_background("indexing logs", move || log_index.warm());
+        let metric_directory = metrics.clone();
+        in_background("reading the metric directory", move || {
+            metric_directory.open()
+        });
+        let mut servers = Vec::new();
+        let kubernetes = serve(opts.listen, 0, kube_router(kube), &mut servers).await?;
+        let prometheus = serve(
+            opts.listen,
+            1,
+            prometheus::router(metrics, alerts, clock),
+            &mut servers,
+        )
+        .await?;
+        let jaeger = serve(opts.listen, 2, jaeger::router(traces), &mut servers).await?;
+        let loki = serve(opts.listen, 3, loki::router(logs), &mut servers).await?;
+        Ok(Replay {
+            endpoints: Endpoints {
+                kubernetes,
+                prometheus,
+                jaeger,
+                loki,
+            },
+            servers,
+        })
+    }
+
+    /// Serves until a server fails or the process is interrupted.
+    pub async fn wait(self) -> anyhow::Result<()> {
+        let failed = futures_util::future::select_all(self.servers);
+        tokio::select! {
+            (r, _, _) = failed => { r??; }
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(())
+    }
+}
+
+/// Runs `work` on the blocking pool; a failure is logged (requests then meet it themselves).
+fn in_background<E: std::fmt::Display>(
+    what: &'static str,
+    work: impl FnOnce() -> Result<(), E> + Send + 'static,
+) {
+    tokio::task::spawn_blocking(move || {
+        if let Err(e) = work() {
+            tracing::warn!("{what}: {e:#}");
+        }
+    });
+}
+
+/// Starts serving `app` on the base address's port moved by `offset`; returns its URL.
+async fn serve(
+    base: SocketAddr,
+    offset: u16,
+    app: axum::Router,
+    servers: &mut Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+) -> anyhow::Result<String> {
+    let listener = bind(base, offset).await?;
+    let addr = listener.local_addr()?;
+    servers.push(tokio::spawn(
+        async move { axum::serve(listener, app).await },
+    ));
+    Ok(format!("http://{addr}"))
+}
+
+/// Binds `base` with its port moved by `offset` (or a free port when the base port is 0).
+async fn bind(base: SocketAddr, offset: u16) -> anyhow::Result<TcpListener> {
+    let mut addr = base;
+    if base.port() != 0 {
+        addr.set_port(base.port() + offset);
+    }
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// Writes a small text file atomically.
+pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    datasets::write_atomically(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
