@@ -57,7 +57,7 @@ fn validate_dir_reports_file_line_and_field() {
 
 #[test]
 fn catalog_md_check_passes_on_the_committed_file() {
-    let md = concat!(env!("CARGO_MANIFEST_DIR"), "/../problems/CATALOG.md");
+    let md = concat!(env!("CARGO_MANIFEST_DIR"), "/../../problems/CATALOG.md");
     let out = collector(&["problems", "catalog-md", "--check", "--out", md]);
     assert!(
         out.status.success(),
