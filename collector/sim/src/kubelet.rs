@@ -368,17 +368,7 @@ fn run_init(
                 }
                 InitOutcome::Fail(msg) if now - started >= NS_PER_SEC => {
                     w.log(&k, &c.name, s.restart_count, "stderr", msg);
-                    let t = Terminated {
-                        reason: "Error".into(),
-                        exit_code: 1,
-                        started,
-                        finished: now,
-                        container_id: s.container_id.clone().unwrap_or_default(),
-                        message: None,
-                    };
-                    s.state = CState::Terminated(t.clone());
-                    s.last = Some(t);
-                    schedule_restart(&mut s, now, started);
+                    terminate(&mut s, now, started, 1, "Error");
                     false
                 }
                 InitOutcome::Wait(msg) => {
@@ -616,7 +606,7 @@ fn run_container(
                 svc: prog.map(|p| p.spec.name.as_str()),
                 started,
             };
-            run_running(w, effects, &run, &mut s, dt);
+            tick_running(w, effects, &run, &mut s, dt);
         }
         CState::Terminated(_) => {
             if now >= s.backoff_until {
@@ -637,7 +627,7 @@ fn run_container(
     pod.statuses[i] = s;
 }
 
-/// A running container during one sync: what the stages of `run_running` read.
+/// A running container during one sync: what the stages of `tick_running` read.
 struct Running<'a> {
     /// The pod's key, under which its load and logs are kept.
     k: Key,
@@ -654,7 +644,7 @@ struct Running<'a> {
 
 /// `dt` of a running container's life, in stages: a scheduled exit, CPU, memory (which may end
 /// in an OOM kill), then the probes that are due (a failed liveness probe kills it).
-fn run_running(
+fn tick_running(
     w: &mut World,
     effects: &super::flags::Effects,
     run: &Running,
@@ -666,7 +656,7 @@ fn run_running(
     if let Some((at, code, reason)) = s.exit_at.clone()
         && now >= at
     {
-        terminate(w, s, run.started, code, &reason, None);
+        terminate(s, now, run.started, code, &reason);
         return;
     }
     let usage = run.prog.map(|p| p.spec.usage.clone()).unwrap_or_default();
@@ -772,7 +762,7 @@ fn grow_memory(
             let rss = (s.working_set as i64) >> 10;
             w.event(&nref, true, "OOMKilling", &format!("Memory cgroup out of memory: Killed process {pid} ({proc_name}) total-vm:{}kB, anon-rss:{rss}kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:{}kB oom_score_adj:{}", rss * 3, rss / 400 + 4, if pod.qos_class() == "Guaranteed" { -997 } else { 984 }), Source::KernelMonitor(node.into()));
         }
-        terminate(w, s, run.started, 137, "OOMKilled", None);
+        terminate(s, now, run.started, 137, "OOMKilled");
         return true;
     }
     false
@@ -877,25 +867,19 @@ fn kill_unhealthy(w: &mut World, run: &Running, s: &mut ContainerStatus) {
         "Received signal terminated, shutting down",
     );
     w.log(&run.k, &c.name, s.restart_count, "stdout", line);
-    terminate(w, s, run.started, 143, "Error", None);
+    terminate(s, w.now, run.started, 143, "Error");
 }
 
-fn terminate(
-    w: &mut World,
-    s: &mut ContainerStatus,
-    started: i64,
-    code: i32,
-    reason: &str,
-    message: Option<String>,
-) {
-    let now = w.now;
+/// The container's process exited (or was killed) with `code` at `now`; it restarts after the
+/// back-off.
+fn terminate(s: &mut ContainerStatus, now: i64, started: i64, code: i32, reason: &str) {
     let t = Terminated {
         reason: reason.into(),
         exit_code: code,
         started,
         finished: now,
         container_id: s.container_id.clone().unwrap_or_default(),
-        message,
+        message: None,
     };
     s.state = CState::Terminated(t.clone());
     s.last = Some(t);
