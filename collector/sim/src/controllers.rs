@@ -147,9 +147,9 @@ fn create_replicaset(w: &mut World, d: &Deployment, rs_key: &Key, hash: &str, re
 /// and the old ones down as far as availability allows. Returns the unavailability the strategy
 /// tolerates, which the Available condition is judged against.
 fn roll(w: &mut World, d: &Deployment, rs_key: &Key) -> i32 {
-    let old: Vec<(Key, i32, i32)> = owned_by(w, &rs_key.0, &d.meta.uid)
+    let old: Vec<(Key, i32)> = owned_by(w, &rs_key.0, &d.meta.uid)
         .filter(|(rk, _)| *rk != rs_key)
-        .map(|(rk, rs)| (rk.clone(), rs.replicas, rs.counts.available))
+        .map(|(rk, rs)| (rk.clone(), rs.replicas))
         .collect();
     let new_rs = &w.replicasets[rs_key];
     let (new_replicas, new_available) = (new_rs.replicas, new_rs.counts.available);
@@ -180,7 +180,7 @@ fn roll(w: &mut World, d: &Deployment, rs_key: &Key) -> i32 {
     let min_available = d.replicas - unavailable;
     let new_unavailable = target_new - new_available;
     let mut budget = (all - min_available - new_unavailable).max(0);
-    for (rk, replicas, _available) in &old {
+    for (rk, replicas) in &old {
         if *replicas == 0 {
             continue;
         }
