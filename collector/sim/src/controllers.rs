@@ -73,218 +73,260 @@ fn deployments(w: &mut World) -> bool {
     let keys: Vec<Key> = w.deployments.keys().cloned().collect();
     for k in keys {
         let d = w.deployments[&k].clone();
-        let hash = match w.template_hashes.get(&k) {
-            Some((g, h)) if *g == d.meta.generation => h.clone(),
-            _ => {
-                let h =
-                    util::template_hash(&serde_json::to_string(&d.template).unwrap_or_default());
-                w.template_hashes
-                    .insert(k.clone(), (d.meta.generation, h.clone()));
-                h
-            }
-        };
+        let hash = template_hash(w, &k, &d);
         let rs_name = format!("{}-{}", d.meta.name, hash);
         let rs_key = key(&k.0, &rs_name);
         let mut revision = d.revision;
         if !w.replicasets.contains_key(&rs_key) {
             revision += 1;
-            let mut labels = d.template.metadata.labels.clone();
-            labels.insert("pod-template-hash".into(), hash.clone());
-            let mut meta = w.meta(Some(&k.0), &rs_name, labels.clone());
-            meta.owner = Some(OwnerRef {
-                kind: Kind::Deployment,
-                name: d.meta.name.clone(),
-                uid: d.meta.uid.clone(),
-            });
-            meta.annotations.insert(
-                "deployment.kubernetes.io/desired-replicas".into(),
-                d.replicas.to_string(),
-            );
-            meta.annotations.insert(
-                "deployment.kubernetes.io/max-replicas".into(),
-                (d.replicas + 1).to_string(),
-            );
-            meta.annotations.insert(
-                "deployment.kubernetes.io/revision".into(),
-                revision.to_string(),
-            );
-            let mut selector = d.selector.clone();
-            selector.insert("pod-template-hash".into(), hash.clone());
-            let mut template = d.template.clone();
-            template.metadata.labels = labels;
-            w.replicasets.insert(
-                rs_key.clone(),
-                ReplicaSet {
-                    meta,
-                    replicas: 0,
-                    selector,
-                    template,
-                    observed_generation: 1,
-                    counts: ReplicaCounts::default(),
-                    failure: None,
-                },
-            );
-            w.touch(Kind::ReplicaSet, &rs_key);
+            create_replicaset(w, &d, &rs_key, &hash, revision);
         }
-        let old: Vec<(Key, i32, i32)> = owned_by(w, &k.0, &d.meta.uid)
-            .filter(|(rk, _)| **rk != rs_key)
-            .map(|(rk, rs)| (rk.clone(), rs.replicas, rs.counts.available))
-            .collect();
-        let new_rs = &w.replicasets[&rs_key];
-        let (new_replicas, new_available) = (new_rs.replicas, new_rs.counts.available);
-        let old_total: i32 = old.iter().map(|o| o.1).sum();
-        let (surge, unavailable) = match &d.strategy.rolling_update {
-            Some(r) if d.strategy.kind == "RollingUpdate" => (
-                percent_of(&r.max_surge, d.replicas, true),
-                percent_of(&r.max_unavailable, d.replicas, false),
-            ),
-            _ => (0, d.replicas),
-        };
-        let (surge, unavailable) = if surge == 0 && unavailable == 0 {
-            (1, 0)
-        } else {
-            (surge, unavailable)
-        };
-        let scale = |w: &mut World, rk: &Key, to: i32, from: i32| {
-            if let Some(rs) = w.replicasets.get_mut(rk) {
-                rs.replicas = to;
-                rs.meta.annotations.insert(
-                    "deployment.kubernetes.io/desired-replicas".into(),
-                    d.replicas.to_string(),
-                );
-                rs.meta.generation += 1;
-                rs.observed_generation = rs.meta.generation;
-            }
-            w.touch(Kind::ReplicaSet, rk);
-            let verb = if to > from { "up" } else { "down" };
-            let dref = World::meta_ref(Kind::Deployment, &d.meta);
-            w.event(
-                &dref,
-                false,
-                "ScalingReplicaSet",
-                &format!("Scaled {verb} replica set {} to {to} from {from}", rk.1),
-                Source::Controller("deployment-controller"),
-            );
-        };
-        // Scale the new replica set up within the surge allowance.
-        let target_new = if old_total == 0 {
-            d.replicas
-        } else {
-            (d.replicas + surge - old_total).clamp(new_replicas, d.replicas)
-        };
-        if target_new != new_replicas {
-            scale(w, &rs_key, target_new, new_replicas);
-        }
-        // Scale old replica sets down as far as availability allows.
-        let all: i32 = old_total + target_new;
-        let min_available = d.replicas - unavailable;
-        let new_unavailable = target_new - new_available;
-        let mut budget = (all - min_available - new_unavailable).max(0);
-        for (rk, replicas, _available) in &old {
-            if *replicas == 0 {
-                continue;
-            }
-            let cut = if d.replicas == 0 {
-                *replicas
-            } else {
-                budget.min(*replicas)
-            };
-            if cut > 0 {
-                budget -= cut;
-                scale(w, rk, replicas - cut, *replicas);
-            }
-        }
-        // Status.
-        let mut counts = ReplicaCounts::default();
-        for (rk, rs) in owned_by(w, &k.0, &d.meta.uid) {
-            counts.replicas += rs.counts.replicas;
-            counts.ready += rs.counts.ready;
-            counts.available += rs.counts.available;
-            if *rk == rs_key {
-                counts.updated += rs.counts.replicas;
-            }
-        }
-        let now = w.now;
-        let dep = w.deployments.get_mut(&k).expect("listed above");
-        let mut changed = dep.counts != counts || dep.revision != revision;
-        dep.revision = revision;
-        dep.meta.annotations.insert(
-            "deployment.kubernetes.io/revision".into(),
-            revision.to_string(),
-        );
-        dep.counts = counts.clone();
-        dep.observed_generation = dep.meta.generation;
-        let available = counts.available >= d.replicas - unavailable;
-        changed |= set_condition(
-            &mut dep.conditions,
-            "Available",
-            available,
-            Some(if available {
-                "MinimumReplicasAvailable"
-            } else {
-                "MinimumReplicasUnavailable"
-            }),
-            Some(if available {
-                "Deployment has minimum availability."
-            } else {
-                "Deployment does not have minimum availability."
-            }),
-            now,
-        );
-        let complete = counts.updated == d.replicas
-            && counts.available == d.replicas
-            && counts.replicas == d.replicas;
-        let progressing_since = dep
-            .conditions
-            .iter()
-            .find(|c| c.kind == "Progressing")
-            .map(|c| c.last_update)
-            .unwrap_or(now);
-        waits_on_clock |= !complete;
-        let (status, reason, msg) = if complete {
-            (
-                true,
-                "NewReplicaSetAvailable",
-                format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
-            )
-        } else if now - progressing_since > 600 * NS_PER_SEC
-            || dep
-                .conditions
-                .iter()
-                .any(|c| c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
-        {
-            (
-                false,
-                "ProgressDeadlineExceeded",
-                format!("ReplicaSet \"{rs_name}\" has timed out progressing."),
-            )
-        } else {
-            (
-                true,
-                "ReplicaSetUpdated",
-                format!("ReplicaSet \"{rs_name}\" is progressing."),
-            )
-        };
-        let was = dep
-            .conditions
-            .iter()
-            .find(|c| c.kind == "Progressing")
-            .map(|c| (c.status, c.reason.clone()));
-        if was.as_ref().map(|(s, r)| (*s, r.as_deref())) != Some((status, Some(reason))) {
-            changed |= set_condition(
-                &mut dep.conditions,
-                "Progressing",
-                status,
-                Some(reason),
-                Some(&msg),
-                now,
-            );
-        }
-        if changed {
-            w.touch(Kind::Deployment, &k);
-        }
+        let unavailable = roll(w, &d, &rs_key);
+        waits_on_clock |= !deployment_status(w, &k, &d, &rs_key, revision, unavailable);
     }
     waits_on_clock
+}
+
+/// The pod-template hash naming the deployment's current ReplicaSet, cached per generation
+/// (hashing the serialized template on every pass was measurable).
+fn template_hash(w: &mut World, k: &Key, d: &Deployment) -> String {
+    match w.template_hashes.get(k) {
+        Some((g, h)) if *g == d.meta.generation => h.clone(),
+        _ => {
+            let h = util::template_hash(&serde_json::to_string(&d.template).unwrap_or_default());
+            w.template_hashes
+                .insert(k.clone(), (d.meta.generation, h.clone()));
+            h
+        }
+    }
+}
+
+/// A new ReplicaSet for the deployment's current template, at zero replicas, as `revision`.
+fn create_replicaset(w: &mut World, d: &Deployment, rs_key: &Key, hash: &str, revision: i64) {
+    let ns = &rs_key.0;
+    let mut labels = d.template.metadata.labels.clone();
+    labels.insert("pod-template-hash".into(), hash.to_string());
+    let mut meta = w.meta(Some(ns.as_str()), &rs_key.1, labels.clone());
+    meta.owner = Some(OwnerRef {
+        kind: Kind::Deployment,
+        name: d.meta.name.clone(),
+        uid: d.meta.uid.clone(),
+    });
+    meta.annotations.insert(
+        "deployment.kubernetes.io/desired-replicas".into(),
+        d.replicas.to_string(),
+    );
+    meta.annotations.insert(
+        "deployment.kubernetes.io/max-replicas".into(),
+        (d.replicas + 1).to_string(),
+    );
+    meta.annotations.insert(
+        "deployment.kubernetes.io/revision".into(),
+        revision.to_string(),
+    );
+    let mut selector = d.selector.clone();
+    selector.insert("pod-template-hash".into(), hash.to_string());
+    let mut template = d.template.clone();
+    template.metadata.labels = labels;
+    w.replicasets.insert(
+        rs_key.clone(),
+        ReplicaSet {
+            meta,
+            replicas: 0,
+            selector,
+            template,
+            observed_generation: 1,
+            counts: ReplicaCounts::default(),
+            failure: None,
+        },
+    );
+    w.touch(Kind::ReplicaSet, rs_key);
+}
+
+/// One step of the rollout: scales the new ReplicaSet (`rs_key`) up within the surge allowance
+/// and the old ones down as far as availability allows. Returns the unavailability the strategy
+/// tolerates, which the Available condition is judged against.
+fn roll(w: &mut World, d: &Deployment, rs_key: &Key) -> i32 {
+    let old: Vec<(Key, i32)> = owned_by(w, &rs_key.0, &d.meta.uid)
+        .filter(|(rk, _)| *rk != rs_key)
+        .map(|(rk, rs)| (rk.clone(), rs.replicas))
+        .collect();
+    let new_rs = &w.replicasets[rs_key];
+    let (new_replicas, new_available) = (new_rs.replicas, new_rs.counts.available);
+    let old_total: i32 = old.iter().map(|o| o.1).sum();
+    let (surge, unavailable) = match &d.strategy.rolling_update {
+        Some(r) if d.strategy.kind == "RollingUpdate" => (
+            percent_of(&r.max_surge, d.replicas, true),
+            percent_of(&r.max_unavailable, d.replicas, false),
+        ),
+        _ => (0, d.replicas),
+    };
+    let (surge, unavailable) = if surge == 0 && unavailable == 0 {
+        (1, 0)
+    } else {
+        (surge, unavailable)
+    };
+    // Scale the new replica set up within the surge allowance.
+    let target_new = if old_total == 0 {
+        d.replicas
+    } else {
+        (d.replicas + surge - old_total).clamp(new_replicas, d.replicas)
+    };
+    if target_new != new_replicas {
+        scale(w, d, rs_key, target_new, new_replicas);
+    }
+    // Scale old replica sets down as far as availability allows.
+    let all: i32 = old_total + target_new;
+    let min_available = d.replicas - unavailable;
+    let new_unavailable = target_new - new_available;
+    let mut budget = (all - min_available - new_unavailable).max(0);
+    for (rk, replicas) in &old {
+        if *replicas == 0 {
+            continue;
+        }
+        let cut = if d.replicas == 0 {
+            *replicas
+        } else {
+            budget.min(*replicas)
+        };
+        if cut > 0 {
+            budget -= cut;
+            scale(w, d, rk, replicas - cut, *replicas);
+        }
+    }
+    unavailable
+}
+
+/// Scales one of the deployment's ReplicaSets from `from` to `to` replicas.
+fn scale(w: &mut World, d: &Deployment, rk: &Key, to: i32, from: i32) {
+    if let Some(rs) = w.replicasets.get_mut(rk) {
+        rs.replicas = to;
+        rs.meta.annotations.insert(
+            "deployment.kubernetes.io/desired-replicas".into(),
+            d.replicas.to_string(),
+        );
+        rs.meta.generation += 1;
+        rs.observed_generation = rs.meta.generation;
+    }
+    w.touch(Kind::ReplicaSet, rk);
+    let verb = if to > from { "up" } else { "down" };
+    let dref = World::meta_ref(Kind::Deployment, &d.meta);
+    w.event(
+        &dref,
+        false,
+        "ScalingReplicaSet",
+        &format!("Scaled {verb} replica set {} to {to} from {from}", rk.1),
+        Source::Controller("deployment-controller"),
+    );
+}
+
+/// Writes the deployment's status: counts summed over its ReplicaSets, the revision, and the
+/// Available and Progressing conditions. Returns whether the rollout is complete.
+fn deployment_status(
+    w: &mut World,
+    k: &Key,
+    d: &Deployment,
+    rs_key: &Key,
+    revision: i64,
+    unavailable: i32,
+) -> bool {
+    let rs_name = &rs_key.1;
+    let mut counts = ReplicaCounts::default();
+    for (rk, rs) in owned_by(w, &k.0, &d.meta.uid) {
+        counts.replicas += rs.counts.replicas;
+        counts.ready += rs.counts.ready;
+        counts.available += rs.counts.available;
+        if rk == rs_key {
+            counts.updated += rs.counts.replicas;
+        }
+    }
+    let now = w.now;
+    let dep = w.deployments.get_mut(k).expect("listed above");
+    let mut changed = dep.counts != counts || dep.revision != revision;
+    dep.revision = revision;
+    dep.meta.annotations.insert(
+        "deployment.kubernetes.io/revision".into(),
+        revision.to_string(),
+    );
+    dep.counts = counts.clone();
+    dep.observed_generation = dep.meta.generation;
+    let available = counts.available >= d.replicas - unavailable;
+    changed |= set_condition(
+        &mut dep.conditions,
+        "Available",
+        available,
+        Some(if available {
+            "MinimumReplicasAvailable"
+        } else {
+            "MinimumReplicasUnavailable"
+        }),
+        Some(if available {
+            "Deployment has minimum availability."
+        } else {
+            "Deployment does not have minimum availability."
+        }),
+        now,
+    );
+    let complete = counts.updated == d.replicas
+        && counts.available == d.replicas
+        && counts.replicas == d.replicas;
+    changed |= progressing(dep, complete, rs_name, now);
+    if changed {
+        w.touch(Kind::Deployment, k);
+    }
+    complete
+}
+
+/// Sets the Progressing condition: complete, still progressing, or past the 600 s progress
+/// deadline (which sticks). Returns whether it changed.
+fn progressing(dep: &mut Deployment, complete: bool, rs_name: &str, now: i64) -> bool {
+    let progressing_since = dep
+        .conditions
+        .iter()
+        .find(|c| c.kind == "Progressing")
+        .map(|c| c.last_update)
+        .unwrap_or(now);
+    let (status, reason, msg) = if complete {
+        (
+            true,
+            "NewReplicaSetAvailable",
+            format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
+        )
+    } else if now - progressing_since > 600 * NS_PER_SEC
+        || dep
+            .conditions
+            .iter()
+            .any(|c| c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
+    {
+        (
+            false,
+            "ProgressDeadlineExceeded",
+            format!("ReplicaSet \"{rs_name}\" has timed out progressing."),
+        )
+    } else {
+        (
+            true,
+            "ReplicaSetUpdated",
+            format!("ReplicaSet \"{rs_name}\" is progressing."),
+        )
+    };
+    let was = dep
+        .conditions
+        .iter()
+        .find(|c| c.kind == "Progressing")
+        .map(|c| (c.status, c.reason.clone()));
+    if was.as_ref().map(|(s, r)| (*s, r.as_deref())) != Some((status, Some(reason))) {
+        set_condition(
+            &mut dep.conditions,
+            "Progressing",
+            status,
+            Some(reason),
+            Some(&msg),
+            now,
+        )
+    } else {
+        false
+    }
 }
 
 fn statefulsets(w: &mut World) {

@@ -3,7 +3,9 @@
 //! exceeds its limit, restarts exited containers with CrashLoopBackOff back-off (10 s doubling to
 //! 5 min), and accounts CPU with CFS throttling at the limit.
 
-use problems::app::{AppSpec, Role};
+use std::collections::BTreeMap;
+
+use problems::app::{AppSpec, Usage};
 use problems::primitive::ImageEffect;
 
 use super::logs::{self, Level};
@@ -124,7 +126,7 @@ fn sync_pod(
     while pod.init_done < pod.spec.init_containers.len() {
         let i = pod.init_done;
         let c = pod.spec.init_containers[i].clone();
-        let done = run_init(w, app, &mut pod, i, &c, node, dt);
+        let done = run_init(w, app, &mut pod, i, &c, node);
         if !done {
             for s in &mut pod.statuses {
                 if !s.state.is_running() && s.state.waiting_reason() != Some("PodInitializing") {
@@ -250,7 +252,6 @@ fn ensure_image(
             } else {
                 format!("docker.io/library/{}", c.image)
             };
-            let repo = programs::repository(&full).to_string();
             w.event(&r, true, "Failed", &format!("Failed to pull image \"{}\": rpc error: code = NotFound desc = failed to pull and unpack image \"{full}\": failed to resolve reference \"{full}\": {full}: not found", c.image), src());
             let first = s.state.waiting_reason() != Some("ErrImagePull")
                 && s.state.waiting_reason() != Some("ImagePullBackOff");
@@ -266,7 +267,6 @@ fn ensure_image(
                 (s.backoff_secs * 2).min(MAX_BACKOFF)
             };
             s.backoff_until = w.now + s.backoff_secs * NS_PER_SEC;
-            let _ = repo;
             s.state = CState::waiting(
                 reason,
                 Some(format!(
@@ -285,14 +285,13 @@ fn pull_backoff_tick(w: &mut World, pod: &Pod, s: &mut ContainerStatus, c: &Cont
         Some("ErrImagePull") | Some("ImagePullBackOff")
     ) && w.now >= s.next_backoff_event
     {
-        let mut r = World::pod_ref(pod, Some(&c.name));
+        let r = World::pod_ref(pod, Some(&c.name));
         if s.state.waiting_reason() == Some("ErrImagePull") {
             s.state = CState::waiting(
                 "ImagePullBackOff",
                 Some(format!("Back-off pulling image \"{}\"", c.image)),
             );
         }
-        r.field_path = Some(format!("spec.containers{{{}}}", c.name));
         w.event(
             &r,
             false,
@@ -340,7 +339,6 @@ fn run_init(
     i: usize,
     c: &Container,
     node: &str,
-    _dt: i64,
 ) -> bool {
     let now = w.now;
     let k = key(
@@ -370,17 +368,7 @@ fn run_init(
                 }
                 InitOutcome::Fail(msg) if now - started >= NS_PER_SEC => {
                     w.log(&k, &c.name, s.restart_count, "stderr", msg);
-                    let t = Terminated {
-                        reason: "Error".into(),
-                        exit_code: 1,
-                        started,
-                        finished: now,
-                        container_id: s.container_id.clone().unwrap_or_default(),
-                        message: None,
-                    };
-                    s.state = CState::Terminated(t.clone());
-                    s.last = Some(t);
-                    schedule_restart(&mut s, now, started);
+                    terminate(&mut s, now, started, 1, "Error");
                     false
                 }
                 InitOutcome::Wait(msg) => {
@@ -569,8 +557,7 @@ fn backoff_event(w: &mut World, pod: &Pod, s: &mut ContainerStatus, c: &Containe
         );
     }
     if s.state.waiting_reason() == Some("CrashLoopBackOff") && w.now >= s.next_backoff_event {
-        let mut r = World::pod_ref(pod, Some(&c.name));
-        r.field_path = Some(format!("spec.containers{{{}}}", c.name));
+        let r = World::pod_ref(pod, Some(&c.name));
         w.event(
             &r,
             true,
@@ -588,6 +575,8 @@ fn backoff_event(w: &mut World, pod: &Pod, s: &mut ContainerStatus, c: &Containe
     }
 }
 
+/// One container of a synced pod, by state: a running one is accounted and probed; an exited or
+/// waiting one starts again once its back-off has passed.
 #[allow(clippy::too_many_arguments)]
 fn run_container(
     w: &mut World,
@@ -600,190 +589,29 @@ fn run_container(
     dt: i64,
 ) {
     let now = w.now;
-    let ns = pod.meta.namespace.clone().unwrap_or_default();
-    let k = key(&ns, &pod.meta.name);
     let mut s = pod.statuses[i].clone();
     let prog = programs::identify(app, c);
     match s.state.clone() {
         CState::Running { started } => {
-            let style = prog.map(|p| p.style).unwrap_or(LogStyle::Quiet);
-            // A scheduled exit (start-up failure, crashing build).
-            if let Some((at, code, reason)) = s.exit_at.clone()
-                && now >= at
-            {
-                terminate(w, pod, &mut s, started, code, &reason, None);
-                pod.statuses[i] = s;
-                return;
-            }
-            let svc_name = prog.map(|p| p.spec.name.clone());
-            let usage = prog.map(|p| p.spec.usage.clone()).unwrap_or_default();
-            let startup_ns = (usage.startup.as_millis() as i64) * 1_000_000;
-            let listening = now - started >= startup_ns;
-            // CPU.
-            let dts = dt as f64 / NS_PER_SEC as f64;
-            let mut demand = usage.idle_cpu.cores()
-                + if i == 0 {
-                    w.demand.get(&k).copied().unwrap_or(0.0)
-                } else {
-                    0.0
-                };
-            if let Some(n) = &svc_name {
-                demand +=
-                    w.runtime.service(n).extra_cpu_milli as f64 / 1000.0 + effects.extra_cpu(n);
-            }
-            let limit = c.resources.limits.cpu_milli.map(|m| m as f64 / 1000.0);
-            let used = limit.map_or(demand, |l| demand.min(l));
-            s.cpu_seconds += used * dts;
-            if let Some(l) = limit {
-                s.cfs_periods += 10.0 * dts;
-                let served = if i == 0 {
-                    w.requests.get(&k).copied().unwrap_or(0.0)
-                } else {
-                    0.0
-                };
-                let steady = demand
-                    - if i == 0 {
-                        w.demand.get(&k).copied().unwrap_or(0.0)
-                    } else {
-                        0.0
-                    };
-                let cost = if served > 0.0 {
-                    (demand - steady) / served
-                } else {
-                    0.0
-                };
-                let share = util::cfs_throttled_share(l, steady, served, cost);
-                s.cfs_throttled_periods += 10.0 * dts * share;
-                s.cfs_throttled_seconds += share * 10.0 * dts * 0.1 * (1.0 - l.min(0.9));
-            }
-            // Memory: approaches its target; leaks add to it.
-            let gogc = programs::env_value(w, &ns, c, "GOGC")
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(100.0);
-            let base = usage.memory.bytes() as f64;
-            let util = if usage.idle_cpu.cores() > 0.0 {
-                (demand / (usage.idle_cpu.cores() * 20.0)).min(2.0)
-            } else {
-                0.0
+            let run = Running {
+                k: key(
+                    pod.meta.namespace.as_deref().unwrap_or_default(),
+                    &pod.meta.name,
+                ),
+                pod,
+                i,
+                c,
+                node,
+                prog,
+                svc: prog.map(|p| p.spec.name.as_str()),
+                started,
             };
-            let mut target = base * (1.0 + 0.1 * util) * if gogc < 50.0 { 0.8 } else { 1.0 };
-            if let Some(n) = &svc_name {
-                target +=
-                    effects.memory_growth(n) * ((now - started) as f64 / 60.0 / NS_PER_SEC as f64);
-            }
-            if s.working_set == 0.0 {
-                s.working_set = base * 0.35;
-            }
-            s.working_set += (target - s.working_set) * (dts / 20.0).min(1.0);
-            if let Some(lim) = c.resources.limits.memory
-                && s.working_set > lim as f64
-            {
-                let pid = 1000 + (util::template_hash(&pod.meta.uid).len() as i64 * 131) % 30000;
-                let proc_name = c.command.first().cloned().unwrap_or_else(|| c.name.clone());
-                let nref = w
-                    .nodes
-                    .get(node)
-                    .map(|n| World::meta_ref(Kind::Node, &n.meta));
-                if let Some(nref) = nref {
-                    let rss = (s.working_set as i64) >> 10;
-                    w.event(&nref, true, "OOMKilling", &format!("Memory cgroup out of memory: Killed process {pid} ({proc_name}) total-vm:{}kB, anon-rss:{rss}kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:{}kB oom_score_adj:{}", rss * 3, rss / 400 + 4, if pod.qos_class() == "Guaranteed" { -997 } else { 984 }), Source::KernelMonitor(node.into()));
-                }
-                terminate(w, pod, &mut s, started, 137, "OOMKilled", None);
-                pod.statuses[i] = s;
-                return;
-            }
-            // Probes.
-            let ip = pod.pod_ip.clone().unwrap_or_default();
-            let src = Source::Kubelet(node.into());
-            if now >= s.next_probe {
-                let mut period = 10;
-                if let Some(p) = &c.readiness_probe {
-                    period = p.period_seconds.max(1);
-                    if now - started >= i64::from(p.initial_delay_seconds) * NS_PER_SEC {
-                        match probe(w, prog.as_ref(), c, p, &ip, listening, effects) {
-                            Ok(()) => {
-                                s.readiness_failures = 0;
-                                s.readiness_successes += 1;
-                                if !s.ready {
-                                    s.ready = true;
-                                    s.ready_since = Some(now);
-                                }
-                            }
-                            Err(msg) => {
-                                s.readiness_successes = 0;
-                                s.readiness_failures += 1;
-                                let mut r = World::pod_ref(pod, Some(&c.name));
-                                r.field_path = Some(format!("spec.containers{{{}}}", c.name));
-                                w.event(
-                                    &r,
-                                    true,
-                                    "Unhealthy",
-                                    &format!("Readiness probe failed: {msg}"),
-                                    src.clone(),
-                                );
-                                if s.readiness_failures >= p.failure_threshold {
-                                    s.ready = false;
-                                }
-                            }
-                        }
-                    }
-                }
-                if let Some(p) = &c.liveness_probe {
-                    period = period.min(p.period_seconds.max(1));
-                    if now - started >= i64::from(p.initial_delay_seconds) * NS_PER_SEC {
-                        match probe(w, prog.as_ref(), c, p, &ip, listening, effects) {
-                            Ok(()) => s.liveness_failures = 0,
-                            Err(msg) => {
-                                s.liveness_failures += 1;
-                                let mut r = World::pod_ref(pod, Some(&c.name));
-                                r.field_path = Some(format!("spec.containers{{{}}}", c.name));
-                                w.event(
-                                    &r,
-                                    true,
-                                    "Unhealthy",
-                                    &format!("Liveness probe failed: {msg}"),
-                                    src.clone(),
-                                );
-                                if s.liveness_failures >= p.failure_threshold {
-                                    w.event(
-                                        &r,
-                                        false,
-                                        "Killing",
-                                        &format!(
-                                            "Container {} failed liveness probe, will be restarted",
-                                            c.name
-                                        ),
-                                        src.clone(),
-                                    );
-                                    let line = logs::line(
-                                        style,
-                                        svc_name.as_deref().unwrap_or(&c.name),
-                                        Level::Info,
-                                        now,
-                                        "Received signal terminated, shutting down",
-                                    );
-                                    w.log(&k, &c.name, s.restart_count, "stdout", line);
-                                    terminate(w, pod, &mut s, started, 143, "Error", None);
-                                    pod.statuses[i] = s;
-                                    return;
-                                }
-                            }
-                        }
-                    }
-                }
-                s.next_probe = now + i64::from(period) * NS_PER_SEC;
-            }
-            if c.readiness_probe.is_none() && !s.ready {
-                s.ready = true;
-                s.ready_since = Some(now);
-            }
-            let _ = Role::Api;
+            tick_running(w, effects, &run, &mut s, dt);
         }
-        CState::Terminated(t) => {
+        CState::Terminated(_) => {
             if now >= s.backoff_until {
                 start(w, app, pod, &mut s, c, node, prog);
             } else {
-                let _ = t;
                 backoff_event(w, pod, &mut s, c, node);
             }
         }
@@ -799,29 +627,264 @@ fn run_container(
     pod.statuses[i] = s;
 }
 
-fn terminate(
-    w: &mut World,
-    pod: &Pod,
-    s: &mut ContainerStatus,
+/// A running container during one sync: what the stages of `tick_running` read.
+struct Running<'a> {
+    /// The pod's key, under which its load and logs are kept.
+    k: Key,
+    pod: &'a Pod,
+    /// The container's index: the first container is the one that serves the pod's requests.
+    i: usize,
+    c: &'a Container,
+    node: &'a str,
+    prog: Option<Program<'a>>,
+    /// The app service the container runs, if it runs one.
+    svc: Option<&'a str>,
     started: i64,
-    code: i32,
-    reason: &str,
-    message: Option<String>,
+}
+
+/// `dt` of a running container's life, in stages: a scheduled exit, CPU, memory (which may end
+/// in an OOM kill), then the probes that are due (a failed liveness probe kills it).
+fn tick_running(
+    w: &mut World,
+    effects: &super::flags::Effects,
+    run: &Running,
+    s: &mut ContainerStatus,
+    dt: i64,
 ) {
     let now = w.now;
+    // A scheduled exit (start-up failure, crashing build).
+    if let Some((at, code, reason)) = s.exit_at.clone()
+        && now >= at
+    {
+        terminate(s, now, run.started, code, &reason);
+        return;
+    }
+    let usage = run.prog.map(|p| p.spec.usage.clone()).unwrap_or_default();
+    let dts = dt as f64 / NS_PER_SEC as f64;
+    let demand = account_cpu(w, effects, run, s, &usage, dts);
+    if grow_memory(w, effects, run, s, &usage, demand, dts) {
+        return;
+    }
+    let startup_ns = (usage.startup.as_millis() as i64) * 1_000_000;
+    let listening = now - run.started >= startup_ns;
+    if now >= s.next_probe && run_probes(w, effects, run, s, listening) {
+        return;
+    }
+    if run.c.readiness_probe.is_none() && !s.ready {
+        s.ready = true;
+        s.ready_since = Some(now);
+    }
+}
+
+/// Adds `dts` seconds of CPU: the program's idle use, the pod's request load (on its first
+/// container) and any injected extra, capped by the limit, where CFS throttles the excess.
+/// Returns the demand, which memory follows.
+fn account_cpu(
+    w: &World,
+    effects: &super::flags::Effects,
+    run: &Running,
+    s: &mut ContainerStatus,
+    usage: &Usage,
+    dts: f64,
+) -> f64 {
+    // The first container serves the pod's requests; the others only idle.
+    let pod_load = |per_pod: &BTreeMap<Key, f64>| {
+        if run.i == 0 {
+            per_pod.get(&run.k).copied().unwrap_or(0.0)
+        } else {
+            0.0
+        }
+    };
+    let mut demand = usage.idle_cpu.cores() + pod_load(&w.demand);
+    if let Some(n) = run.svc {
+        demand += w.runtime.service(n).extra_cpu_milli as f64 / 1000.0 + effects.extra_cpu(n);
+    }
+    let limit = run.c.resources.limits.cpu_milli.map(|m| m as f64 / 1000.0);
+    let used = limit.map_or(demand, |l| demand.min(l));
+    s.cpu_seconds += used * dts;
+    if let Some(l) = limit {
+        s.cfs_periods += 10.0 * dts;
+        let served = pod_load(&w.requests);
+        let steady = demand - pod_load(&w.demand);
+        let cost = if served > 0.0 {
+            (demand - steady) / served
+        } else {
+            0.0
+        };
+        let share = util::cfs_throttled_share(l, steady, served, cost);
+        s.cfs_throttled_periods += 10.0 * dts * share;
+        s.cfs_throttled_seconds += share * 10.0 * dts * 0.1 * (1.0 - l.min(0.9));
+    }
+    demand
+}
+
+/// Memory approaches its target (the program's base, more under load, less with an aggressive
+/// GOGC); leaks add to it over time. Returns true when the working set went over the limit and
+/// the kernel OOM-killed the container.
+fn grow_memory(
+    w: &mut World,
+    effects: &super::flags::Effects,
+    run: &Running,
+    s: &mut ContainerStatus,
+    usage: &Usage,
+    demand: f64,
+    dts: f64,
+) -> bool {
+    let (pod, c, node, now) = (run.pod, run.c, run.node, w.now);
+    let gogc = programs::env_value(w, &run.k.0, c, "GOGC")
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(100.0);
+    let base = usage.memory.bytes() as f64;
+    let load = if usage.idle_cpu.cores() > 0.0 {
+        (demand / (usage.idle_cpu.cores() * 20.0)).min(2.0)
+    } else {
+        0.0
+    };
+    let mut target = base * (1.0 + 0.1 * load) * if gogc < 50.0 { 0.8 } else { 1.0 };
+    if let Some(n) = run.svc {
+        target +=
+            effects.memory_growth(n) * ((now - run.started) as f64 / 60.0 / NS_PER_SEC as f64);
+    }
+    if s.working_set == 0.0 {
+        s.working_set = base * 0.35;
+    }
+    s.working_set += (target - s.working_set) * (dts / 20.0).min(1.0);
+    if let Some(lim) = c.resources.limits.memory
+        && s.working_set > lim as f64
+    {
+        let pid = 1000 + (util::template_hash(&pod.meta.uid).len() as i64 * 131) % 30000;
+        let proc_name = c.command.first().cloned().unwrap_or_else(|| c.name.clone());
+        let nref = w
+            .nodes
+            .get(node)
+            .map(|n| World::meta_ref(Kind::Node, &n.meta));
+        if let Some(nref) = nref {
+            let rss = (s.working_set as i64) >> 10;
+            w.event(&nref, true, "OOMKilling", &format!("Memory cgroup out of memory: Killed process {pid} ({proc_name}) total-vm:{}kB, anon-rss:{rss}kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:{}kB oom_score_adj:{}", rss * 3, rss / 400 + 4, if pod.qos_class() == "Guaranteed" { -997 } else { 984 }), Source::KernelMonitor(node.into()));
+        }
+        terminate(s, now, run.started, 137, "OOMKilled");
+        return true;
+    }
+    false
+}
+
+/// Runs the probes that are due and schedules the next round at the shortest period. Returns
+/// true when the container failed its liveness probe too often and was killed.
+fn run_probes(
+    w: &mut World,
+    effects: &super::flags::Effects,
+    run: &Running,
+    s: &mut ContainerStatus,
+    listening: bool,
+) -> bool {
+    let now = w.now;
+    let mut period = 10;
+    if let Some(p) = &run.c.readiness_probe {
+        period = p.period_seconds.max(1);
+        match check(w, effects, run, p, "Readiness", listening) {
+            Some(true) => {
+                s.readiness_failures = 0;
+                s.readiness_successes += 1;
+                if !s.ready {
+                    s.ready = true;
+                    s.ready_since = Some(now);
+                }
+            }
+            Some(false) => {
+                s.readiness_successes = 0;
+                s.readiness_failures += 1;
+                if s.readiness_failures >= p.failure_threshold {
+                    s.ready = false;
+                }
+            }
+            None => {}
+        }
+    }
+    if let Some(p) = &run.c.liveness_probe {
+        period = period.min(p.period_seconds.max(1));
+        match check(w, effects, run, p, "Liveness", listening) {
+            Some(true) => s.liveness_failures = 0,
+            Some(false) => {
+                s.liveness_failures += 1;
+                if s.liveness_failures >= p.failure_threshold {
+                    kill_unhealthy(w, run, s);
+                    return true;
+                }
+            }
+            None => {}
+        }
+    }
+    s.next_probe = now + i64::from(period) * NS_PER_SEC;
+    false
+}
+
+/// Runs one probe once its initial delay has passed (`None` before) and says whether it passed;
+/// a failure is reported as an Unhealthy event.
+fn check(
+    w: &mut World,
+    effects: &super::flags::Effects,
+    run: &Running,
+    p: &Probe,
+    what: &str,
+    listening: bool,
+) -> Option<bool> {
+    if w.now - run.started < i64::from(p.initial_delay_seconds) * NS_PER_SEC {
+        return None;
+    }
+    let ip = run.pod.pod_ip.clone().unwrap_or_default();
+    let Err(msg) = probe(run.prog.as_ref(), run.c, p, &ip, listening, effects) else {
+        return Some(true);
+    };
+    w.event(
+        &World::pod_ref(run.pod, Some(&run.c.name)),
+        true,
+        "Unhealthy",
+        &format!("{what} probe failed: {msg}"),
+        Source::Kubelet(run.node.into()),
+    );
+    Some(false)
+}
+
+/// The kubelet kills a container that failed its liveness probe; the program logs its shutdown.
+fn kill_unhealthy(w: &mut World, run: &Running, s: &mut ContainerStatus) {
+    let c = run.c;
+    w.event(
+        &World::pod_ref(run.pod, Some(&c.name)),
+        false,
+        "Killing",
+        &format!(
+            "Container {} failed liveness probe, will be restarted",
+            c.name
+        ),
+        Source::Kubelet(run.node.into()),
+    );
+    let style = run.prog.map(|p| p.style).unwrap_or(LogStyle::Quiet);
+    let line = logs::line(
+        style,
+        run.svc.unwrap_or(&c.name),
+        Level::Info,
+        w.now,
+        "Received signal terminated, shutting down",
+    );
+    w.log(&run.k, &c.name, s.restart_count, "stdout", line);
+    terminate(s, w.now, run.started, 143, "Error");
+}
+
+/// The container's process exited (or was killed) with `code` at `now`; it restarts after the
+/// back-off.
+fn terminate(s: &mut ContainerStatus, now: i64, started: i64, code: i32, reason: &str) {
     let t = Terminated {
         reason: reason.into(),
         exit_code: code,
         started,
         finished: now,
         container_id: s.container_id.clone().unwrap_or_default(),
-        message,
+        message: None,
     };
     s.state = CState::Terminated(t.clone());
     s.last = Some(t);
     s.exit_at = None;
     schedule_restart(s, now, started);
-    let _ = pod;
 }
 
 /// Creates and starts a container, deciding now whether its process will exit right away.
@@ -842,8 +905,7 @@ fn start(
         Err(()) => return,
     };
     if let Some(err) = programs::config_error(w, &ns, c) {
-        let mut r = World::pod_ref(pod, Some(&c.name));
-        r.field_path = Some(format!("spec.containers{{{}}}", c.name));
+        let r = World::pod_ref(pod, Some(&c.name));
         w.event(
             &r,
             true,
@@ -861,8 +923,7 @@ fn start(
         .iter()
         .any(|sv| programs::repository(&sv.image) == programs::repository(&c.image));
     if prog.is_none() && app_repo && !c.command.is_empty() {
-        let mut r = World::pod_ref(pod, Some(&c.name));
-        r.field_path = Some(format!("spec.containers{{{}}}", c.name));
+        let r = World::pod_ref(pod, Some(&c.name));
         let msg = format!(
             "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"{}\": executable file not found in $PATH: unknown",
             c.command[0]
@@ -941,7 +1002,6 @@ fn start(
 
 /// Runs one probe against the container's process.
 fn probe(
-    w: &World,
     prog: Option<&Program>,
     c: &Container,
     p: &Probe,
@@ -961,7 +1021,6 @@ fn probe(
         }
     };
     let failing = prog.is_some_and(|pr| effects.readiness_failure(&pr.spec.name));
-    let _ = w;
     if let Some(h) = &p.http_get {
         let Some(port) = resolve(&h.port) else {
             return Err(format!(
