@@ -289,10 +289,7 @@ pub fn start_failure(
                     } else {
                         1
                     },
-                    lines: vec![(
-                        Level::Fatal,
-                        format!("environment variable {var} not set"),
-                    )],
+                    lines: vec![(Level::Fatal, format!("environment variable {var} not set"))],
                 });
             }
             _ => {}

@@ -323,7 +323,10 @@ impl Walk<'_> {
         depth: usize,
     ) -> (i64, Option<HopError>) {
         let client_id = util::hex_id(&mut w.rng, 8);
-        let route = self.routes.get(&(hop.pod.clone(), c.service.clone())).cloned();
+        let route = self
+            .routes
+            .get(&(hop.pod.clone(), c.service.clone()))
+            .cloned();
         let proto = protocol_of(self.app, &c.service);
         let peer = route.as_ref().map(|r| (r.host.clone(), r.port));
         let mut attrs = op_attributes(

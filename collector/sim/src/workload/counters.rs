@@ -34,8 +34,7 @@ impl Workload {
                         )
                     })
                     .unwrap_or(0.0);
-                acc += m.weight / load.mix_total
-                    * st.map(|s| s.ok * (1.0 - p_to)).unwrap_or(0.0);
+                acc += m.weight / load.mix_total * st.map(|s| s.ok * (1.0 - p_to)).unwrap_or(0.0);
             }
             acc * load.entry_reach
         };

@@ -188,7 +188,6 @@ fn topo_order(app: &AppSpec) -> Vec<OpKey> {
     out
 }
 
-
 /// What every stage of one step reads: the app, this second's fault effects, who serves each
 /// service, and the step's start time.
 struct Tick<'a> {

@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::{Tick, Workload};
 use crate::network::{self, DialError, Route};
 use crate::objects::Key;
 use crate::programs;
 use crate::util::NS_PER_SEC;
 use crate::world::World;
-use super::{Tick, Workload};
 
 /// The first failing dial of a caller: the error, and the host and port it dialled.
 pub(super) type Dial = (DialError, String, u16);
@@ -103,7 +103,12 @@ impl Reach<'_> {
         if caller_pods.is_empty() {
             return (0.0, None);
         }
-        if self.t.app.service(callee).is_some_and(|c| c.ports.is_empty()) {
+        if self
+            .t
+            .app
+            .service(callee)
+            .is_some_and(|c| c.ports.is_empty())
+        {
             // A consumer group: messages reach it while any consumer runs.
             let up = self.t.serving.get(callee).is_some_and(|v| !v.is_empty());
             return (if up { 1.0 } else { 0.0 }, None);
