@@ -184,6 +184,15 @@ struct Span<'a> {
     attrs: Labels,
 }
 
+/// A call a hop makes: its spec, the callee's protocol, the client span's attributes so far,
+/// and when it starts.
+struct Outgoing<'a> {
+    c: &'a CallSpec,
+    proto: Protocol,
+    attrs: Labels,
+    start: i64,
+}
+
 impl Hop<'_> {
     fn push(&self, w: &mut World, s: Span) {
         w.out.push(Row::Span(SpanRow {
@@ -329,12 +338,18 @@ impl Walk<'_> {
             .cloned();
         let proto = protocol_of(self.app, &c.service);
         let peer = route.as_ref().map(|r| (r.host.clone(), r.port));
-        let mut attrs = op_attributes(
+        let attrs = op_attributes(
             &c.operation,
             proto,
             peer.as_ref().map(|(h, p)| (h.as_str(), *p)),
             &c.service,
         );
+        let mut out = Outgoing {
+            c,
+            proto,
+            attrs,
+            start: t,
+        };
         let fail_share = route
             .as_ref()
             .and_then(|r| r.failure.as_ref().map(|f| f.0))
@@ -346,14 +361,14 @@ impl Walk<'_> {
                 .map(|f| f.1)
                 .expect("failure present");
             let (h, p) = peer.unwrap_or_default();
-            self.dial_failure(w, hop, proto, (&h, p), &e, &mut attrs)
+            self.dial_failure(w, hop, &mut out, (&h, p), &e)
         } else {
             let parent = if hop.server {
                 Some(client_id.as_str())
             } else {
                 hop.parent
             };
-            self.downstream(w, hop, c, parent, t, depth, &mut attrs)
+            self.downstream(w, hop, &mut out, parent, depth)
         };
         // An uninstrumented hop (a broker, a database) records nothing of its own calls.
         if hop.server {
@@ -372,7 +387,7 @@ impl Walk<'_> {
                     start: t,
                     dur,
                     err: call_err.as_ref().map(|e| e.1.as_str()),
-                    attrs,
+                    attrs: out.attrs,
                 },
             );
         }
@@ -385,40 +400,37 @@ impl Walk<'_> {
         &self,
         w: &mut World,
         hop: &Hop,
-        proto: Protocol,
+        out: &mut Outgoing,
         (host, port): (&str, u16),
         e: &DialError,
-        attrs: &mut Labels,
     ) -> (i64, Option<HopError>) {
         let d = match e {
             DialError::Timeout { .. } => (self.timeout * NS_PER_SEC as f64) as i64,
             _ => w.rng.random_range(300_000..3_000_000),
         };
-        let msg = client_error(hop.caller_style(self.app), proto, host, port, e);
-        if proto == Protocol::Grpc {
+        let msg = client_error(hop.caller_style(self.app), out.proto, host, port, e);
+        if out.proto == Protocol::Grpc {
             let code = if matches!(e, DialError::Timeout { .. }) {
                 "4"
             } else {
                 "14"
             };
-            attrs.insert("rpc.grpc.status_code".into(), code.into());
+            out.attrs.insert("rpc.grpc.status_code".into(), code.into());
         }
         (d, Some(("Unavailable".to_string(), msg)))
     }
 
-    /// A call that connects: the callee's trace plus the link's delay both ways, a retransmitted
-    /// segment on a lossy link, and the caller's deadline.
-    #[allow(clippy::too_many_arguments)]
+    /// A call that connects: the callee's trace (its spans parented on `parent`) plus the link's
+    /// delay both ways, a retransmitted segment on a lossy link, and the caller's deadline.
     fn downstream(
         &self,
         w: &mut World,
         hop: &Hop,
-        c: &CallSpec,
+        out: &mut Outgoing,
         parent: Option<&str>,
-        t: i64,
         depth: usize,
-        attrs: &mut Labels,
     ) -> (i64, Option<HopError>) {
+        let c = out.c;
         let link = w.runtime.link(&hop.op.0, &c.service);
         let delay = (link.delay_ms * 1e6) as i64;
         let callee = (c.service.clone(), c.operation.clone());
@@ -427,7 +439,7 @@ impl Walk<'_> {
             hop.trace_id,
             &callee,
             parent,
-            t + delay + 50_000,
+            out.start + delay + 50_000,
             depth + 1,
         );
         let mut d = d + 2 * delay + 100_000;
@@ -435,9 +447,9 @@ impl Walk<'_> {
             d += w.rng.random_range(200_000_000..600_000_000);
         }
         let lost = link.loss > 0.0 && w.rng.random::<f64>() < link.loss * link.loss;
-        let proto = protocol_of(self.app, &c.service);
+        let attrs = &mut out.attrs;
         if d as f64 > self.timeout * NS_PER_SEC as f64 || lost {
-            if proto == Protocol::Grpc {
+            if out.proto == Protocol::Grpc {
                 attrs.insert("rpc.grpc.status_code".into(), "4".into());
             }
             let msg = grpc_status(
@@ -450,13 +462,13 @@ impl Walk<'_> {
                 Some(("DeadlineExceeded".to_string(), msg)),
             );
         }
-        if proto == Protocol::Grpc {
+        if out.proto == Protocol::Grpc {
             attrs.insert(
                 "rpc.grpc.status_code".into(),
                 if e.is_some() { "2" } else { "0" }.into(),
             );
         }
-        if proto == Protocol::Http {
+        if out.proto == Protocol::Http {
             attrs.insert(
                 "http.status_code".into(),
                 if e.is_some() { "500" } else { "200" }.into(),

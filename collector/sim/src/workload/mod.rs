@@ -63,9 +63,11 @@ pub struct OpCounters {
 /// What one operation looks like this second.
 #[derive(Debug, Clone, Default)]
 struct OpState {
+    /// Requests per second.
     rate: f64,
+    /// Share of requests that succeed.
     ok: f64,
-    /// Share of requests the service fails itself (not because of a callee).
+    /// Share of requests the service does not fail itself (its callees aside).
     own_ok: f64,
     own_error: Option<(String, String)>,
     /// Median latency in seconds, downstream included.
@@ -79,6 +81,7 @@ struct OpState {
 /// Per-edge state remembered across ticks for retry amplification.
 #[derive(Debug, Clone, Default)]
 struct EdgeState {
+    /// Share of attempts that failed last step.
     fail: f64,
 }
 
@@ -87,6 +90,7 @@ struct EdgeState {
 pub struct Workload {
     /// Operations in topological order (callers before callees).
     order: Vec<OpKey>,
+    /// Per (caller service, callee service).
     edges: HashMap<(String, String), EdgeState>,
     /// CPU backlog per pod, in core-seconds.
     backlog: HashMap<Key, f64>,
@@ -94,7 +98,9 @@ pub struct Workload {
     /// Load generator totals: (requests, failures), cumulative.
     pub entry: (f64, f64),
     pub buckets: Vec<f64>,
+    /// Route of each serving pod to each of its dependencies.
     routes: HashMap<(Key, String), Route>,
+    /// Object epoch the routes were resolved at.
     routes_epoch: i64,
     /// Latest per-service view, for alerts: (requests/s, error ratio, p99 seconds).
     pub service_health: BTreeMap<String, (f64, f64, f64)>,
@@ -213,10 +219,10 @@ impl Workload {
             t: &t,
             routes: &self.routes,
         };
-        let edges = routes::edge_views(w, &t, &reach);
-        let load = rates::Load::top_down(w, &t, &reach, &self.order, &self.edges, &edges);
+        let views = routes::edge_views(w, &t, &reach);
+        let load = rates::Load::top_down(w, &t, &reach, &self.order, &self.edges, &views);
         let pressure = cpu::Pressure::of(w, &t, &load.rates, &mut self.backlog);
-        let states = self.bottom_up(w, &t, &load.rates, &edges, &pressure);
+        let states = self.bottom_up(w, &t, &load.rates, &views, &pressure);
         self.count_entry(&t, &states, &load);
         self.count_ops(w, &t, &states);
         traces::sample(w, &t, &states, &self.routes, self.trace_sample, &load);
