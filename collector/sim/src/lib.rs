@@ -8,6 +8,7 @@
 
 pub mod alerts;
 pub mod bootstrap;
+pub mod calls;
 pub mod controllers;
 pub mod faults;
 pub mod flags;

@@ -4,9 +4,46 @@
 
 use chrono::{Datelike, Timelike};
 
-use super::programs::LogStyle;
 use super::util::instant;
 
+/// How a program logs: the format family of its lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogStyle {
+    /// Go with zerolog's console writer (DeathStarBench hotel-reservation).
+    Zerolog,
+    /// C++ with Boost.Log (DeathStarBench social-network).
+    BoostLog,
+    /// Go with log/slog JSON (OTel demo Go services).
+    SlogJson,
+    /// .NET console logger (OTel demo cart).
+    Dotnet,
+    /// Java/Log4j-ish (OTel demo ad, kafka).
+    Java,
+    /// Python logging JSON (OTel demo recommendation).
+    Python,
+    /// Node.js pino JSON (OTel demo payment, frontend).
+    Pino,
+    /// MongoDB structured JSON.
+    Mongo,
+    /// Redis/Valkey.
+    Redis,
+    /// PostgreSQL.
+    Postgres,
+    /// nginx/OpenResty error log.
+    Nginx,
+    /// Envoy access log.
+    Envoy,
+    /// Quiet programs (memcached, consul agents at info).
+    Quiet,
+    /// Ruby's Logger (OTel demo email, Sinatra).
+    Ruby,
+    /// Rust `tracing` formatter (OTel demo shipping).
+    Rust,
+    /// PHP Monolog line format (OTel demo quote, Slim).
+    Php,
+}
+
+/// Severity of a line; the declaration order indexes [`level_words`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
     Info,
@@ -41,17 +78,29 @@ fn json_str(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
 
+/// The word (or mark) each style prints for a level, in [`Level`] order.
+fn level_words(style: LogStyle) -> [&'static str; 4] {
+    match style {
+        LogStyle::Zerolog => ["INF", "WRN", "ERR", "PNC"],
+        LogStyle::BoostLog => ["info", "warning", "error", "fatal"],
+        LogStyle::SlogJson | LogStyle::Java | LogStyle::Rust => ["INFO", "WARN", "ERROR", "ERROR"],
+        LogStyle::Dotnet => ["info", "warn", "fail", "crit"],
+        LogStyle::Python | LogStyle::Php => ["INFO", "WARNING", "ERROR", "CRITICAL"],
+        LogStyle::Pino => ["30", "40", "50", "60"],
+        LogStyle::Ruby => ["INFO", "WARN", "ERROR", "FATAL"],
+        LogStyle::Mongo => ["I", "W", "E", "F"],
+        LogStyle::Redis => ["*", "#", "#", "#"],
+        LogStyle::Postgres => ["LOG", "WARNING", "ERROR", "FATAL"],
+        LogStyle::Nginx | LogStyle::Envoy | LogStyle::Quiet => ["notice", "warn", "error", "emerg"],
+    }
+}
+
 /// One log line as the program would print it at `ts_ns`.
 pub fn line(style: LogStyle, service: &str, level: Level, ts_ns: i64, msg: &str) -> String {
     let t = instant(ts_ns);
+    let lvl = level_words(style)[level as usize];
     match style {
         LogStyle::Zerolog => {
-            let lvl = match level {
-                Level::Info => "INF",
-                Level::Warn => "WRN",
-                Level::Error => "ERR",
-                Level::Fatal => "PNC",
-            };
             let file = if matches!(level, Level::Error | Level::Warn) {
                 format!("services/{service}/server.go")
             } else {
@@ -64,12 +113,6 @@ pub fn line(style: LogStyle, service: &str, level: Level, ts_ns: i64, msg: &str)
             )
         }
         LogStyle::BoostLog => {
-            let lvl = match level {
-                Level::Info => "info",
-                Level::Warn => "warning",
-                Level::Error => "error",
-                Level::Fatal => "fatal",
-            };
             let handler = camel(service.trim_end_matches("-service"));
             format!(
                 "[{}] <{lvl}>: ({handler}Handler.h:{}:{handler}) {msg}",
@@ -77,25 +120,12 @@ pub fn line(style: LogStyle, service: &str, level: Level, ts_ns: i64, msg: &str)
                 line_no(msg, 60)
             )
         }
-        LogStyle::SlogJson => {
-            let lvl = match level {
-                Level::Info => "INFO",
-                Level::Warn => "WARN",
-                Level::Error | Level::Fatal => "ERROR",
-            };
-            format!(
-                "{{\"time\":\"{}\",\"level\":\"{lvl}\",\"msg\":{}}}",
-                t.format("%Y-%m-%dT%H:%M:%S%.9fZ"),
-                json_str(msg)
-            )
-        }
+        LogStyle::SlogJson => format!(
+            "{{\"time\":\"{}\",\"level\":\"{lvl}\",\"msg\":{}}}",
+            t.format("%Y-%m-%dT%H:%M:%S%.9fZ"),
+            json_str(msg)
+        ),
         LogStyle::Dotnet => {
-            let lvl = match level {
-                Level::Info => "info",
-                Level::Warn => "warn",
-                Level::Error => "fail",
-                Level::Fatal => "crit",
-            };
             // Microsoft.Extensions.Logging's console format: level, category[event id].
             let category = match service {
                 "cart" => "cart.cartstore.ValkeyCartStore",
@@ -104,25 +134,12 @@ pub fn line(style: LogStyle, service: &str, level: Level, ts_ns: i64, msg: &str)
             };
             format!("{lvl}: {category}[0] {msg}")
         }
-        LogStyle::Java => {
-            let lvl = match level {
-                Level::Info => "INFO",
-                Level::Warn => "WARN",
-                Level::Error | Level::Fatal => "ERROR",
-            };
-            format!(
-                "{} {lvl} - oteldemo.{}Service - {msg}",
-                t.format("%Y-%m-%d %H:%M:%S"),
-                camel(service)
-            )
-        }
+        LogStyle::Java => format!(
+            "{} {lvl} - oteldemo.{}Service - {msg}",
+            t.format("%Y-%m-%d %H:%M:%S"),
+            camel(service)
+        ),
         LogStyle::Python => {
-            let lvl = match level {
-                Level::Info => "INFO",
-                Level::Warn => "WARNING",
-                Level::Error => "ERROR",
-                Level::Fatal => "CRITICAL",
-            };
             let file = format!("{}_server.py", service.replace('-', "_"));
             format!(
                 "{{\"asctime\": \"{}\", \"levelname\": \"{lvl}\", \"name\": \"{}\", \"filename\": \"{file}\", \"lineno\": {}, \"otelServiceName\": \"{service}\", \"message\": {}}}",
@@ -132,115 +149,65 @@ pub fn line(style: LogStyle, service: &str, level: Level, ts_ns: i64, msg: &str)
                 json_str(msg)
             )
         }
-        LogStyle::Pino => {
-            let lvl = match level {
-                Level::Info => 30,
-                Level::Warn => 40,
-                Level::Error => 50,
-                Level::Fatal => 60,
-            };
-            format!(
-                "{{\"level\":{lvl},\"time\":{},\"pid\":1,\"hostname\":\"{service}\",\"msg\":{}}}",
-                ts_ns / 1_000_000,
-                json_str(msg)
-            )
-        }
-        LogStyle::Ruby => {
-            let (l, name) = match level {
-                Level::Info => ('I', "INFO"),
-                Level::Warn => ('W', "WARN"),
-                Level::Error => ('E', "ERROR"),
-                Level::Fatal => ('F', "FATAL"),
-            };
-            format!(
-                "{l}, [{} #1] {name:>5} -- : {msg}",
-                t.format("%Y-%m-%dT%H:%M:%S%.6f")
-            )
-        }
-        LogStyle::Rust => {
-            let lvl = match level {
-                Level::Info => "INFO",
-                Level::Warn => "WARN",
-                Level::Error | Level::Fatal => "ERROR",
-            };
-            format!(
-                "{} {lvl:>5} {}: {msg}",
-                t.format("%Y-%m-%dT%H:%M:%S%.6fZ"),
-                service.replace('-', "_")
-            )
-        }
-        LogStyle::Php => {
-            let lvl = match level {
-                Level::Info => "INFO",
-                Level::Warn => "WARNING",
-                Level::Error => "ERROR",
-                Level::Fatal => "CRITICAL",
-            };
-            format!(
-                "[{}] {service}.{lvl}: {msg} [] []",
-                t.format("%Y-%m-%dT%H:%M:%S%.6f+00:00")
-            )
-        }
+        LogStyle::Pino => format!(
+            "{{\"level\":{lvl},\"time\":{},\"pid\":1,\"hostname\":\"{service}\",\"msg\":{}}}",
+            ts_ns / 1_000_000,
+            json_str(msg)
+        ),
+        // Ruby's Logger leads with the level's initial, then the padded name.
+        LogStyle::Ruby => format!(
+            "{}, [{} #1] {lvl:>5} -- : {msg}",
+            &lvl[..1],
+            t.format("%Y-%m-%dT%H:%M:%S%.6f")
+        ),
+        LogStyle::Rust => format!(
+            "{} {lvl:>5} {}: {msg}",
+            t.format("%Y-%m-%dT%H:%M:%S%.6fZ"),
+            service.replace('-', "_")
+        ),
+        LogStyle::Php => format!(
+            "[{}] {service}.{lvl}: {msg} [] []",
+            t.format("%Y-%m-%dT%H:%M:%S%.6f+00:00")
+        ),
         LogStyle::Mongo => {
-            let s = match level {
-                Level::Info => "I",
-                Level::Warn => "W",
-                Level::Error => "E",
-                Level::Fatal => "F",
-            };
-            let (c, id, ctx) = if msg.contains("onnection") {
-                ("NETWORK", 22943, "listener")
-            } else if msg.contains("uthentic") || msg.contains("authorized") {
-                ("ACCESS", 20249, "conn")
-            } else if msg.contains("I/O") || msg.contains("WiredTiger") {
-                ("STORAGE", 22435, "conn")
-            } else {
-                ("COMMAND", 51803, "conn")
-            };
+            let (c, id, ctx) = mongo_component(msg);
             format!(
-                "{{\"t\":{{\"$date\":\"{}\"}},\"s\":\"{s}\",  \"c\":\"{c}\", \"id\":{id}, \"ctx\":\"{ctx}\",\"msg\":{}}}",
+                "{{\"t\":{{\"$date\":\"{}\"}},\"s\":\"{lvl}\",  \"c\":\"{c}\", \"id\":{id}, \"ctx\":\"{ctx}\",\"msg\":{}}}",
                 t.format("%Y-%m-%dT%H:%M:%S%.3f+00:00"),
                 json_str(msg)
             )
         }
-        LogStyle::Redis => {
-            let mark = match level {
-                Level::Info => '*',
-                _ => '#',
-            };
-            format!(
-                "1:M {:02} {} {} {:02}:{:02}:{:02}.{:03} {mark} {msg}",
-                t.day(),
-                t.format("%b"),
-                t.year(),
-                t.hour(),
-                t.minute(),
-                t.second(),
-                t.timestamp_subsec_millis()
-            )
-        }
-        LogStyle::Postgres => {
-            let lvl = match level {
-                Level::Info => "LOG",
-                Level::Warn => "WARNING",
-                Level::Error => "ERROR",
-                Level::Fatal => "FATAL",
-            };
-            format!(
-                "{} UTC [{}] {lvl}:  {msg}",
-                t.format("%Y-%m-%d %H:%M:%S%.3f"),
-                100 + fnv(msg) % 900
-            )
-        }
+        LogStyle::Redis => format!(
+            "1:M {:02} {} {} {:02}:{:02}:{:02}.{:03} {lvl} {msg}",
+            t.day(),
+            t.format("%b"),
+            t.year(),
+            t.hour(),
+            t.minute(),
+            t.second(),
+            t.timestamp_subsec_millis()
+        ),
+        LogStyle::Postgres => format!(
+            "{} UTC [{}] {lvl}:  {msg}",
+            t.format("%Y-%m-%d %H:%M:%S%.3f"),
+            100 + fnv(msg) % 900
+        ),
         LogStyle::Nginx | LogStyle::Envoy | LogStyle::Quiet => {
-            let lvl = match level {
-                Level::Info => "notice",
-                Level::Warn => "warn",
-                Level::Error => "error",
-                Level::Fatal => "emerg",
-            };
             format!("{} [{lvl}] 1#1: {msg}", t.format("%Y/%m/%d %H:%M:%S"))
         }
+    }
+}
+
+/// MongoDB's log component, message id and context for a message, guessed from its words.
+fn mongo_component(msg: &str) -> (&'static str, u32, &'static str) {
+    if msg.contains("onnection") {
+        ("NETWORK", 22943, "listener")
+    } else if msg.contains("uthentic") || msg.contains("authorized") {
+        ("ACCESS", 20249, "conn")
+    } else if msg.contains("I/O") || msg.contains("WiredTiger") {
+        ("STORAGE", 22435, "conn")
+    } else {
+        ("COMMAND", 51803, "conn")
     }
 }
 

@@ -8,6 +8,10 @@ use std::collections::BTreeMap;
 use problems::app::{AddressSource, AppSpec, Protocol, Role, ServiceSpec};
 use problems::primitive::ImageEffect;
 
+use super::logs::Level;
+// The log style is the log formatter's vocabulary; it stays reachable here for the callers
+// that meet it through a program's identity.
+pub use super::logs::LogStyle;
 use super::objects::{Container, EnvSource, Pod};
 use super::world::World;
 
@@ -30,43 +34,6 @@ pub fn repository(image: &str) -> &str {
         Some(colon) => &image[..last_slash + colon],
         None => image,
     }
-}
-
-/// How the program logs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogStyle {
-    /// Go with zerolog's console writer (DeathStarBench hotel-reservation).
-    Zerolog,
-    /// C++ with Boost.Log (DeathStarBench social-network).
-    BoostLog,
-    /// Go with log/slog JSON (OTel demo Go services).
-    SlogJson,
-    /// .NET console logger (OTel demo cart).
-    Dotnet,
-    /// Java/Log4j-ish (OTel demo ad, kafka).
-    Java,
-    /// Python logging JSON (OTel demo recommendation).
-    Python,
-    /// Node.js pino JSON (OTel demo payment, frontend).
-    Pino,
-    /// MongoDB structured JSON.
-    Mongo,
-    /// Redis/Valkey.
-    Redis,
-    /// PostgreSQL.
-    Postgres,
-    /// nginx/OpenResty error log.
-    Nginx,
-    /// Envoy access log.
-    Envoy,
-    /// Quiet programs (memcached, consul agents at info).
-    Quiet,
-    /// Ruby's Logger (OTel demo email, Sinatra).
-    Ruby,
-    /// Rust `tracing` formatter (OTel demo shipping).
-    Rust,
-    /// PHP Monolog line format (OTel demo quote, Slim).
-    Php,
 }
 
 /// A running program's identity: the app service it implements.
@@ -255,7 +222,7 @@ pub fn dial_address(
 /// Why a program exits right after start, with the lines it prints; `None` when it starts fine.
 pub struct StartFailure {
     pub exit_code: i32,
-    pub lines: Vec<(super::logs::Level, String)>,
+    pub lines: Vec<(Level, String)>,
 }
 
 /// Checks what the program needs at start: its addresses (from env or configuration), its config
@@ -278,7 +245,7 @@ pub fn start_failure(
             return Some(StartFailure {
                 exit_code: 1,
                 lines: vec![(
-                    super::logs::Level::Fatal,
+                    Level::Fatal,
                     format!("listen tcp :{port}: bind: address already in use"),
                 )],
             });
@@ -304,9 +271,9 @@ pub fn start_failure(
                     return Some(StartFailure {
                         exit_code: 2,
                         lines: vec![
-                            (super::logs::Level::Info, "Reading config...".to_string()),
+                            (Level::Info, "Reading config...".to_string()),
                             (
-                                super::logs::Level::Fatal,
+                                Level::Fatal,
                                 format!("no reachable servers: missing {field} in {key}"),
                             ),
                         ],
@@ -322,10 +289,7 @@ pub fn start_failure(
                     } else {
                         1
                     },
-                    lines: vec![(
-                        super::logs::Level::Fatal,
-                        format!("environment variable {var} not set"),
-                    )],
+                    lines: vec![(Level::Fatal, format!("environment variable {var} not set"))],
                 });
             }
             _ => {}

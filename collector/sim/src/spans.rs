@@ -2,21 +2,27 @@
 //! service, a client span per outgoing call (stores are seen only through their clients' spans),
 //! with the semantic-convention attributes (rpc.*, http.*, db.*, net.peer.*) and error status
 //! where a hop failed, using this second's outcome probabilities from the workload model.
+//!
+//! The workload hands a [`Walk`] (this second's [`OpView`]s, routes and serving pods) and a
+//! sampled request; [`Walk::trace`] recurses down the call graph, each hop drawing its pod, its
+//! calls, their failures and its own latency from the world's RNG, and pushes span rows (and,
+//! for the request's entry service, an access or request log line).
 
 use std::collections::{BTreeMap, HashMap};
 
-use problems::app::{AppSpec, Protocol, Role};
+use problems::app::{AppSpec, CallSpec, Protocol, Role};
 use rand::Rng;
 use schemas::tables::{Labels, Row, SpanRow};
 
+use super::calls::{OpKey, OpView, client_error, grpc_status};
 use super::logs::{self, Level};
-use super::network::Route;
+use super::network::{DialError, Route};
 use super::objects::Key;
 use super::programs::{self, LogStyle};
 use super::util::{self, NS_PER_SEC};
-use super::workload::{OpKey, OpView};
 use super::world::World;
 
+/// The `telemetry.sdk.language` of a program, by how it logs.
 fn sdk_language(style: LogStyle) -> &'static str {
     match style {
         LogStyle::Zerolog | LogStyle::SlogJson => "go",
@@ -32,6 +38,7 @@ fn sdk_language(style: LogStyle) -> &'static str {
     }
 }
 
+/// The resource attributes of a service's spans from one pod.
 fn resource(w: &World, app: &AppSpec, service: &str, pod: &Key) -> Labels {
     let mut r = Labels::new();
     r.insert("service.name".into(), service.to_string());
@@ -121,6 +128,7 @@ fn span_name(op: &str) -> String {
     op.strip_prefix("HTTP ").unwrap_or(op).to_string()
 }
 
+/// The protocol a service serves on its first port.
 fn protocol_of(app: &AppSpec, service: &str) -> Protocol {
     app.service(service)
         .and_then(|s| s.ports.first())
@@ -128,6 +136,7 @@ fn protocol_of(app: &AppSpec, service: &str) -> Protocol {
         .unwrap_or(Protocol::Tcp)
 }
 
+/// Stores, caches, brokers and infrastructure run no OpenTelemetry SDK.
 fn instrumented(app: &AppSpec, service: &str) -> bool {
     app.service(service).is_some_and(|s| {
         !matches!(
@@ -137,106 +146,210 @@ fn instrumented(app: &AppSpec, service: &str) -> bool {
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn push(
-    w: &mut World,
-    trace: &str,
-    span: &str,
-    parent: Option<&str>,
-    service: &str,
-    name: String,
-    kind: &str,
-    start: i64,
-    dur: i64,
-    err: Option<&str>,
-    res: Labels,
-    attrs: Labels,
-) {
-    w.out.push(Row::Span(SpanRow {
-        trace_id: trace.to_string(),
-        span_id: span.to_string(),
-        parent_span_id: parent.map(str::to_string),
-        service: service.to_string(),
-        name,
-        kind: kind.to_string(),
-        start_ns: start,
-        duration_ns: dur.max(1000),
-        status_code: if err.is_some() { "error" } else { "unset" }.to_string(),
-        status_message: err.map(str::to_string),
-        resource_attributes: res,
-        attributes: attrs,
-    }));
+/// A hop's error: (code, message).
+type HopError = (String, String);
+
+/// What every hop of this second's traces walks: the outcomes, routes and serving pods of the
+/// step, and the load generator's timeout in seconds (no hop waits longer).
+pub struct Walk<'a> {
+    pub app: &'a AppSpec,
+    pub states: &'a HashMap<OpKey, OpView>,
+    pub routes: &'a HashMap<(Key, String), Route>,
+    pub serving: &'a BTreeMap<String, Vec<Key>>,
+    pub timeout: f64,
 }
 
-/// Generates the spans of one request to `op` starting at `start`; returns (duration ns, error).
-#[allow(clippy::too_many_arguments)]
-pub fn trace(
-    w: &mut World,
-    app: &AppSpec,
-    states: &HashMap<OpKey, OpView>,
-    routes: &HashMap<(Key, String), Route>,
-    serving: &BTreeMap<String, Vec<Key>>,
-    op: &OpKey,
-    trace_id: &str,
-    parent: Option<&str>,
+/// One operation served by one pod within a trace.
+struct Hop<'a> {
+    op: &'a OpKey,
+    trace_id: &'a str,
+    pod: Key,
+    /// Whether the service records spans itself (else its calls' spans are not recorded).
+    server: bool,
+    span_id: String,
+    /// The span the request came from.
+    parent: Option<&'a str>,
+    res: Labels,
+}
+
+/// One span's own fields; the trace, service and resource come from its hop.
+struct Span<'a> {
+    id: &'a str,
+    parent: Option<&'a str>,
+    name: String,
+    kind: &'a str,
     start: i64,
-    timeout: f64,
-    depth: usize,
-) -> (i64, Option<(String, String)>) {
-    let Some(view) = states.get(op).cloned() else {
-        return (
-            1_000_000,
-            Some(("Unimplemented".into(), format!("unknown method {}", op.1))),
-        );
-    };
-    let pods = serving.get(&op.0).cloned().unwrap_or_default();
-    if pods.is_empty() || depth > 12 {
-        return (
-            1_000_000,
-            Some(("Unavailable".into(), "no ready instance".into())),
-        );
+    dur: i64,
+    err: Option<&'a str>,
+    attrs: Labels,
+}
+
+/// A call a hop makes: its spec, the callee's protocol, the client span's attributes so far,
+/// and when it starts.
+struct Outgoing<'a> {
+    c: &'a CallSpec,
+    proto: Protocol,
+    attrs: Labels,
+    start: i64,
+}
+
+impl Hop<'_> {
+    fn push(&self, w: &mut World, s: Span) {
+        w.out.push(Row::Span(SpanRow {
+            trace_id: self.trace_id.to_string(),
+            span_id: s.id.to_string(),
+            parent_span_id: s.parent.map(str::to_string),
+            service: self.op.0.clone(),
+            name: s.name,
+            kind: s.kind.to_string(),
+            start_ns: s.start,
+            duration_ns: s.dur.max(1000),
+            status_code: if s.err.is_some() { "error" } else { "unset" }.to_string(),
+            status_message: s.err.map(str::to_string),
+            resource_attributes: self.res.clone(),
+            attributes: s.attrs,
+        }));
     }
-    let pod = pods[w.rng.random_range(0..pods.len())].clone();
-    let spec_op = app.service(&op.0).and_then(|s| s.operation(&op.1)).cloned();
-    let server = instrumented(app, &op.0);
-    let span_id = util::hex_id(&mut w.rng, 8);
-    let my_parent = if server {
-        Some(span_id.as_str())
-    } else {
-        parent
-    };
-    let res = resource(w, app, &op.0, &pod);
-    let mut t = start + w.rng.random_range(20_000..200_000);
-    let mut err: Option<(String, String)> = None;
-    let mut own_ms = spec_op
-        .as_ref()
-        .map(|o| o.latency.as_secs_f64())
-        .unwrap_or(0.001);
-    let mut child_median = 0.0;
-    if let Some(o) = &spec_op {
-        for c in &o.calls {
-            child_median += states
+
+    /// The parent of spans this hop's calls cause: its own span, or (uninstrumented) its
+    /// caller's.
+    fn child_parent(&self) -> Option<&str> {
+        if self.server {
+            Some(self.span_id.as_str())
+        } else {
+            self.parent
+        }
+    }
+
+    fn caller_style(&self, app: &AppSpec) -> LogStyle {
+        app.service(&self.op.0)
+            .map(programs::log_style)
+            .unwrap_or(LogStyle::SlogJson)
+    }
+}
+
+impl Walk<'_> {
+    /// Generates the spans of one request to `op` starting at `start`; returns (duration ns,
+    /// error).
+    pub fn trace(
+        &self,
+        w: &mut World,
+        trace_id: &str,
+        op: &OpKey,
+        parent: Option<&str>,
+        start: i64,
+        depth: usize,
+    ) -> (i64, Option<HopError>) {
+        let Some(view) = self.states.get(op).cloned() else {
+            return (
+                1_000_000,
+                Some(("Unimplemented".into(), format!("unknown method {}", op.1))),
+            );
+        };
+        let pods = self.serving.get(&op.0).cloned().unwrap_or_default();
+        if pods.is_empty() || depth > 12 {
+            return (
+                1_000_000,
+                Some(("Unavailable".into(), "no ready instance".into())),
+            );
+        }
+        let pod = pods[w.rng.random_range(0..pods.len())].clone();
+        let spec_op = self
+            .app
+            .service(&op.0)
+            .and_then(|s| s.operation(&op.1))
+            .cloned();
+        let server = instrumented(self.app, &op.0);
+        let span_id = util::hex_id(&mut w.rng, 8);
+        let res = resource(w, self.app, &op.0, &pod);
+        let hop = Hop {
+            op,
+            trace_id,
+            pod,
+            server,
+            span_id,
+            parent,
+            res,
+        };
+        let mut t = start + w.rng.random_range(20_000..200_000);
+        let mut err: Option<HopError> = None;
+        // The hop's own time is its median less its callees' (weighted by how often it calls).
+        let mut own_ms = spec_op
+            .as_ref()
+            .map(|o| o.latency.as_secs_f64())
+            .unwrap_or(0.001);
+        let mut child_median = 0.0;
+        for c in spec_op.iter().flat_map(|o| &o.calls) {
+            child_median += self
+                .states
                 .get(&(c.service.clone(), c.operation.clone()))
                 .map(|v| v.latency * c.probability)
                 .unwrap_or(0.0);
         }
-    }
-    own_ms = own_ms.max(view.latency - child_median);
-    for c in spec_op.iter().flat_map(|o| o.calls.clone()) {
-        if w.rng.random::<f64>() > c.probability {
-            continue;
+        own_ms = own_ms.max(view.latency - child_median);
+        for c in spec_op.iter().flat_map(|o| o.calls.clone()) {
+            if w.rng.random::<f64>() > c.probability {
+                continue;
+            }
+            let (dur, call_err) = self.call(w, &hop, &c, t, depth);
+            if !c.parallel {
+                t += dur;
+            }
+            if let Some(e) = call_err
+                && !c.is_async
+                && err.is_none()
+            {
+                err = Some(e);
+            }
         }
+        if err.is_none() && w.rng.random::<f64>() > view.own_ok {
+            err = view
+                .own_error
+                .clone()
+                .or(Some(("Internal".into(), "internal error".into())));
+        }
+        let own = util::lognormal(&mut w.rng, own_ms.max(1e-5), 0.35);
+        t += (own * NS_PER_SEC as f64) as i64;
+        let dur = t - start;
+        if server {
+            self.server_span(w, &hop, start, dur, err.as_ref());
+            if depth == 0 {
+                self.entry_log(w, &hop, start, dur, err.as_ref());
+            }
+        }
+        (dur, err)
+    }
+
+    /// One call of a hop starting at `t`: fails at the dial, or recurses into the callee; the
+    /// client (or producer) span is recorded when the caller is instrumented. Returns (duration
+    /// ns, error).
+    fn call(
+        &self,
+        w: &mut World,
+        hop: &Hop,
+        c: &CallSpec,
+        t: i64,
+        depth: usize,
+    ) -> (i64, Option<HopError>) {
         let client_id = util::hex_id(&mut w.rng, 8);
-        let route = routes.get(&(pod.clone(), c.service.clone())).cloned();
-        let proto = protocol_of(app, &c.service);
+        let route = self
+            .routes
+            .get(&(hop.pod.clone(), c.service.clone()))
+            .cloned();
+        let proto = protocol_of(self.app, &c.service);
         let peer = route.as_ref().map(|r| (r.host.clone(), r.port));
-        let mut attrs = op_attributes(
+        let attrs = op_attributes(
             &c.operation,
             proto,
             peer.as_ref().map(|(h, p)| (h.as_str(), *p)),
             &c.service,
         );
-        let link = w.runtime.link(&op.0, &c.service);
+        let mut out = Outgoing {
+            c,
+            proto,
+            attrs,
+            start: t,
+        };
         let fail_share = route
             .as_ref()
             .and_then(|r| r.failure.as_ref().map(|f| f.0))
@@ -247,131 +360,135 @@ pub fn trace(
                 .and_then(|r| r.failure.clone())
                 .map(|f| f.1)
                 .expect("failure present");
-            let d = match e {
-                super::network::DialError::Timeout { .. } => (timeout * NS_PER_SEC as f64) as i64,
-                _ => w.rng.random_range(300_000..3_000_000),
-            };
-            let (h, p) = peer.clone().unwrap_or_default();
-            let caller_style = app
-                .service(&op.0)
-                .map(programs::log_style)
-                .unwrap_or(LogStyle::SlogJson);
-            let msg = super::workload::client_error(caller_style, proto, &h, p, &e);
-            if proto == Protocol::Grpc {
-                attrs.insert(
-                    "rpc.grpc.status_code".into(),
-                    if matches!(e, super::network::DialError::Timeout { .. }) {
-                        "4"
-                    } else {
-                        "14"
-                    }
-                    .into(),
-                );
-            }
-            (d, Some(("Unavailable".to_string(), msg)))
+            let (h, p) = peer.unwrap_or_default();
+            self.dial_failure(w, hop, &mut out, (&h, p), &e)
         } else {
-            let delay = (link.delay_ms * 1e6) as i64;
-            let (d, e) = trace(
-                w,
-                app,
-                states,
-                routes,
-                serving,
-                &(c.service.clone(), c.operation.clone()),
-                trace_id,
-                if server { Some(&client_id) } else { parent },
-                t + delay + 50_000,
-                timeout,
-                depth + 1,
-            );
-            let mut d = d + 2 * delay + 100_000;
-            if link.loss > 0.0 && w.rng.random::<f64>() < (link.loss * 3.0).min(1.0) {
-                d += w.rng.random_range(200_000_000..600_000_000);
-            }
-            let lost = link.loss > 0.0 && w.rng.random::<f64>() < link.loss * link.loss;
-            if d as f64 > timeout * NS_PER_SEC as f64 || lost {
-                if proto == Protocol::Grpc {
-                    attrs.insert("rpc.grpc.status_code".into(), "4".into());
-                }
-                (
-                    (timeout * NS_PER_SEC as f64) as i64,
-                    Some((
-                        "DeadlineExceeded".to_string(),
-                        super::workload::grpc_status(
-                            app.service(&op.0)
-                                .map(programs::log_style)
-                                .unwrap_or(LogStyle::SlogJson),
-                            "DeadlineExceeded",
-                            "context deadline exceeded",
-                        ),
-                    )),
-                )
+            let parent = if hop.server {
+                Some(client_id.as_str())
             } else {
-                if proto == Protocol::Grpc {
-                    attrs.insert(
-                        "rpc.grpc.status_code".into(),
-                        if e.is_some() { "2" } else { "0" }.into(),
-                    );
-                }
-                if proto == Protocol::Http {
-                    attrs.insert(
-                        "http.status_code".into(),
-                        if e.is_some() { "500" } else { "200" }.into(),
-                    );
-                }
-                (d, e)
-            }
+                hop.parent
+            };
+            self.downstream(w, hop, &mut out, parent, depth)
         };
         // An uninstrumented hop (a broker, a database) records nothing of its own calls.
-        if server {
+        if hop.server {
             let kind = if proto == Protocol::Kafka {
                 "producer"
             } else {
                 "client"
             };
-            push(
+            hop.push(
                 w,
-                trace_id,
-                &client_id,
-                my_parent,
-                &op.0,
-                span_name(&c.operation),
-                kind,
-                t,
-                dur,
-                call_err.as_ref().map(|e| e.1.as_str()),
-                res.clone(),
-                attrs,
+                Span {
+                    id: &client_id,
+                    parent: hop.child_parent(),
+                    name: span_name(&c.operation),
+                    kind,
+                    start: t,
+                    dur,
+                    err: call_err.as_ref().map(|e| e.1.as_str()),
+                    attrs: out.attrs,
+                },
             );
         }
-        if !c.parallel {
-            t += dur;
-        }
-        if let Some(e) = call_err
-            && !c.is_async
-            && err.is_none()
-        {
-            err = Some(e);
-        }
+        (dur, call_err)
     }
-    if err.is_none() && w.rng.random::<f64>() > view.own_ok {
-        err = view
-            .own_error
-            .clone()
-            .or(Some(("Internal".into(), "internal error".into())));
+
+    /// A call whose connection fails: a timeout waits the whole timeout, a refusal or failed
+    /// lookup returns at once.
+    fn dial_failure(
+        &self,
+        w: &mut World,
+        hop: &Hop,
+        out: &mut Outgoing,
+        (host, port): (&str, u16),
+        e: &DialError,
+    ) -> (i64, Option<HopError>) {
+        let d = match e {
+            DialError::Timeout { .. } => (self.timeout * NS_PER_SEC as f64) as i64,
+            _ => w.rng.random_range(300_000..3_000_000),
+        };
+        let msg = client_error(hop.caller_style(self.app), out.proto, host, port, e);
+        if out.proto == Protocol::Grpc {
+            let code = if matches!(e, DialError::Timeout { .. }) {
+                "4"
+            } else {
+                "14"
+            };
+            out.attrs.insert("rpc.grpc.status_code".into(), code.into());
+        }
+        (d, Some(("Unavailable".to_string(), msg)))
     }
-    let own = util::lognormal(&mut w.rng, own_ms.max(1e-5), 0.35);
-    t += (own * NS_PER_SEC as f64) as i64;
-    let dur = t - start;
-    if server {
-        let proto = protocol_of(app, &op.0);
+
+    /// A call that connects: the callee's trace (its spans parented on `parent`) plus the link's
+    /// delay both ways, a retransmitted segment on a lossy link, and the caller's deadline.
+    fn downstream(
+        &self,
+        w: &mut World,
+        hop: &Hop,
+        out: &mut Outgoing,
+        parent: Option<&str>,
+        depth: usize,
+    ) -> (i64, Option<HopError>) {
+        let c = out.c;
+        let link = w.runtime.link(&hop.op.0, &c.service);
+        let delay = (link.delay_ms * 1e6) as i64;
+        let callee = (c.service.clone(), c.operation.clone());
+        let (d, e) = self.trace(
+            w,
+            hop.trace_id,
+            &callee,
+            parent,
+            out.start + delay + 50_000,
+            depth + 1,
+        );
+        let mut d = d + 2 * delay + 100_000;
+        if link.loss > 0.0 && w.rng.random::<f64>() < (link.loss * 3.0).min(1.0) {
+            d += w.rng.random_range(200_000_000..600_000_000);
+        }
+        let lost = link.loss > 0.0 && w.rng.random::<f64>() < link.loss * link.loss;
+        let attrs = &mut out.attrs;
+        if d as f64 > self.timeout * NS_PER_SEC as f64 || lost {
+            if out.proto == Protocol::Grpc {
+                attrs.insert("rpc.grpc.status_code".into(), "4".into());
+            }
+            let msg = grpc_status(
+                hop.caller_style(self.app),
+                "DeadlineExceeded",
+                "context deadline exceeded",
+            );
+            return (
+                (self.timeout * NS_PER_SEC as f64) as i64,
+                Some(("DeadlineExceeded".to_string(), msg)),
+            );
+        }
+        if out.proto == Protocol::Grpc {
+            attrs.insert(
+                "rpc.grpc.status_code".into(),
+                if e.is_some() { "2" } else { "0" }.into(),
+            );
+        }
+        if out.proto == Protocol::Http {
+            attrs.insert(
+                "http.status_code".into(),
+                if e.is_some() { "500" } else { "200" }.into(),
+            );
+        }
+        (d, e)
+    }
+
+    /// The hop's server (or consumer) span, with the status its protocol reports.
+    fn server_span(&self, w: &mut World, hop: &Hop, start: i64, dur: i64, err: Option<&HopError>) {
+        let op = hop.op;
+        let proto = protocol_of(self.app, &op.0);
         let mut attrs = op_attributes(&op.1, proto, None, &op.0);
-        if let Some(p) = app.service(&op.0).and_then(|s| s.ports.first()) {
+        let port = self.app.service(&op.0).and_then(|s| s.ports.first());
+        if let Some(p) = port {
             attrs.insert("net.host.port".into(), p.target_port().to_string());
         }
         match proto {
             Protocol::Grpc => {
-                let code = match err.as_ref().map(|e| e.0.as_str()) {
+                let code = match err.map(|e| e.0.as_str()) {
                     None => "0",
                     Some("DeadlineExceeded") => "4",
                     Some("Unavailable") => "14",
@@ -390,75 +507,74 @@ pub fn trace(
             }
             _ => {}
         }
-        push(
+        // A worker without ports takes its work from a queue.
+        let kind = if port.is_none() { "consumer" } else { "server" };
+        hop.push(
             w,
-            trace_id,
-            &span_id,
-            parent,
-            &op.0,
-            span_name(&op.1),
-            // A worker without ports takes its work from a queue.
-            if app.service(&op.0).is_some_and(|s| s.ports.is_empty()) {
-                "consumer"
-            } else {
-                "server"
+            Span {
+                id: &hop.span_id,
+                parent: hop.parent,
+                name: span_name(&op.1),
+                kind,
+                start,
+                dur,
+                err: err.map(|e| e.1.as_str()),
+                attrs,
             },
-            start,
-            dur,
-            err.as_ref().map(|e| e.1.as_str()),
-            res,
-            attrs,
         );
-        if depth == 0 {
-            let spec = app.service(&op.0).expect("op of a service");
-            let style = programs::log_style(spec);
-            let restart = w
-                .pods
-                .get(&pod)
-                .and_then(|p| p.statuses.first())
-                .map(|s| s.restart_count)
-                .unwrap_or(0);
-            let (lvl, msg) = match &err {
-                None => (
-                    Level::Info,
-                    format!(
-                        "{} handled in {:.1}ms trace_id={trace_id}",
-                        span_name(&op.1),
-                        dur as f64 / 1e6
-                    ),
-                ),
-                Some((_, m)) => (
-                    Level::Error,
-                    format!("{} failed: {m} trace_id={trace_id}", span_name(&op.1)),
-                ),
-            };
-            let saved = w.now;
-            w.now = start + dur;
-            let upstream_failed = err.as_ref().is_some_and(|(c, _)| c == "Unavailable");
-            let authority = app
-                .service(&op.0)
-                .and_then(|s| s.ports.first())
-                .map(|p| format!("{}:{}", op.0, p.port))
-                .unwrap_or_else(|| op.0.clone());
-            let status = match &err {
-                None => 200,
-                Some(_) if upstream_failed => 503,
-                Some(_) => 500,
-            };
-            let line = logs::access(
-                style,
-                w.now,
-                &op.1,
-                status,
-                upstream_failed,
-                dur as f64 / 1e6,
-                &authority,
-                &util::uuid(&mut w.rng),
-            )
-            .unwrap_or_else(|| logs::line(style, &op.0, lvl, w.now, &msg));
-            w.log(&pod, spec.container_name(), restart, "stdout", line);
-            w.now = saved;
-        }
     }
-    (dur, err)
+
+    /// The entry service's line for the request: an access line from an edge server, else a
+    /// request log line; written at the request's end.
+    fn entry_log(&self, w: &mut World, hop: &Hop, start: i64, dur: i64, err: Option<&HopError>) {
+        let (op, trace_id) = (hop.op, hop.trace_id);
+        let spec = self.app.service(&op.0).expect("op of a service");
+        let style = programs::log_style(spec);
+        let restart = w
+            .pods
+            .get(&hop.pod)
+            .and_then(|p| p.statuses.first())
+            .map(|s| s.restart_count)
+            .unwrap_or(0);
+        let (lvl, msg) = match err {
+            None => (
+                Level::Info,
+                format!(
+                    "{} handled in {:.1}ms trace_id={trace_id}",
+                    span_name(&op.1),
+                    dur as f64 / 1e6
+                ),
+            ),
+            Some((_, m)) => (
+                Level::Error,
+                format!("{} failed: {m} trace_id={trace_id}", span_name(&op.1)),
+            ),
+        };
+        let saved = w.now;
+        w.now = start + dur;
+        let upstream_failed = err.is_some_and(|(c, _)| c == "Unavailable");
+        let authority = spec
+            .ports
+            .first()
+            .map(|p| format!("{}:{}", op.0, p.port))
+            .unwrap_or_else(|| op.0.clone());
+        let status = match err {
+            None => 200,
+            Some(_) if upstream_failed => 503,
+            Some(_) => 500,
+        };
+        let line = logs::access(
+            style,
+            w.now,
+            &op.1,
+            status,
+            upstream_failed,
+            dur as f64 / 1e6,
+            &authority,
+            &util::uuid(&mut w.rng),
+        )
+        .unwrap_or_else(|| logs::line(style, &op.0, lvl, w.now, &msg));
+        w.log(&hop.pod, spec.container_name(), restart, "stdout", line);
+        w.now = saved;
+    }
 }
