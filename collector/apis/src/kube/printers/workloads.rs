@@ -4,6 +4,14 @@ use serde_json::Value;
 
 use super::*;
 
+/// The template's containers and images, shown with `-o wide` by every pod controller.
+const CONTAINERS: Column = col("Containers", 1, "Names of each container in the template.");
+const IMAGES: Column = col(
+    "Images",
+    1,
+    "Images referenced by each container in the template.",
+);
+
 pub(super) const POD: Printer = Printer {
     columns: &[
         NAME,
@@ -54,12 +62,8 @@ pub(super) const DEPLOYMENT: Printer = Printer {
             "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
         ),
         AGE,
-        col("Containers", 1, "Names of each container in the template."),
-        col(
-            "Images",
-            1,
-            "Images referenced by each container in the template.",
-        ),
+        CONTAINERS,
+        IMAGES,
         col("Selector", 1, "Label selector for pods."),
     ],
     cells: deployment,
@@ -101,12 +105,8 @@ pub(super) const REPLICA_SET: Printer = Printer {
             "The number of ready replicas for this replica set.",
         ),
         AGE,
-        col("Containers", 1, "Names of each container in the template."),
-        col(
-            "Images",
-            1,
-            "Images referenced by each container in the template.",
-        ),
+        CONTAINERS,
+        IMAGES,
         col(
             "Selector",
             1,
@@ -137,12 +137,8 @@ pub(super) const STATEFUL_SET: Printer = Printer {
         NAME,
         col("Ready", 0, "Number of the pod with ready state"),
         AGE,
-        col("Containers", 1, "Names of each container in the template."),
-        col(
-            "Images",
-            1,
-            "Images referenced by each container in the template.",
-        ),
+        CONTAINERS,
+        IMAGES,
     ],
     cells: stateful_set,
 };
@@ -199,12 +195,8 @@ pub(super) const DAEMON_SET: Printer = Printer {
             "NodeSelector is a selector which must be true for the pod to fit on a node.",
         ),
         AGE,
-        col("Containers", 1, "Names of each container in the template."),
-        col(
-            "Images",
-            1,
-            "Images referenced by each container in the template.",
-        ),
+        CONTAINERS,
+        IMAGES,
         col(
             "Selector",
             1,
