@@ -11,6 +11,7 @@ pub mod bootstrap;
 pub mod controllers;
 pub mod faults;
 pub mod flags;
+pub mod kinds;
 pub mod kubelet;
 pub mod logs;
 pub mod network;
