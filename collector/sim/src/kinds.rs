@@ -225,6 +225,7 @@ macro_rules! kinds {
     };
 }
 
+// Kind => object type, world map, apiVersion, scope, what a revert restores.
 kinds! {
     Namespace => Namespace, namespaces, "v1", cluster, whole;
     Node => Node, nodes, "v1", cluster, spec;
@@ -303,5 +304,69 @@ impl RestoreSpec for Node {
     fn restore(&mut self, saved: Self) {
         self.taints = saved.taints;
         self.unschedulable = saved.unschedulable;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::Runtime;
+
+    /// A namespaced and a cluster-scoped kind go through the same typed and by-kind paths.
+    #[test]
+    fn objects_of_any_kind_by_key() {
+        let mut w = World::new(1, 0, Runtime::new());
+        let cm = ConfigMap {
+            meta: w.meta(Some("app"), "settings", Labels::new()),
+            data: [("k".to_string(), "v".to_string())].into(),
+        };
+        let ns = Namespace {
+            meta: w.meta(None, "app", Labels::new()),
+            body: json!({"status": {"phase": "Active"}}),
+        };
+        let (cm_key, ns_key) = (key("app", "settings"), key("", "app"));
+        assert!(w.insert_object(cm_key.clone(), cm).is_none());
+        assert!(w.insert_object(ns_key.clone(), ns).is_none());
+        assert!(w.namespaces.contains_key("app"));
+
+        assert_eq!(Kind::ConfigMap.objects().keys(&w), vec![cm_key.clone()]);
+        assert_eq!(Kind::Namespace.objects().keys(&w), vec![ns_key.clone()]);
+        let (v, _) = Kind::Namespace.objects().render(&w, &ns_key).unwrap();
+        assert_eq!(v["kind"], "Namespace");
+        assert_eq!(v["status"]["phase"], "Active");
+        assert_eq!(w.object::<ConfigMap>(&cm_key).unwrap().data["k"], "v");
+
+        Kind::ConfigMap
+            .objects()
+            .meta_mut(&mut w, &cm_key)
+            .unwrap()
+            .resource_version = 7;
+        assert_eq!(
+            w.objects::<ConfigMap>()
+                .next()
+                .unwrap()
+                .meta
+                .resource_version,
+            7
+        );
+        assert!(Kind::ConfigMap.objects().remove(&mut w, &cm_key));
+        assert!(w.remove_object::<Namespace>(&ns_key).is_some());
+        assert!(w.object::<ConfigMap>(&cm_key).is_none());
+        assert!(w.namespaces.is_empty());
+    }
+
+    #[test]
+    fn kind_facts_follow_the_list() {
+        assert_eq!(Kind::ALL.first(), Some(&Kind::Namespace));
+        assert!(Kind::ALL.windows(2).all(|p| p[0] < p[1]));
+        assert_eq!(Kind::PersistentVolumeClaim.name(), "PersistentVolumeClaim");
+        assert_eq!(
+            Kind::RoleBinding.api_version(),
+            "rbac.authorization.k8s.io/v1"
+        );
+        assert!(!Kind::Node.namespaced() && Kind::Pod.namespaced());
+        assert_eq!(<Pvc as Object>::KIND, Kind::PersistentVolumeClaim);
     }
 }
