@@ -19,12 +19,12 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
                 .app
                 .feature_flag(flag)
                 .ok_or_else(|| FaultError(format!("no feature flag `{flag}`")))?;
-            let k = cx.save_named::<ConfigMap>(&spec.config_map)?;
-            let cm = cx.w.configmaps.get_mut(&k).expect("saved");
-            let text = cm.data.get(&spec.key).cloned().unwrap_or_default();
-            cm.data
-                .insert(spec.key.clone(), set_flag_variant(&text, flag, variant));
-            cx.w.touch(Kind::ConfigMap, &k);
+            cx.modify(&spec.config_map, |cm: &mut ConfigMap| {
+                let text = cm.data.get(&spec.key).cloned().unwrap_or_default();
+                cm.data
+                    .insert(spec.key.clone(), set_flag_variant(&text, flag, variant));
+                Ok(())
+            })?;
         }
         P::DatabaseAuth {
             service,

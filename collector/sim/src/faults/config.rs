@@ -19,8 +19,7 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
             field,
             value,
         } => {
-            let k = cx.save_named::<ConfigMap>(config_map)?;
-            let cm = cx.w.configmaps.get_mut(&k).expect("saved");
+            cx.modify(config_map, |cm: &mut ConfigMap| {
             match field {
                 Some(f) => {
                     let text = cm.data.get(k_name).ok_or_else(|| {
@@ -42,16 +41,15 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
                     }
                 },
             }
-            cx.w.touch(Kind::ConfigMap, &k);
+            Ok(())
+            })?;
             for s in cx.consumers(config_map) {
                 cx.restart(&s);
             }
         }
         P::ConfigMapDelete { config_map } => {
             let consumers = cx.consumers(config_map);
-            let k = cx.save_named::<ConfigMap>(config_map)?;
-            cx.w.configmaps.remove(&k);
-            cx.w.touch(Kind::ConfigMap, &k);
+            cx.delete::<ConfigMap>(config_map)?;
             for s in consumers {
                 cx.restart(&s);
             }

@@ -34,12 +34,33 @@ impl Ctx<'_> {
     }
 
     /// Saves the app's object of kind `T` named `name`, which must exist.
-    pub fn save_named<T: Object>(&mut self, name: &str) -> Result<Key> {
+    fn save_named<T: Object>(&mut self, name: &str) -> Result<Key> {
         let k = key(&self.ns(), name);
         if !self.save::<T>(&k) {
             return Err(FaultError(format!("no {} named `{name}`", T::KIND.name())));
         }
         Ok(k)
+    }
+
+    /// Edits the app's object of kind `T` named `name` (which must exist), saved first, and
+    /// reports it changed. An error from `f` leaves it unreported (the fault is not applied).
+    pub fn modify<T: Object>(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(&mut T) -> Result<()>,
+    ) -> Result<()> {
+        let k = self.save_named::<T>(name)?;
+        f(self.w.object_mut::<T>(&k).expect("saved"))?;
+        self.w.touch(T::KIND, &k);
+        Ok(())
+    }
+
+    /// Deletes the app's object of kind `T` named `name` (which must exist), saved first.
+    pub fn delete<T: Object>(&mut self, name: &str) -> Result<()> {
+        let k = self.save_named::<T>(name)?;
+        self.w.remove_object::<T>(&k);
+        self.w.touch(T::KIND, &k);
+        Ok(())
     }
 
     /// Metadata for an object the fault creates in the app's namespace, labelled as the app's.

@@ -25,13 +25,10 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
             port,
         } => edit_port(cx, service, port_name, |sp| sp.port = i32::from(*port))?,
         P::ServiceSelector { service, add } => {
-            let k = cx.save_named::<Service>(service)?;
-            cx.w.services
-                .get_mut(&k)
-                .expect("saved")
-                .selector
-                .extend(add.clone());
-            cx.w.touch(Kind::Service, &k);
+            cx.modify(service, |s: &mut Service| {
+                s.selector.extend(add.clone());
+                Ok(())
+            })?;
         }
         P::ServiceSelectsOther {
             service,
@@ -46,15 +43,13 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
                         .insert(label_key.clone(), label_value.clone());
                 })?;
             }
-            let k = cx.save_named::<Service>(service)?;
-            cx.w.services.get_mut(&k).expect("saved").selector =
-                [(label_key.clone(), label_value.clone())].into();
-            cx.w.touch(Kind::Service, &k);
+            cx.modify(service, |s: &mut Service| {
+                s.selector = [(label_key.clone(), label_value.clone())].into();
+                Ok(())
+            })?;
         }
         P::ServiceDelete { service } => {
-            let k = cx.save_named::<Service>(service)?;
-            cx.w.services.remove(&k);
-            cx.w.touch(Kind::Service, &k);
+            cx.delete::<Service>(service)?;
         }
         P::NetworkPolicyDeny {
             name,
@@ -92,27 +87,26 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
     Ok(())
 }
 
-/// Edits the port of a Service named `port_name` (the only port when unnamed).
+/// Edits the Service's port named `port_name` (its first port when no name is given).
 fn edit_port(
     cx: &mut Ctx,
     service: &str,
     port_name: &Option<String>,
     f: impl FnOnce(&mut ServicePort),
 ) -> Result<()> {
-    let k = cx.save_named::<Service>(service)?;
-    let s = cx.w.services.get_mut(&k).expect("saved");
-    let sp = s
-        .ports
-        .iter_mut()
-        .find(|p| {
-            port_name
-                .as_ref()
-                .is_none_or(|n| p.name.as_deref() == Some(n.as_str()))
-        })
-        .ok_or_else(|| FaultError(format!("Service `{service}` has no port {port_name:?}")))?;
-    f(sp);
-    cx.w.touch(Kind::Service, &k);
-    Ok(())
+    cx.modify(service, |s: &mut Service| {
+        let sp = s
+            .ports
+            .iter_mut()
+            .find(|p| {
+                port_name
+                    .as_ref()
+                    .is_none_or(|n| p.name.as_deref() == Some(n.as_str()))
+            })
+            .ok_or_else(|| FaultError(format!("Service `{service}` has no port {port_name:?}")))?;
+        f(sp);
+        Ok(())
+    })
 }
 
 /// Makes CoreDNS answer NXDOMAIN for one service's name (or every cluster service name) with a
