@@ -263,7 +263,7 @@ fn namespace(w: &mut World, ns: &str) {
     let meta = w.meta(None, ns, labels);
     w.namespaces.insert(
         ns.to_string(),
-        Simple {
+        Namespace {
             meta,
             body: json!({"spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
         },
@@ -273,7 +273,7 @@ fn namespace(w: &mut World, ns: &str) {
     let k = key(ns, "default");
     w.service_accounts.insert(
         k.clone(),
-        Simple {
+        ServiceAccount {
             meta,
             body: json!({}),
         },
@@ -373,7 +373,7 @@ fn cluster_dns(w: &mut World) {
     let sa = w.meta(Some(ns), "coredns", Labels::new());
     w.service_accounts.insert(
         key(ns, "coredns"),
-        Simple {
+        ServiceAccount {
             meta: sa,
             body: json!({}),
         },
@@ -512,7 +512,7 @@ pub fn service(w: &mut World, app: &AppSpec, s: &ServiceSpec) {
             let meta = w.meta(Some(ns), sa, app.common_labels.clone());
             w.service_accounts.insert(
                 k.clone(),
-                Simple {
+                ServiceAccount {
                     meta,
                     body: json!({}),
                 },

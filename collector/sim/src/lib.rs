@@ -12,6 +12,7 @@ pub mod calls;
 pub mod controllers;
 pub mod faults;
 pub mod flags;
+pub mod kinds;
 pub mod kubelet;
 pub mod logs;
 pub mod network;

@@ -20,62 +20,7 @@ pub fn key(ns: &str, name: &str) -> Key {
     (ns.to_string(), name.to_string())
 }
 
-/// The kinds the simulator keeps, in the order their rows are emitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
-    Namespace,
-    Node,
-    ConfigMap,
-    Secret,
-    ServiceAccount,
-    Role,
-    RoleBinding,
-    PersistentVolumeClaim,
-    ResourceQuota,
-    NetworkPolicy,
-    Service,
-    Deployment,
-    StatefulSet,
-    ReplicaSet,
-    Pod,
-    Endpoints,
-}
-
-impl Kind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Namespace => "Namespace",
-            Kind::Node => "Node",
-            Kind::ConfigMap => "ConfigMap",
-            Kind::Secret => "Secret",
-            Kind::ServiceAccount => "ServiceAccount",
-            Kind::Role => "Role",
-            Kind::RoleBinding => "RoleBinding",
-            Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
-            Kind::ResourceQuota => "ResourceQuota",
-            Kind::NetworkPolicy => "NetworkPolicy",
-            Kind::Service => "Service",
-            Kind::Deployment => "Deployment",
-            Kind::StatefulSet => "StatefulSet",
-            Kind::ReplicaSet => "ReplicaSet",
-            Kind::Pod => "Pod",
-            Kind::Endpoints => "Endpoints",
-        }
-    }
-
-    pub fn api_version(self) -> &'static str {
-        match self {
-            Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet => "apps/v1",
-            Kind::Role | Kind::RoleBinding => "rbac.authorization.k8s.io/v1",
-            Kind::NetworkPolicy => "networking.k8s.io/v1",
-            _ => "v1",
-        }
-    }
-
-    pub fn namespaced(self) -> bool {
-        !matches!(self, Kind::Namespace | Kind::Node)
-    }
-}
+pub use super::kinds::Kind;
 
 /// Object metadata.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -1314,12 +1259,26 @@ pub struct NetworkPolicy {
     pub deny_egress: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Simple {
-    pub meta: Meta,
-    /// The rest of the object (rules, subjects, ...), rendered as is.
-    pub body: Value,
+/// Declares kinds the simulator only stores and renders: metadata plus the rest of the object
+/// (spec, rules, subjects, ...) kept as JSON.
+macro_rules! simple_objects {
+    ($($name:ident),*) => {$(
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name {
+            pub meta: Meta,
+            /// The rest of the object, rendered as is.
+            pub body: Value,
+        }
+
+        impl $name {
+            pub fn to_json(&self) -> Value {
+                simple_json(Kind::$name, &self.meta, &self.body)
+            }
+        }
+    )*};
 }
+
+simple_objects!(Namespace, ServiceAccount, Role, RoleBinding);
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
@@ -1456,16 +1415,14 @@ impl NetworkPolicy {
     }
 }
 
-impl Simple {
-    pub fn to_json(&self, kind: Kind) -> Value {
-        let mut v = json!({"apiVersion": kind.api_version(), "kind": kind.name(), "metadata": self.meta.to_json(false)});
-        if let (Value::Object(dst), Value::Object(src)) = (&mut v, &self.body) {
-            for (k, val) in src {
-                dst.insert(k.clone(), val.clone());
-            }
+fn simple_json(kind: Kind, meta: &Meta, body: &Value) -> Value {
+    let mut v = json!({"apiVersion": kind.api_version(), "kind": kind.name(), "metadata": meta.to_json(false)});
+    if let (Value::Object(dst), Value::Object(src)) = (&mut v, body) {
+        for (k, val) in src {
+            dst.insert(k.clone(), val.clone());
         }
-        v
     }
+    v
 }
 
 /// Whether every key/value of `selector` is in `labels` (an empty selector selects nothing here,

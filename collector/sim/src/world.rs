@@ -19,7 +19,9 @@ pub struct World {
     pub now: i64,
     pub rng: ChaCha8Rng,
     rv: u64,
-    pub namespaces: BTreeMap<String, Simple>,
+    // One map per kind of the list in `kinds.rs`, reached generically through `Object` (typed) or
+    // `Kind::objects` (by kind value).
+    pub namespaces: BTreeMap<String, Namespace>,
     pub nodes: BTreeMap<String, Node>,
     pub deployments: BTreeMap<Key, Deployment>,
     pub statefulsets: BTreeMap<Key, StatefulSet>,
@@ -29,9 +31,9 @@ pub struct World {
     pub endpoints: BTreeMap<Key, Endpoints>,
     pub configmaps: BTreeMap<Key, ConfigMap>,
     pub secrets: BTreeMap<Key, Secret>,
-    pub service_accounts: BTreeMap<Key, Simple>,
-    pub roles: BTreeMap<Key, Simple>,
-    pub role_bindings: BTreeMap<Key, Simple>,
+    pub service_accounts: BTreeMap<Key, ServiceAccount>,
+    pub roles: BTreeMap<Key, Role>,
+    pub role_bindings: BTreeMap<Key, RoleBinding>,
     pub pvcs: BTreeMap<Key, Pvc>,
     pub quotas: BTreeMap<Key, ResourceQuota>,
     pub netpols: BTreeMap<Key, NetworkPolicy>,
@@ -164,57 +166,10 @@ impl World {
         self.out.clear();
         self.emitted.clear();
         self.events.clear();
-        let mut all: Vec<(Kind, Key)> = vec![];
-        all.extend(
-            self.namespaces
-                .keys()
-                .map(|n| (Kind::Namespace, key("", n))),
-        );
-        all.extend(self.nodes.keys().map(|n| (Kind::Node, key("", n))));
-        all.extend(self.configmaps.keys().map(|k| (Kind::ConfigMap, k.clone())));
-        all.extend(self.secrets.keys().map(|k| (Kind::Secret, k.clone())));
-        all.extend(
-            self.service_accounts
-                .keys()
-                .map(|k| (Kind::ServiceAccount, k.clone())),
-        );
-        all.extend(self.roles.keys().map(|k| (Kind::Role, k.clone())));
-        all.extend(
-            self.role_bindings
-                .keys()
-                .map(|k| (Kind::RoleBinding, k.clone())),
-        );
-        all.extend(
-            self.pvcs
-                .keys()
-                .map(|k| (Kind::PersistentVolumeClaim, k.clone())),
-        );
-        all.extend(self.quotas.keys().map(|k| (Kind::ResourceQuota, k.clone())));
-        all.extend(
-            self.netpols
-                .keys()
-                .map(|k| (Kind::NetworkPolicy, k.clone())),
-        );
-        all.extend(self.services.keys().map(|k| (Kind::Service, k.clone())));
-        all.extend(
-            self.deployments
-                .keys()
-                .map(|k| (Kind::Deployment, k.clone())),
-        );
-        all.extend(
-            self.statefulsets
-                .keys()
-                .map(|k| (Kind::StatefulSet, k.clone())),
-        );
-        all.extend(
-            self.replicasets
-                .keys()
-                .map(|k| (Kind::ReplicaSet, k.clone())),
-        );
-        all.extend(self.pods.keys().map(|k| (Kind::Pod, k.clone())));
-        all.extend(self.endpoints.keys().map(|k| (Kind::Endpoints, k.clone())));
-        for (kind, k) in all {
-            self.touch(kind, &k);
+        for &kind in Kind::ALL {
+            for k in kind.objects().keys(self) {
+                self.touch(kind, &k);
+            }
         }
     }
 
@@ -234,84 +189,11 @@ impl World {
 
     /// Renders one object, if it exists.
     pub fn render(&self, kind: Kind, k: &Key) -> Option<(Value, u64)> {
-        fn with<T>(
-            m: &BTreeMap<Key, T>,
-            k: &Key,
-            f: impl Fn(&T) -> (Value, u64),
-        ) -> Option<(Value, u64)> {
-            m.get(k).map(f)
-        }
-        let ns_key = &k.1;
-        match kind {
-            Kind::Namespace => self
-                .namespaces
-                .get(ns_key)
-                .map(|o| (o.to_json(kind), o.meta.resource_version)),
-            Kind::Node => self
-                .nodes
-                .get(ns_key)
-                .map(|o| (o.to_json(), o.meta.resource_version)),
-            Kind::ConfigMap => with(&self.configmaps, k, |o| {
-                (o.to_json(), o.meta.resource_version)
-            }),
-            Kind::Secret => with(&self.secrets, k, |o| (o.to_json(), o.meta.resource_version)),
-            Kind::ServiceAccount => with(&self.service_accounts, k, |o| {
-                (o.to_json(kind), o.meta.resource_version)
-            }),
-            Kind::Role => with(&self.roles, k, |o| {
-                (o.to_json(kind), o.meta.resource_version)
-            }),
-            Kind::RoleBinding => with(&self.role_bindings, k, |o| {
-                (o.to_json(kind), o.meta.resource_version)
-            }),
-            Kind::PersistentVolumeClaim => {
-                with(&self.pvcs, k, |o| (o.to_json(), o.meta.resource_version))
-            }
-            Kind::ResourceQuota => {
-                with(&self.quotas, k, |o| (o.to_json(), o.meta.resource_version))
-            }
-            Kind::NetworkPolicy => {
-                with(&self.netpols, k, |o| (o.to_json(), o.meta.resource_version))
-            }
-            Kind::Service => with(&self.services, k, |o| {
-                (o.to_json(), o.meta.resource_version)
-            }),
-            Kind::Deployment => with(&self.deployments, k, |o| {
-                (o.to_json(), o.meta.resource_version)
-            }),
-            Kind::StatefulSet => with(&self.statefulsets, k, |o| {
-                (o.to_json(), o.meta.resource_version)
-            }),
-            Kind::ReplicaSet => with(&self.replicasets, k, |o| {
-                (o.to_json(), o.meta.resource_version)
-            }),
-            Kind::Pod => with(&self.pods, k, |o| (o.to_json(), o.meta.resource_version)),
-            Kind::Endpoints => with(&self.endpoints, k, |o| {
-                (o.to_json(), o.meta.resource_version)
-            }),
-        }
+        kind.objects().render(self, k)
     }
 
     fn set_resource_version(&mut self, kind: Kind, k: &Key, rv: u64) {
-        let meta: Option<&mut Meta> = match kind {
-            Kind::Namespace => self.namespaces.get_mut(&k.1).map(|o| &mut o.meta),
-            Kind::Node => self.nodes.get_mut(&k.1).map(|o| &mut o.meta),
-            Kind::ConfigMap => self.configmaps.get_mut(k).map(|o| &mut o.meta),
-            Kind::Secret => self.secrets.get_mut(k).map(|o| &mut o.meta),
-            Kind::ServiceAccount => self.service_accounts.get_mut(k).map(|o| &mut o.meta),
-            Kind::Role => self.roles.get_mut(k).map(|o| &mut o.meta),
-            Kind::RoleBinding => self.role_bindings.get_mut(k).map(|o| &mut o.meta),
-            Kind::PersistentVolumeClaim => self.pvcs.get_mut(k).map(|o| &mut o.meta),
-            Kind::ResourceQuota => self.quotas.get_mut(k).map(|o| &mut o.meta),
-            Kind::NetworkPolicy => self.netpols.get_mut(k).map(|o| &mut o.meta),
-            Kind::Service => self.services.get_mut(k).map(|o| &mut o.meta),
-            Kind::Deployment => self.deployments.get_mut(k).map(|o| &mut o.meta),
-            Kind::StatefulSet => self.statefulsets.get_mut(k).map(|o| &mut o.meta),
-            Kind::ReplicaSet => self.replicasets.get_mut(k).map(|o| &mut o.meta),
-            Kind::Pod => self.pods.get_mut(k).map(|o| &mut o.meta),
-            Kind::Endpoints => self.endpoints.get_mut(k).map(|o| &mut o.meta),
-        };
-        if let Some(m) = meta {
+        if let Some(m) = kind.objects().meta_mut(self, k) {
             m.resource_version = rv;
         }
     }
