@@ -440,7 +440,36 @@ impl Primitive {
             NodeCpuStress { .. } | KubeletDown { .. } => Layer::Node,
             DiskReadErrors { .. } | SyscallFailure { .. } => Layer::Kernel,
             LoadSpike { .. } | RpcRetryConfig { .. } | GcPressure { .. } => Layer::Load,
-            _ => Layer::Kubernetes,
+            // Listed one by one (no `_`), so a new primitive does not compile until it is placed.
+            ServiceTargetPort { .. }
+            | ServicePort { .. }
+            | ServiceSelector { .. }
+            | ServiceSelectsOther { .. }
+            | ServiceDelete { .. }
+            | ContainerImage { .. }
+            | EnvRemove { .. }
+            | EnvSet { .. }
+            | EnvAddressPort { .. }
+            | ConfigMapKeyDrift { .. }
+            | ConfigMapDelete { .. }
+            | ReadinessProbe { .. }
+            | LivenessProbe { .. }
+            | MemoryLimit { .. }
+            | CpuLimit { .. }
+            | ResourceRequests { .. }
+            | NodeSelector { .. }
+            | NodeTaint { .. }
+            | AntiAffinityDeadlock { .. }
+            | Scale { .. }
+            | PvcClaimMismatch { .. }
+            | ResourceQuota { .. }
+            | NetworkPolicyDeny { .. }
+            | DnsFailure { .. }
+            | DnsPolicy { .. }
+            | RbacDeniedInit { .. }
+            | InitContainerHang { .. }
+            | WrongCommand { .. }
+            | SidecarPortConflict { .. } => Layer::Kubernetes,
         }
     }
 
