@@ -7,23 +7,20 @@
 //! alert rules evaluated. Object changes are flushed at the end of each step.
 
 pub mod alerts;
-pub mod bootstrap;
 pub mod calls;
-pub mod controllers;
 pub mod faults;
 pub mod flags;
-pub mod kinds;
 pub mod kubelet;
 pub mod logs;
 pub mod network;
-pub mod objects;
 pub mod programs;
-pub mod runtime;
 pub mod spans;
 pub mod telemetry;
-pub mod util;
 pub mod workload;
-pub mod world;
+
+// The cluster's state and control plane live in their own crate; they are re-exported so that the
+// simulation's modules and its users name them as before (`sim::objects`, `super::world`).
+pub use cluster::{bootstrap, controllers, kinds, objects, runtime, util, world};
 
 use problems::AppSpec;
 use schemas::tables::Row;

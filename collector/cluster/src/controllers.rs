@@ -56,7 +56,7 @@ fn percent_of(spec: &str, replicas: i32, round_up: bool) -> i32 {
 }
 
 /// The ReplicaSets in `ns` that the Deployment with `uid` owns.
-pub(super) fn owned_by<'a>(
+pub fn owned_by<'a>(
     w: &'a World,
     ns: &'a str,
     uid: &'a str,
