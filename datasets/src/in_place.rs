@@ -26,6 +26,7 @@ use parquet::bloom_filter::Sbbf;
 use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::statistics::Statistics;
+use parquet::schema::types::SchemaDescriptor;
 use schemas::tables::Table;
 
 use crate::error::{DatasetError, Result};
@@ -116,17 +117,17 @@ impl TableFile {
             let rows = rg.num_rows().max(0) as u64;
             group_starts.push(group_starts.last().copied().unwrap_or(0) + rows);
         }
-        let mut table_file = TableFile {
-            path: path.to_path_buf(),
-            meta,
-            group_starts,
-            time_leaf: 0,
-        };
         let time = table.time_column().ok_or_else(|| {
             DatasetError::invalid(path, format!("the {table} table has no time column"))
         })?;
-        table_file.time_leaf = table_file.leaf(time)?;
-        Ok(table_file)
+        let time_leaf = leaf_index(meta.parquet_schema(), time)
+            .ok_or_else(|| DatasetError::invalid(path, format!("no `{time}` column")))?;
+        Ok(TableFile {
+            path: path.to_path_buf(),
+            meta,
+            group_starts,
+            time_leaf,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -161,12 +162,7 @@ impl TableFile {
 
     /// The leaf (column chunk) index of a top-level primitive column.
     fn leaf(&self, name: &str) -> Result<usize> {
-        self.meta
-            .parquet_schema()
-            .columns()
-            .iter()
-            // Compared part by part: no string is built per column.
-            .position(|c| c.path().parts() == [name])
+        leaf_index(self.meta.parquet_schema(), name)
             .ok_or_else(|| DatasetError::invalid(&self.path, format!("no `{name}` column")))
     }
 
@@ -582,8 +578,17 @@ pub fn word<'a>(d: (&[i32], &'a StringArray), key: i32) -> &'a str {
     d.1.value(key as usize)
 }
 
+/// The leaf (column chunk) index of a top-level primitive column in a file's schema.
+pub(crate) fn leaf_index(schema: &SchemaDescriptor, name: &str) -> Option<usize> {
+    schema
+        .columns()
+        .iter()
+        // Compared part by part: no string is built per column.
+        .position(|c| c.path().parts() == [name])
+}
+
 /// Bounds from a column chunk's statistics.
-fn chunk_bounds(stats: Option<&Statistics>) -> Option<Bounds<'_>> {
+pub(crate) fn chunk_bounds(stats: Option<&Statistics>) -> Option<Bounds<'_>> {
     match stats? {
         Statistics::Int32(s) => Some((Bound::I32(*s.min_opt()?), Bound::I32(*s.max_opt()?))),
         Statistics::Int64(s) => Some((Bound::I64(*s.min_opt()?), Bound::I64(*s.max_opt()?))),
@@ -635,7 +640,71 @@ fn intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
 
 #[cfg(test)]
 mod tests {
+    use schemas::tables::columns::logs;
+    use schemas::tables::{LogRow, Row};
+
     use super::*;
+    use crate::{TableFileWriter, WriteOptions, encode::encode};
+
+    /// A logs file of `n` rows whose times are their row numbers, in row groups of 16 rows.
+    fn logs_file(dir: &Path, n: i64) -> TableFile {
+        let path = dir.join("logs.parquet");
+        let rows: Vec<Row> = (0..n)
+            .map(|t| {
+                Row::Log(LogRow {
+                    time_ns: t,
+                    namespace: "ns".into(),
+                    pod: "pod".into(),
+                    container: "c".into(),
+                    restart: 0,
+                    stream: "stdout".into(),
+                    line: format!("line {t}"),
+                })
+            })
+            .collect();
+        let opts = WriteOptions {
+            row_group_rows: 16,
+            ..WriteOptions::default()
+        };
+        let mut w = TableFileWriter::create(&path, Table::Logs, opts).unwrap();
+        w.write(&encode(Table::Logs, &rows).unwrap()).unwrap();
+        w.finish().unwrap();
+        TableFile::open(&path, Table::Logs).unwrap()
+    }
+
+    #[test]
+    fn ranges_across_row_groups_come_back_with_their_file_rows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = logs_file(tmp.path(), 100);
+        assert_eq!((file.num_rows(), file.num_row_groups()), (100, 7));
+        let projection = file.projection(&[logs::TIME]).unwrap();
+        let mut seen: Vec<(u64, i64)> = Vec::new();
+        let ranges = [5..20, 30..31, 47..49, 95..100];
+        file.read_ranges(&ranges, &projection, 4, |rows, b| -> Result<()> {
+            let times = times(b, logs::TIME).unwrap();
+            seen.extend(rows.iter().zip(times.values()).map(|(&r, &t)| (r, t)));
+            Ok(())
+        })
+        .unwrap();
+        let want: Vec<(u64, i64)> = ranges
+            .into_iter()
+            .flatten()
+            .map(|r| (r, r as i64))
+            .collect();
+        assert_eq!(seen, want);
+    }
+
+    #[test]
+    fn pages_cover_the_row_groups_asked_for() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = logs_file(tmp.path(), 100);
+        let pages: Vec<Page<'_>> = file.pages(logs::TIME, 20..40).unwrap().collect();
+        assert_eq!(pages.first().map(|p| p.rows.start), Some(16));
+        assert_eq!(pages.last().map(|p| p.rows.end), Some(48));
+        assert!(pages.windows(2).all(|w| w[0].rows.end == w[1].rows.start));
+        let first = &pages[0];
+        assert_eq!(first.bounds, Some((Bound::I64(16), Bound::I64(31))));
+    }
 
     #[test]
     fn intersects_sorted_ranges() {
