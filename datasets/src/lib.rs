@@ -3,11 +3,13 @@
 //! A dataset is a directory with `manifest.json` and one Parquet file per table (see
 //! [`schemas::tables::Table`]). [`DatasetWriter`] produces one from rows in bounded memory and moves
 //! it into place atomically; [`Dataset`] reads it back as Arrow batches, rows, or polars LazyFrames;
+//! [`TableFile`] reads one table's file in place, only the rows its statistics leave;
 //! [`validate()`] checks everything a reader relies on; [`export`] writes JSON Lines or CSV.
 
 pub mod encode;
 pub mod error;
 pub mod export;
+pub mod in_place;
 pub mod reader;
 pub mod synth;
 pub mod table_file;
@@ -20,6 +22,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 pub use error::{DatasetError, Result};
+pub use in_place::TableFile;
 pub use reader::Dataset;
 pub use table_file::{TableFileWriter, WriteOptions};
 pub use validate::{Finding, Report, validate};

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
-use parquet::file::statistics::Statistics;
 #[cfg(feature = "polars")]
 use polars::prelude::{LazyFrame, PlRefPath, ScanArgsParquet};
 use schemas::tables::{Row, Table};
@@ -14,6 +13,7 @@ use schemas::{DATASET_FORMAT_NAME, DATASET_FORMAT_VERSION, Manifest, TableEntry}
 use crate::MANIFEST_FILE;
 use crate::encode::decode;
 use crate::error::{DatasetError, Result};
+use crate::in_place::{Bound, chunk_bounds, leaf_index};
 
 /// An opened dataset directory. Opening reads and checks the manifest only; [`crate::validate()`]
 /// checks the files.
@@ -106,21 +106,17 @@ impl Dataset {
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| DatasetError::parquet(&path, e))?;
         let meta = builder.metadata();
-        let index = meta
-            .file_metadata()
-            .schema_descr()
-            .columns()
-            .iter()
-            .position(|c| c.path().string() == column)
+        let index = leaf_index(meta.file_metadata().schema_descr(), column)
             .ok_or_else(|| DatasetError::invalid(&path, format!("no `{column}` column")))?;
         let mut range: Option<(i64, i64)> = None;
+        // Unlike `TableFile::time_bounds`, row groups without statistics are passed over.
         for rg in meta.row_groups() {
-            if let Some(Statistics::Int64(s)) = rg.column(index).statistics()
-                && let (Some(lo), Some(hi)) = (s.min_opt(), s.max_opt())
+            if let Some((Bound::I64(lo), Bound::I64(hi))) =
+                chunk_bounds(rg.column(index).statistics())
             {
                 range = Some(match range {
-                    None => (*lo, *hi),
-                    Some((a, b)) => (a.min(*lo), b.max(*hi)),
+                    None => (lo, hi),
+                    Some((a, b)) => (a.min(lo), b.max(hi)),
                 });
             }
         }

@@ -18,6 +18,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
+use schemas::tables::columns::spans;
 use schemas::tables::{META_SCHEMA_VERSION, META_SORT_KEY, META_TABLE, Table};
 
 use crate::error::{DatasetError, Result};
@@ -64,7 +65,7 @@ pub fn properties(table: Table, opts: &WriteOptions) -> Result<WriterProperties,
         .set_created_by(format!("faultline datasets {}", env!("CARGO_PKG_VERSION")));
     if table == Table::Spans {
         // Trace lookups by id are the commonest selective read of the spans table.
-        builder = builder.set_column_bloom_filter_enabled(ColumnPath::from("trace_id"), true);
+        builder = builder.set_column_bloom_filter_enabled(ColumnPath::from(spans::TRACE_ID), true);
     }
     Ok(builder.build())
 }

@@ -2,8 +2,9 @@
 //!
 //! The file holds one row per sample with the columns `metric` (string), `labels` (map of string
 //! to string), `time` (timestamp, ns) and `value` (float64), sorted by metric, then labels, then
-//! time, with page statistics (faultline's `metrics` table). Nothing is read when the store is
-//! made; each step reads only what it needs and keeps it:
+//! time, with page statistics (faultline's `metrics` table), read in place through
+//! [`datasets::in_place`]. Nothing is read when the store is made; each step reads only what it
+//! needs and keeps it:
 //!
 //! 1. The metric directory (first query): every metric name and its row range, from the page
 //!    statistics of the `metric` column; only pages holding more than one name are decoded.
@@ -25,21 +26,18 @@
 //! they panic with the file and the cause, which the HTTP API reports as an internal error.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, TimestampNanosecondType};
-use arrow_array::{Array, ArrayRef, MapArray, RecordBatch, StringArray, TimestampNanosecondArray};
+use arrow_array::{Array, MapArray};
+use arrow_schema::ArrowError;
+use datasets::in_place::{Bound, TableFile, float64s, maps, strings, times};
+use datasets::{DatasetError, Result};
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
-    RowSelector,
-};
-use parquet::file::metadata::PageIndexPolicy;
-use parquet::file::page_index::column_index::ColumnIndexMetaData;
+use schemas::tables::Table;
+use schemas::tables::columns::metrics as col;
 
 use crate::labels::{Labels, METRIC_NAME, Str};
 use crate::storage::{LabelMatcher, MemStorage, MetricMetadata, SampleBuf, SeriesId, Storage};
@@ -75,7 +73,7 @@ pub struct DiskStorage {
     metadata: BTreeMap<String, Vec<MetricMetadata>>,
     overlay: MemStorage,
     config: DiskConfig,
-    file: OnceLock<Result<FileIndex, String>>,
+    file: OnceLock<std::result::Result<FileIndex, String>>,
     /// Series id → (metric index, series index within the metric), in order of discovery.
     ids: RwLock<Vec<(u32, u32)>>,
     cache: Mutex<BlockCache>,
@@ -84,10 +82,8 @@ pub struct DiskStorage {
 
 /// What the file's footer and metric column tell: where each metric's rows are.
 struct FileIndex {
-    meta: ArrowReaderMetadata,
-    /// First row of each row group, and the total row count last.
-    group_starts: Vec<u64>,
-    time_leaf: usize,
+    /// The file, its footer and page index read.
+    file: TableFile,
     projection: Projections,
     /// Every metric, sorted by name: the file's and the overlay's.
     metrics: Vec<MetricEntry>,
@@ -208,7 +204,7 @@ impl DiskStorage {
 
     /// Reads the footer and the metric directory now, reporting a file that is not a sorted
     /// sample table as an error instead of at the first query.
-    pub fn open(&self) -> Result<(), String> {
+    pub fn open(&self) -> std::result::Result<(), String> {
         self.index_result().map(|_| ())
     }
 
@@ -217,12 +213,13 @@ impl DiskStorage {
         self.cache.lock().expect("cache lock").bytes
     }
 
-    fn index_result(&self) -> Result<&FileIndex, String> {
+    fn index_result(&self) -> std::result::Result<&FileIndex, String> {
         self.file
             .get_or_init(|| {
                 let started = std::time::Instant::now();
+                // The error names the file.
                 let index = FileIndex::load(&self.path, &self.overlay, self.config.batch_rows)
-                    .map_err(|e| format!("{}: {e}", self.path.display()));
+                    .map_err(|e| e.to_string());
                 tracing::debug!(
                     file = %self.path.display(),
                     metrics = index.as_ref().map_or(0, |i| i.metrics.len()),
@@ -246,8 +243,8 @@ impl DiskStorage {
         entry.series.get_or_init(|| {
             let started = std::time::Instant::now();
             let runs = index
-                .discover(&self.path, entry, self.until_ns, self.config.batch_rows)
-                .unwrap_or_else(|e| panic!("{}: metric {}: {e}", self.path.display(), entry.name));
+                .discover(entry, self.until_ns, self.config.batch_rows)
+                .unwrap_or_else(|e| panic!("metric {}: {e}", entry.name));
             let series = self.group_series(m, &entry.name, runs);
             tracing::debug!(
                 metric = %entry.name,
@@ -338,20 +335,13 @@ impl DiskStorage {
             let index = self.index();
             let read = index
                 .read_blocks(
-                    &self.path,
                     self.series_of(m),
                     lo,
                     hi,
                     self.config.block_ms,
                     self.config.batch_rows,
                 )
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "{}: metric {}: {e}",
-                        self.path.display(),
-                        index.metrics[m].name
-                    )
-                });
+                .unwrap_or_else(|e| panic!("metric {}: {e}", index.metrics[m].name));
             tracing::debug!(
                 metric = %index.metrics[m].name,
                 blocks = hi - lo + 1,
@@ -553,18 +543,6 @@ fn series_covering(
     s
 }
 
-fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, String> {
-    batch
-        .column_by_name(name)
-        .ok_or_else(|| format!("no `{name}` column"))
-}
-
-fn time_column(batch: &RecordBatch) -> Result<&TimestampNanosecondArray, String> {
-    column(batch, "time")?
-        .as_primitive_opt::<TimestampNanosecondType>()
-        .ok_or_else(|| "`time` is not a nanosecond timestamp column".to_string())
-}
-
 /// What one probe of a row tells: its raw label entries, labels and time.
 #[derive(Clone)]
 struct Probe {
@@ -574,50 +552,21 @@ struct Probe {
 }
 
 impl FileIndex {
-    fn load(path: &Path, overlay: &MemStorage, batch_rows: usize) -> Result<FileIndex, String> {
-        let file = File::open(path).map_err(|e| e.to_string())?;
-        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-        let meta = ArrowReaderMetadata::load(&file, options).map_err(|e| e.to_string())?;
-        let schema = meta.schema().clone();
-        let root = |name: &str| {
-            schema
-                .index_of(name)
-                .map_err(|_| format!("no `{name}` column: not a table of samples"))
-        };
-        let descr = meta.parquet_schema();
-        let roots = |names: &[&str]| -> Result<ProjectionMask, String> {
-            let idx = names
-                .iter()
-                .map(|n| root(n))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(ProjectionMask::roots(descr, idx))
-        };
+    fn load(path: &Path, overlay: &MemStorage, batch_rows: usize) -> Result<FileIndex> {
+        let file = TableFile::open(path, Table::Metrics)?;
+        // Made once: each also checks that the file has the column.
         let projection = Projections {
-            metric: roots(&["metric"])?,
-            time: roots(&["time"])?,
-            time_value: roots(&["time", "value"])?,
-            labels_time: roots(&["labels", "time"])?,
+            metric: file.projection(&[col::METRIC])?,
+            time: file.projection(&[col::TIME])?,
+            time_value: file.projection(&[col::TIME, col::VALUE])?,
+            labels_time: file.projection(&[col::LABELS, col::TIME])?,
         };
-        let leaf = |name: &str| {
-            descr
-                .columns()
-                .iter()
-                .position(|c| c.path().string() == name)
-                .ok_or_else(|| format!("no `{name}` column: not a table of samples"))
-        };
-        let (metric_leaf, time_leaf) = (leaf("metric")?, leaf("time")?);
-        let mut group_starts = vec![0u64];
-        for rg in meta.metadata().row_groups() {
-            group_starts.push(group_starts.last().copied().unwrap_or(0) + rg.num_rows() as u64);
-        }
         let mut index = FileIndex {
-            meta,
-            group_starts,
-            time_leaf,
+            file,
             projection,
             metrics: Vec::new(),
         };
-        let mut names = index.metric_directory(&file, metric_leaf, batch_rows)?;
+        let mut names = index.metric_directory(batch_rows)?;
         // Metrics only the overlay has.
         for name in overlay.label_values(METRIC_NAME) {
             if let Err(i) = names.binary_search_by(|(n, _)| (**n).cmp(&*name)) {
@@ -635,45 +584,33 @@ impl FileIndex {
         Ok(index)
     }
 
-    fn total_rows(&self) -> u64 {
-        self.group_starts.last().copied().unwrap_or(0)
+    /// An error about the file's contents.
+    fn invalid(&self, message: String) -> DatasetError {
+        DatasetError::invalid(self.file.path(), message)
+    }
+
+    /// A column of a decoded batch that is missing or of another type.
+    fn arrow(&self) -> impl Fn(ArrowError) -> DatasetError + Copy + '_ {
+        |e| DatasetError::arrow(self.file.path(), e)
     }
 
     /// Every metric name with its rows. A page whose statistics give one name is that name's;
     /// the others are decoded.
-    fn metric_directory(
-        &self,
-        file: &File,
-        metric_leaf: usize,
-        batch_rows: usize,
-    ) -> Result<Vec<(Str, Range<u64>)>, String> {
+    fn metric_directory(&self, batch_rows: usize) -> Result<Vec<(Str, Range<u64>)>> {
         // (rows, Some(name)) when the statistics tell, (rows, None) when the page must be read.
-        let mut pages: Vec<(Range<u64>, Option<String>)> = Vec::new();
-        let meta = self.meta.metadata();
-        for rg in 0..meta.num_row_groups() {
-            let (start, end) = (self.group_starts[rg], self.group_starts[rg + 1]);
-            let pi = meta.page_index_for_row_group(rg);
-            let (Some(ColumnIndexMetaData::BYTE_ARRAY(ci)), Some(oi)) =
-                (pi.column_index(metric_leaf), pi.offset_index(metric_leaf))
-            else {
-                pages.push((start..end, None));
-                continue;
-            };
-            let locs = oi.page_locations();
-            for (p, loc) in locs.iter().enumerate() {
-                let first = start + loc.first_row_index as u64;
-                let last = locs
-                    .get(p + 1)
-                    .map_or(end, |n| start + n.first_row_index as u64);
-                let name = match (ci.min_value(p), ci.max_value(p)) {
-                    (Some(lo), Some(hi)) if lo == hi => {
+        let mut pages: Vec<(Range<u64>, Option<String>)> = self
+            .file
+            .pages(col::METRIC, 0..self.file.num_rows())?
+            .map(|page| {
+                let name = match page.bounds {
+                    Some((Bound::Bytes(lo), Bound::Bytes(hi))) if lo == hi => {
                         std::str::from_utf8(lo).ok().map(String::from)
                     }
                     _ => None,
                 };
-                pages.push((first..last, name));
-            }
-        }
+                (page.rows, name)
+            })
+            .collect();
         let unknown: Vec<Range<u64>> = pages
             .iter()
             .filter(|(_, n)| n.is_none())
@@ -681,16 +618,13 @@ impl FileIndex {
             .collect();
         // Runs of one name among the decoded rows (rows arrive in ascending order).
         let mut runs: Vec<(Range<u64>, String)> = Vec::new();
-        self.scan(
-            file,
+        let arrow = self.arrow();
+        self.file.read_ranges(
             &unknown,
             &self.projection.metric,
             batch_rows,
-            |rows, batch| {
-                let names = column(batch, "metric")?;
-                let names: &StringArray = names
-                    .as_string_opt::<i32>()
-                    .ok_or("`metric` is not a string column")?;
+            |rows, batch| -> Result<()> {
+                let names = strings(batch, col::METRIC).map_err(arrow)?;
                 for (i, &row) in rows.iter().enumerate() {
                     let name = names.value(i);
                     match runs.last_mut() {
@@ -710,129 +644,46 @@ impl FileIndex {
             match out.last_mut() {
                 Some((n, r)) if **n == *name && r.end == rows.start => r.end = rows.end,
                 Some((n, _)) if **n >= *name => {
-                    return Err(format!(
+                    return Err(self.invalid(format!(
                         "rows are not sorted by metric (`{name}` at row {} after `{n}`)",
                         rows.start
-                    ));
+                    )));
                 }
                 _ => out.push((name.as_str().into(), rows)),
             }
         }
         let covered: u64 = out.iter().map(|(_, r)| r.end - r.start).sum();
-        if covered != self.total_rows() {
-            return Err(format!(
+        if covered != self.file.num_rows() {
+            return Err(self.invalid(format!(
                 "the metric directory covers {covered} of {} rows",
-                self.total_rows()
-            ));
+                self.file.num_rows()
+            )));
         }
         Ok(out)
-    }
-
-    /// Reads `ranges` (sorted, disjoint rows of the file) with `projection`, calling `f` with
-    /// each batch and the file row of each of its rows. Pages holding no selected row are not
-    /// decoded.
-    fn scan(
-        &self,
-        file: &File,
-        ranges: &[Range<u64>],
-        projection: &ProjectionMask,
-        batch_rows: usize,
-        mut f: impl FnMut(&[u64], &RecordBatch) -> Result<(), String>,
-    ) -> Result<(), String> {
-        // Split at row group ends, then express the pieces as skip/select runs over the
-        // concatenation of the groups they touch.
-        let mut pieces: Vec<(usize, Range<u64>)> = Vec::new();
-        for r in ranges.iter().filter(|r| r.start < r.end) {
-            let mut start = r.start;
-            while start < r.end {
-                let g = self.group_starts.partition_point(|&s| s <= start) - 1;
-                let end = r.end.min(self.group_starts[g + 1]);
-                pieces.push((g, start..end));
-                start = end;
-            }
-        }
-        if pieces.is_empty() {
-            return Ok(());
-        }
-        let mut groups: Vec<usize> = Vec::new();
-        let mut selectors: Vec<RowSelector> = Vec::new();
-        let mut cursor = 0u64;
-        for (g, r) in &pieces {
-            if groups.last() != Some(g) {
-                if let Some(&prev) = groups.last() {
-                    let rest = self.group_starts[prev + 1] - cursor;
-                    if rest > 0 {
-                        selectors.push(RowSelector::skip(rest as usize));
-                    }
-                }
-                groups.push(*g);
-                cursor = self.group_starts[*g];
-            }
-            if r.start > cursor {
-                selectors.push(RowSelector::skip((r.start - cursor) as usize));
-            }
-            selectors.push(RowSelector::select((r.end - r.start) as usize));
-            cursor = r.end;
-        }
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
-            file.try_clone().map_err(|e| e.to_string())?,
-            self.meta.clone(),
-        )
-        .with_row_groups(groups)
-        .with_projection(projection.clone())
-        .with_row_selection(RowSelection::from(selectors))
-        .with_batch_size(batch_rows)
-        .build()
-        .map_err(|e| e.to_string())?;
-        let (mut piece, mut next) = (0usize, pieces[0].1.start);
-        let mut rows: Vec<u64> = Vec::with_capacity(batch_rows);
-        for batch in reader {
-            let batch = batch.map_err(|e| e.to_string())?;
-            rows.clear();
-            while rows.len() < batch.num_rows() {
-                let Some((_, r)) = pieces.get(piece) else {
-                    return Err("the reader returned more rows than selected".into());
-                };
-                let take = (r.end - next).min((batch.num_rows() - rows.len()) as u64);
-                rows.extend(next..next + take);
-                next += take;
-                if next == r.end {
-                    piece += 1;
-                    next = pieces.get(piece).map_or(0, |(_, r)| r.start);
-                }
-            }
-            f(&rows, &batch)?;
-        }
-        if piece != pieces.len() {
-            return Err("the reader returned fewer rows than selected".into());
-        }
-        Ok(())
     }
 
     /// The runs of rows of one label set within a metric's rows, visible rows only, with their
     /// labels and first and last times (ms).
     fn discover(
         &self,
-        path: &Path,
         entry: &MetricEntry,
         until_ns: i64,
         batch_rows: usize,
-    ) -> Result<Vec<FoundRun>, String> {
+    ) -> Result<Vec<FoundRun>> {
         if entry.rows.is_empty() {
             return Ok(Vec::new());
         }
-        let file = File::open(path).map_err(|e| e.to_string())?;
         // Stretches where time never decreases: a decrease always starts a new series. Within a
         // stretch times grow, so its visible rows are a prefix.
         let mut stretches: Vec<Range<u64>> = Vec::new();
         let (mut start, mut visible_end, mut prev) = (entry.rows.start, entry.rows.start, i64::MIN);
-        self.scan(
-            &file,
+        let arrow = self.arrow();
+        self.file.read_ranges(
             std::slice::from_ref(&entry.rows),
             &self.projection.time,
             batch_rows,
-            |rows, batch| {
-                let times = time_column(batch)?;
+            |rows, batch| -> Result<()> {
+                let times = times(batch, col::TIME).map_err(arrow)?;
                 for (&row, &t) in rows.iter().zip(times.values().iter()) {
                     if t < prev {
                         stretches.push(start..visible_end);
@@ -859,7 +710,7 @@ impl FileIndex {
         let mut starts: Vec<u64> = stretches.iter().map(|r| r.start).collect();
         let mut pending: Vec<(u64, u64)> = stretches.iter().map(|r| (r.start, r.end - 1)).collect();
         while !want.is_empty() {
-            self.probe(&file, &mut want, &mut probes, &entry.name, batch_rows)?;
+            self.probe(&mut want, &mut probes, &entry.name, batch_rows)?;
             let mut next = Vec::new();
             for (lo, hi) in pending {
                 if probes[&lo].raw == probes[&hi].raw {
@@ -903,25 +754,23 @@ impl FileIndex {
     /// Reads labels and time at each row of `want` not probed yet; empties `want`.
     fn probe(
         &self,
-        file: &File,
         want: &mut Vec<u64>,
         probes: &mut HashMap<u64, Probe>,
         metric: &str,
         batch_rows: usize,
-    ) -> Result<(), String> {
+    ) -> Result<()> {
         want.sort_unstable();
         want.dedup();
         want.retain(|r| !probes.contains_key(r));
         let ranges: Vec<Range<u64>> = want.drain(..).map(|r| r..r + 1).collect();
-        self.scan(
-            file,
+        let arrow = self.arrow();
+        self.file.read_ranges(
             &ranges,
             &self.projection.labels_time,
             batch_rows,
-            |rows, batch| {
-                let labels = column(batch, "labels")?;
-                let labels = labels.as_map_opt().ok_or("`labels` is not a map column")?;
-                let times = time_column(batch)?;
+            |rows, batch| -> Result<()> {
+                let labels = maps(batch, col::LABELS).map_err(arrow)?;
+                let times = times(batch, col::TIME).map_err(arrow)?;
                 for (i, &row) in rows.iter().enumerate() {
                     probes.insert(
                         row,
@@ -938,69 +787,39 @@ impl FileIndex {
     }
 
     /// Rows of `span` on pages of the time column that may hold a time in `[lo, hi)` (ns).
-    fn time_pages(&self, span: Range<u64>, lo: i64, hi: i64) -> Vec<Range<u64>> {
-        let meta = self.meta.metadata();
+    fn time_pages(&self, span: Range<u64>, lo: i64, hi: i64) -> Result<Vec<Range<u64>>> {
         let mut out: Vec<Range<u64>> = Vec::new();
-        let mut push = |r: Range<u64>| {
-            let r = r.start.max(span.start)..r.end.min(span.end);
-            if r.start >= r.end {
-                return;
+        for page in self.file.pages(col::TIME, span.clone())? {
+            let overlaps = match page.bounds {
+                Some((Bound::I64(min), Bound::I64(max))) => min < hi && max >= lo,
+                _ => true,
+            };
+            let r = page.rows.start.max(span.start)..page.rows.end.min(span.end);
+            if !overlaps || r.start >= r.end {
+                continue;
             }
             match out.last_mut() {
                 Some(last) if last.end >= r.start => last.end = last.end.max(r.end),
                 _ => out.push(r),
             }
-        };
-        let first = self
-            .group_starts
-            .partition_point(|&s| s <= span.start)
-            .saturating_sub(1);
-        for rg in first..meta.num_row_groups() {
-            let (start, end) = (self.group_starts[rg], self.group_starts[rg + 1]);
-            if start >= span.end {
-                break;
-            }
-            let pi = meta.page_index_for_row_group(rg);
-            let (Some(ColumnIndexMetaData::INT64(ci)), Some(oi)) = (
-                pi.column_index(self.time_leaf),
-                pi.offset_index(self.time_leaf),
-            ) else {
-                push(start..end);
-                continue;
-            };
-            let locs = oi.page_locations();
-            for (p, loc) in locs.iter().enumerate() {
-                let r = start + loc.first_row_index as u64
-                    ..locs
-                        .get(p + 1)
-                        .map_or(end, |n| start + n.first_row_index as u64);
-                let overlaps = match (ci.min_value(p), ci.max_value(p)) {
-                    (Some(&min), Some(&max)) => min < hi && max >= lo,
-                    _ => true,
-                };
-                if overlaps {
-                    push(r);
-                }
-            }
         }
-        out
+        Ok(out)
     }
 
     /// Decodes the samples of every run of a metric in blocks `b0..=b1` of `block_ms`.
     fn read_blocks(
         &self,
-        path: &Path,
         series: &MetricSeries,
         b0: i64,
         b1: i64,
         block_ms: i64,
         batch_rows: usize,
-    ) -> Result<Vec<Block>, String> {
+    ) -> Result<Vec<Block>> {
         let ns = |b: i64| b.saturating_mul(block_ms).saturating_mul(NS_PER_MS);
         let (lo, hi) = (ns(b0), ns(b1.saturating_add(1)));
         let mut per_run: Vec<SampleBuf> = vec![SampleBuf::default(); series.runs.len()];
         if let (Some(first), Some(last)) = (series.runs.first(), series.runs.last()) {
-            let pages = self.time_pages(first.rows.0..last.rows.1, lo, hi);
+            let pages = self.time_pages(first.rows.0..last.rows.1, lo, hi)?;
             // The runs' rows on those pages (both lists are sorted).
             let mut ranges: Vec<Range<u64>> = Vec::new();
             let mut p = 0;
@@ -1017,19 +836,15 @@ impl FileIndex {
                     q += 1;
                 }
             }
-            let file = File::open(path).map_err(|e| e.to_string())?;
             let mut run = 0usize;
-            self.scan(
-                &file,
+            let arrow = self.arrow();
+            self.file.read_ranges(
                 &ranges,
                 &self.projection.time_value,
                 batch_rows,
-                |rows, batch| {
-                    let times = time_column(batch)?;
-                    let values = column(batch, "value")?;
-                    let values = values
-                        .as_primitive_opt::<Float64Type>()
-                        .ok_or("`value` is not a float64 column")?;
+                |rows, batch| -> Result<()> {
+                    let times = times(batch, col::TIME).map_err(arrow)?;
+                    let values = float64s(batch, col::VALUE).map_err(arrow)?;
                     for (i, &row) in rows.iter().enumerate() {
                         while series.runs[run].rows.1 <= row {
                             run += 1;

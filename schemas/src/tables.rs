@@ -25,6 +25,96 @@ pub const META_SORT_KEY: &str = "faultline.sort_key";
 /// Field metadata key for a column's unit.
 pub const FIELD_UNIT: &str = "unit";
 
+/// Column names of each table, one module per table: what its schema, sort key and time column
+/// spell, and what readers of its files look columns up by.
+pub mod columns {
+    /// Columns of the `objects` table, in schema order.
+    pub mod objects {
+        pub const OBSERVED: &str = "observed";
+        pub const API_VERSION: &str = "api_version";
+        pub const KIND: &str = "kind";
+        pub const NAMESPACE: &str = "namespace";
+        pub const NAME: &str = "name";
+        pub const UID: &str = "uid";
+        pub const RESOURCE_VERSION: &str = "resource_version";
+        pub const CHANGE: &str = "change";
+        pub const OBJECT: &str = "object";
+    }
+    /// Columns of the `events` table, in schema order.
+    pub mod events {
+        pub const TIME: &str = "time";
+        pub const FIRST_TIME: &str = "first_time";
+        pub const NAMESPACE: &str = "namespace";
+        pub const NAME: &str = "name";
+        pub const UID: &str = "uid";
+        pub const TYPE: &str = "type";
+        pub const REASON: &str = "reason";
+        pub const MESSAGE: &str = "message";
+        pub const COUNT: &str = "count";
+        pub const INVOLVED_API_VERSION: &str = "involved_api_version";
+        pub const INVOLVED_KIND: &str = "involved_kind";
+        pub const INVOLVED_NAMESPACE: &str = "involved_namespace";
+        pub const INVOLVED_NAME: &str = "involved_name";
+        pub const INVOLVED_UID: &str = "involved_uid";
+        pub const INVOLVED_FIELD_PATH: &str = "involved_field_path";
+        pub const SOURCE_COMPONENT: &str = "source_component";
+        pub const SOURCE_HOST: &str = "source_host";
+        pub const REPORTING_CONTROLLER: &str = "reporting_controller";
+        pub const REPORTING_INSTANCE: &str = "reporting_instance";
+        pub const ACTION: &str = "action";
+    }
+    /// Columns of the `logs` table, in schema order.
+    pub mod logs {
+        pub const TIME: &str = "time";
+        pub const NAMESPACE: &str = "namespace";
+        pub const POD: &str = "pod";
+        pub const CONTAINER: &str = "container";
+        pub const RESTART: &str = "restart";
+        pub const STREAM: &str = "stream";
+        pub const LINE: &str = "line";
+    }
+    /// Columns of the `metrics` table, in schema order.
+    pub mod metrics {
+        pub const METRIC: &str = "metric";
+        pub const NAMESPACE: &str = "namespace";
+        pub const LABELS: &str = "labels";
+        pub const TIME: &str = "time";
+        pub const VALUE: &str = "value";
+    }
+    /// Columns of the `metric_metadata` table, in schema order.
+    pub mod metric_metadata {
+        pub const METRIC: &str = "metric";
+        pub const TYPE: &str = "type";
+        pub const HELP: &str = "help";
+        pub const UNIT: &str = "unit";
+    }
+    /// Columns of the `spans` table, in schema order.
+    pub mod spans {
+        pub const TRACE_ID: &str = "trace_id";
+        pub const SPAN_ID: &str = "span_id";
+        pub const PARENT_SPAN_ID: &str = "parent_span_id";
+        pub const SERVICE: &str = "service";
+        pub const NAME: &str = "name";
+        pub const KIND: &str = "kind";
+        pub const START: &str = "start";
+        pub const DURATION: &str = "duration";
+        pub const STATUS_CODE: &str = "status_code";
+        pub const STATUS_MESSAGE: &str = "status_message";
+        pub const RESOURCE_ATTRIBUTES: &str = "resource_attributes";
+        pub const ATTRIBUTES: &str = "attributes";
+    }
+    /// Columns of the `alerts` table, in schema order.
+    pub mod alerts {
+        pub const TIME: &str = "time";
+        pub const ALERTNAME: &str = "alertname";
+        pub const STATE: &str = "state";
+        pub const LABELS: &str = "labels";
+        pub const ANNOTATIONS: &str = "annotations";
+        pub const ACTIVE_AT: &str = "active_at";
+        pub const VALUE: &str = "value";
+    }
+}
+
 /// A table of the dataset.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
@@ -70,107 +160,124 @@ impl Table {
     /// Columns the rows are sorted by, in order: series first, then time, for compression and
     /// min/max pruning.
     pub fn sort_key(self) -> &'static [&'static str] {
+        use columns::*;
         match self {
-            Table::Objects => &["kind", "namespace", "name", "observed"],
-            Table::Events => &["namespace", "time", "name"],
-            Table::Logs => &["namespace", "pod", "container", "restart", "time"],
-            Table::Metrics => &["metric", "labels", "time"],
-            Table::MetricMetadata => &["metric"],
-            Table::Spans => &["service", "name", "start", "span_id"],
-            Table::Alerts => &["alertname", "labels", "time"],
+            Table::Objects => &[
+                objects::KIND,
+                objects::NAMESPACE,
+                objects::NAME,
+                objects::OBSERVED,
+            ],
+            Table::Events => &[events::NAMESPACE, events::TIME, events::NAME],
+            Table::Logs => &[
+                logs::NAMESPACE,
+                logs::POD,
+                logs::CONTAINER,
+                logs::RESTART,
+                logs::TIME,
+            ],
+            Table::Metrics => &[metrics::METRIC, metrics::LABELS, metrics::TIME],
+            Table::MetricMetadata => &[metric_metadata::METRIC],
+            Table::Spans => &[spans::SERVICE, spans::NAME, spans::START, spans::SPAN_ID],
+            Table::Alerts => &[alerts::ALERTNAME, alerts::LABELS, alerts::TIME],
         }
     }
 
     /// The column that places a row in time, if the table has one.
     pub fn time_column(self) -> Option<&'static str> {
         match self {
-            Table::Objects => Some("observed"),
-            Table::Events | Table::Logs | Table::Metrics | Table::Alerts => Some("time"),
-            Table::Spans => Some("start"),
+            Table::Objects => Some(columns::objects::OBSERVED),
+            Table::Events => Some(columns::events::TIME),
+            Table::Logs => Some(columns::logs::TIME),
+            Table::Metrics => Some(columns::metrics::TIME),
+            Table::Alerts => Some(columns::alerts::TIME),
+            Table::Spans => Some(columns::spans::START),
             Table::MetricMetadata => None,
         }
     }
 
     /// The table's Arrow schema, with units and format version in its metadata.
     pub fn schema(self) -> SchemaRef {
+        use columns::*;
         let fields: Vec<Field> = match self {
             Table::Objects => vec![
-                ts("observed", false),
-                utf8("api_version", false),
-                utf8("kind", false),
-                utf8("namespace", true),
-                utf8("name", false),
-                utf8("uid", false),
-                utf8("resource_version", false),
-                utf8("change", false),
-                utf8("object", false),
+                ts(objects::OBSERVED, false),
+                utf8(objects::API_VERSION, false),
+                utf8(objects::KIND, false),
+                utf8(objects::NAMESPACE, true),
+                utf8(objects::NAME, false),
+                utf8(objects::UID, false),
+                utf8(objects::RESOURCE_VERSION, false),
+                utf8(objects::CHANGE, false),
+                utf8(objects::OBJECT, false),
             ],
             Table::Events => vec![
-                ts("time", false),
-                ts("first_time", true),
-                utf8("namespace", false),
-                utf8("name", false),
-                utf8("uid", false),
-                utf8("type", false),
-                utf8("reason", false),
-                utf8("message", false),
-                Field::new("count", DataType::Int32, false),
-                utf8("involved_api_version", true),
-                utf8("involved_kind", false),
-                utf8("involved_namespace", true),
-                utf8("involved_name", false),
-                utf8("involved_uid", true),
-                utf8("involved_field_path", true),
-                utf8("source_component", true),
-                utf8("source_host", true),
-                utf8("reporting_controller", true),
-                utf8("reporting_instance", true),
-                utf8("action", true),
+                ts(events::TIME, false),
+                ts(events::FIRST_TIME, true),
+                utf8(events::NAMESPACE, false),
+                utf8(events::NAME, false),
+                utf8(events::UID, false),
+                utf8(events::TYPE, false),
+                utf8(events::REASON, false),
+                utf8(events::MESSAGE, false),
+                Field::new(events::COUNT, DataType::Int32, false),
+                utf8(events::INVOLVED_API_VERSION, true),
+                utf8(events::INVOLVED_KIND, false),
+                utf8(events::INVOLVED_NAMESPACE, true),
+                utf8(events::INVOLVED_NAME, false),
+                utf8(events::INVOLVED_UID, true),
+                utf8(events::INVOLVED_FIELD_PATH, true),
+                utf8(events::SOURCE_COMPONENT, true),
+                utf8(events::SOURCE_HOST, true),
+                utf8(events::REPORTING_CONTROLLER, true),
+                utf8(events::REPORTING_INSTANCE, true),
+                utf8(events::ACTION, true),
             ],
             Table::Logs => vec![
-                ts("time", false),
-                utf8("namespace", false),
-                utf8("pod", false),
-                utf8("container", false),
-                Field::new("restart", DataType::Int32, false),
-                utf8("stream", false),
-                utf8("line", false),
+                ts(logs::TIME, false),
+                utf8(logs::NAMESPACE, false),
+                utf8(logs::POD, false),
+                utf8(logs::CONTAINER, false),
+                Field::new(logs::RESTART, DataType::Int32, false),
+                utf8(logs::STREAM, false),
+                utf8(logs::LINE, false),
             ],
             Table::Metrics => vec![
-                utf8("metric", false),
-                utf8("namespace", true),
-                map("labels"),
-                ts("time", false),
-                Field::new("value", DataType::Float64, false),
+                utf8(metrics::METRIC, false),
+                utf8(metrics::NAMESPACE, true),
+                map(metrics::LABELS),
+                ts(metrics::TIME, false),
+                Field::new(metrics::VALUE, DataType::Float64, false),
             ],
             Table::MetricMetadata => vec![
-                utf8("metric", false),
-                utf8("type", false),
-                utf8("help", false),
-                utf8("unit", false),
+                utf8(metric_metadata::METRIC, false),
+                utf8(metric_metadata::TYPE, false),
+                utf8(metric_metadata::HELP, false),
+                utf8(metric_metadata::UNIT, false),
             ],
             Table::Spans => vec![
-                utf8("trace_id", false),
-                utf8("span_id", false),
-                utf8("parent_span_id", true),
-                utf8("service", false),
-                utf8("name", false),
-                utf8("kind", false),
-                ts("start", false),
-                Field::new("duration", DataType::Int64, false).with_metadata([(FIELD_UNIT, "ns")]),
-                utf8("status_code", false),
-                utf8("status_message", true),
-                map("resource_attributes"),
-                map("attributes"),
+                utf8(spans::TRACE_ID, false),
+                utf8(spans::SPAN_ID, false),
+                utf8(spans::PARENT_SPAN_ID, true),
+                utf8(spans::SERVICE, false),
+                utf8(spans::NAME, false),
+                utf8(spans::KIND, false),
+                ts(spans::START, false),
+                Field::new(spans::DURATION, DataType::Int64, false)
+                    .with_metadata([(FIELD_UNIT, "ns")]),
+                utf8(spans::STATUS_CODE, false),
+                utf8(spans::STATUS_MESSAGE, true),
+                map(spans::RESOURCE_ATTRIBUTES),
+                map(spans::ATTRIBUTES),
             ],
             Table::Alerts => vec![
-                ts("time", false),
-                utf8("alertname", false),
-                utf8("state", false),
-                map("labels"),
-                map("annotations"),
-                ts("active_at", true),
-                Field::new("value", DataType::Float64, true),
+                ts(alerts::TIME, false),
+                utf8(alerts::ALERTNAME, false),
+                utf8(alerts::STATE, false),
+                map(alerts::LABELS),
+                map(alerts::ANNOTATIONS),
+                ts(alerts::ACTIVE_AT, true),
+                Field::new(alerts::VALUE, DataType::Float64, true),
             ],
         };
         let metadata = [

@@ -4,12 +4,12 @@
 use std::path::Path;
 
 use datasets::encode::{cmp_rows, encode};
+use datasets::in_place::{Pred, TableFile};
 use datasets::{TableFileWriter, WriteOptions};
-use schemas::tables::{LogRow, Row, SpanRow, Table};
+use schemas::tables::{LogRow, Row, SpanRow, Table, columns};
 
 use super::logs::{LineRange, LogQuery, LogStore, MemLogs};
 use super::logs_file::FileLogs;
-use super::parquet::{Pred, TableFile};
 use super::spans::{MemSpans, SpanStore, TraceQuery, trace_key};
 use super::spans_file::FileSpans;
 use crate::loki::eval::{self, StreamIndex};
@@ -126,9 +126,11 @@ fn file_spans_answer_as_memory_spans() {
     let path = tmp.path().join("spans.parquet");
     let rows = span_rows(&write(&path, Table::Spans, spans(120), 16));
     // The file really is pruned: statistics keep a service's row groups, bloom filters a trace's.
-    let table = TableFile::open(&path, "start").unwrap();
+    let table = TableFile::open(&path, Table::Spans).unwrap();
     let groups = table.num_row_groups();
-    let units = table.prune(&[Pred::StrEq("service", "cart")]).unwrap();
+    let units = table
+        .prune(&[Pred::StrEq(columns::spans::SERVICE, "cart")])
+        .unwrap();
     let mut kept: Vec<usize> = units.iter().map(|u| u.row_group).collect();
     kept.dedup();
     assert!(
@@ -318,9 +320,12 @@ fn file_logs_answer_as_memory_logs() {
         })
         .collect();
     let last = logs.iter().map(|l| l.time_ns).max().unwrap();
-    let table = TableFile::open(&path, "time").unwrap();
+    let table = TableFile::open(&path, Table::Logs).unwrap();
     let units = table
-        .prune(&[Pred::StrEq("pod", "proxy-1"), Pred::I32Eq("restart", 0)])
+        .prune(&[
+            Pred::StrEq(columns::logs::POD, "proxy-1"),
+            Pred::I32Eq(columns::logs::RESTART, 0),
+        ])
         .unwrap();
     let rows_kept: usize = units.iter().map(|u| u.rows.len()).sum();
     assert!(rows_kept < logs.len() / 3, "{rows_kept} of {}", logs.len());

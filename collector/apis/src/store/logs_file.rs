@@ -8,22 +8,24 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{Array, RecordBatch};
+use datasets::in_place::{Pred, TableFile, Unit, dictionary, int32s, strings, times, word};
+use schemas::tables::Table;
+use schemas::tables::columns::logs as col;
 
 use super::Cached;
 use super::logs::{CatalogBuilder, ContainerKey, Line, LineRange, LogCatalog, LogSource};
-use super::parquet::{Pred, TableFile, Unit, dictionary, int32s, strings, times, word};
 
 /// Rows read per step when looking for a container's last lines.
 const TAIL_STEP_ROWS: usize = 16 * 1024;
 
 const COLUMNS: &[&str] = &[
-    "time",
-    "namespace",
-    "pod",
-    "container",
-    "restart",
-    "stream",
-    "line",
+    col::TIME,
+    col::NAMESPACE,
+    col::POD,
+    col::CONTAINER,
+    col::RESTART,
+    col::STREAM,
+    col::LINE,
 ];
 
 pub struct FileLogs {
@@ -35,7 +37,7 @@ impl FileLogs {
     /// Opens a logs file: reads its footer and page index only.
     pub fn open(path: &Path) -> anyhow::Result<Self> {
         Ok(FileLogs {
-            file: TableFile::open(path, "time")?,
+            file: TableFile::open(path, Table::Logs)?,
             catalog: Cached::default(),
         })
     }
@@ -58,46 +60,54 @@ impl FileLogs {
 
     fn scan_catalog(&self) -> anyhow::Result<LogCatalog> {
         let mut catalog = CatalogBuilder::default();
-        let keys = ["namespace", "pod", "container", "stream"];
-        let columns = ["time", "namespace", "pod", "container", "restart", "stream"];
-        self.file.scan_dictionary(&columns, &keys, |b| {
-            let (time, restart) = (times(b, "time")?, int32s(b, "restart")?);
-            let (ns, pod, container, stream) = (
-                dictionary(b, "namespace")?,
-                dictionary(b, "pod")?,
-                dictionary(b, "container")?,
-                dictionary(b, "stream")?,
-            );
-            // One catalog update per distinct stream of the batch, by dictionary keys.
-            // (namespace, pod, container, restart, stream) → (first, last)
-            type Key = (i32, i32, i32, i32, i32);
-            let mut spans: HashMap<Key, (i64, i64)> = HashMap::new();
-            for i in 0..b.num_rows() {
-                let t = time.value(i);
-                let k = (
-                    ns.0[i],
-                    pod.0[i],
-                    container.0[i],
-                    restart.value(i),
-                    stream.0[i],
+        let keys = [col::NAMESPACE, col::POD, col::CONTAINER, col::STREAM];
+        let columns = [
+            col::TIME,
+            col::NAMESPACE,
+            col::POD,
+            col::CONTAINER,
+            col::RESTART,
+            col::STREAM,
+        ];
+        self.file
+            .scan_dictionary(&columns, &keys, |b| -> anyhow::Result<()> {
+                let (time, restart) = (times(b, col::TIME)?, int32s(b, col::RESTART)?);
+                let (ns, pod, container, stream) = (
+                    dictionary(b, col::NAMESPACE)?,
+                    dictionary(b, col::POD)?,
+                    dictionary(b, col::CONTAINER)?,
+                    dictionary(b, col::STREAM)?,
                 );
-                spans
-                    .entry(k)
-                    .and_modify(|s| *s = (s.0.min(t), s.1.max(t)))
-                    .or_insert((t, t));
-            }
+                // One catalog update per distinct stream of the batch, by dictionary keys.
+                // (namespace, pod, container, restart, stream) → (first, last)
+                type Key = (i32, i32, i32, i32, i32);
+                let mut spans: HashMap<Key, (i64, i64)> = HashMap::new();
+                for i in 0..b.num_rows() {
+                    let t = time.value(i);
+                    let k = (
+                        ns.0[i],
+                        pod.0[i],
+                        container.0[i],
+                        restart.value(i),
+                        stream.0[i],
+                    );
+                    spans
+                        .entry(k)
+                        .and_modify(|s| *s = (s.0.min(t), s.1.max(t)))
+                        .or_insert((t, t));
+                }
 
-            for ((n, p, c, r, s), (first, last)) in spans {
-                catalog.add(
-                    (word(ns, n), word(pod, p), word(container, c)),
-                    r,
-                    word(stream, s),
-                    first,
-                    last,
-                );
-            }
-            Ok(())
-        })?;
+                for ((n, p, c, r, s), (first, last)) in spans {
+                    catalog.add(
+                        (word(ns, n), word(pod, p), word(container, c)),
+                        r,
+                        word(stream, s),
+                        first,
+                        last,
+                    );
+                }
+                Ok(())
+            })?;
         Ok(catalog.build())
     }
 }
@@ -110,13 +120,13 @@ fn collect_lines(
     range: &LineRange,
     out: &mut [Vec<Line>],
 ) -> anyhow::Result<()> {
-    let (time, restart) = (times(b, "time")?, int32s(b, "restart")?);
+    let (time, restart) = (times(b, col::TIME)?, int32s(b, col::RESTART)?);
     let (ns, pod, container) = (
-        strings(b, "namespace")?,
-        strings(b, "pod")?,
-        strings(b, "container")?,
+        strings(b, col::NAMESPACE)?,
+        strings(b, col::POD)?,
+        strings(b, col::CONTAINER)?,
     );
-    let (stream, line) = (strings(b, "stream")?, strings(b, "line")?);
+    let (stream, line) = (strings(b, col::STREAM)?, strings(b, col::LINE)?);
     for i in 0..b.num_rows() {
         let (t, r, s) = (time.value(i), restart.value(i), stream.value(i));
         if !range.admits(r, s, t) {
@@ -142,10 +152,10 @@ fn collect_lines(
 /// The conditions that find a container's rows.
 fn container_preds(key: &ContainerKey, from: i64, to: i64) -> Vec<Pred<'_>> {
     vec![
-        Pred::StrEq("namespace", &key.0),
-        Pred::StrEq("pod", &key.1),
-        Pred::StrEq("container", &key.2),
-        Pred::I64Between("time", from, to),
+        Pred::StrEq(col::NAMESPACE, &key.0),
+        Pred::StrEq(col::POD, &key.1),
+        Pred::StrEq(col::CONTAINER, &key.2),
+        Pred::I64Between(col::TIME, from, to),
     ]
 }
 
@@ -160,7 +170,7 @@ impl LogSource for FileLogs {
         }
         let mut preds = container_preds(key, range.from_ns, range.to_ns);
         if let Some(r) = range.restart {
-            preds.push(Pred::I32Eq("restart", r));
+            preds.push(Pred::I32Eq(col::RESTART, r));
         }
         let units = self.file.prune(&preds)?;
         let Some(want) = range.last else {

@@ -1,11 +1,11 @@
 //! The signals the API facades serve. Objects live in memory; spans and logs come from a source
 //! the facades cannot tell apart: rows held in memory, or a dataset's Parquet files read in place
-//! through their statistics (so a large dataset serves at once, within bounded memory).
+//! through their statistics by [`datasets::in_place`] (so a large dataset serves at once, within
+//! bounded memory).
 
 pub mod logs;
 pub mod logs_file;
 pub mod objects;
-pub mod parquet;
 pub mod spans;
 pub mod spans_file;
 

@@ -12,11 +12,12 @@ use std::sync::{Arc, Mutex};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
 use arrow_schema::ArrowError;
+use datasets::in_place::{Pred, TableFile, Unit, dictionary, int64s, maps, strings, times, word};
 use parquet::arrow::arrow_reader::{ArrowPredicate, ArrowPredicateFn, RowFilter};
+use schemas::tables::columns::spans as col;
 use schemas::tables::{Row, SpanRow, Table};
 
 use super::Cached;
-use super::parquet::{Pred, TableFile, Unit, dictionary, int64s, strings, times, word};
 use super::spans::{
     Catalog, DerivedTags, Links, Newest, SpanSource, TraceQuery, add_links, trace_key,
     visible_in_order,
@@ -26,7 +27,7 @@ use super::spans::{
 const SEARCH_ROUND_ROWS: usize = 128 * 1024;
 /// Spans grouped in memory at once when deriving dependencies (the table is read in as many
 /// passes, each taking a share of the traces).
-const DEPENDENCY_PASS_ROWS: usize = 1 << 20;
+const DEPENDENCY_PASS_ROWS: u64 = 1 << 20;
 /// Dependency answers kept (they depend only on the window and the virtual now).
 const DEPENDENCY_CACHE: usize = 16;
 
@@ -66,7 +67,7 @@ impl FileSpans {
     /// Opens a spans file: reads its footer and page index only.
     pub fn open(path: &Path) -> anyhow::Result<Self> {
         Ok(FileSpans {
-            file: TableFile::open(path, "start")?,
+            file: TableFile::open(path, Table::Spans)?,
             catalog: Cached::default(),
             trace_times: Cached::default(),
             dependencies: Mutex::default(),
@@ -90,7 +91,7 @@ impl FileSpans {
     fn row_groups_of(&self, keys: &HashSet<String>) -> anyhow::Result<Vec<usize>> {
         let mut out = Vec::new();
         for rg in 0..self.file.num_row_groups() {
-            let hit = match self.file.bloom_filter(rg, "trace_id")? {
+            let hit = match self.file.bloom_filter(rg, col::TRACE_ID)? {
                 None => true,
                 Some(bloom) => keys
                     .iter()
@@ -105,9 +106,9 @@ impl FileSpans {
 
     /// A row filter keeping spans whose trace is one of `keys`.
     fn trace_filter(&self, keys: Arc<HashSet<String>>) -> anyhow::Result<RowFilter> {
-        let mask = self.file.projection(&["trace_id"])?;
+        let mask = self.file.projection(&[col::TRACE_ID])?;
         let predicate = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
-            Ok(strings(&batch, "trace_id")?
+            Ok(strings(&batch, col::TRACE_ID)?
                 .iter()
                 .map(|v| Some(v.is_some_and(|v| is_one_of(&keys, v))))
                 .collect::<BooleanArray>())
@@ -127,12 +128,12 @@ impl FileSpans {
     ) -> anyhow::Result<RowFilter> {
         let mask = self
             .file
-            .projection(&["service", "name", "start", "duration"])?;
+            .projection(&[col::SERVICE, col::NAME, col::START, col::DURATION])?;
         let (service, operation) = (q.service.clone(), q.operation.clone());
         let (from, dmin, dmax) = (q.start_min_ns, q.duration_min_ns, q.duration_max_ns);
         let predicate = ArrowPredicateFn::new(mask, move |b: RecordBatch| {
-            let (svc, name) = (strings(&b, "service")?, strings(&b, "name")?);
-            let (start, duration) = (times(&b, "start")?, int64s(&b, "duration")?);
+            let (svc, name) = (strings(&b, col::SERVICE)?, strings(&b, col::NAME)?);
+            let (start, duration) = (times(&b, col::START)?, int64s(&b, col::DURATION)?);
             Ok((0..b.num_rows())
                 .map(|i| {
                     let (t, d) = (start.value(i), duration.value(i));
@@ -162,19 +163,19 @@ impl FileSpans {
         derived: DerivedTags,
     ) -> anyhow::Result<impl ArrowPredicate + use<>> {
         let columns = [
-            "kind",
-            "status_code",
-            "status_message",
-            "resource_attributes",
-            "attributes",
+            col::KIND,
+            col::STATUS_CODE,
+            col::STATUS_MESSAGE,
+            col::RESOURCE_ATTRIBUTES,
+            col::ATTRIBUTES,
         ];
         let mask = self.file.projection(&columns)?;
         let tags: Vec<(String, String)> = q.tags.clone().into_iter().collect();
         Ok(ArrowPredicateFn::new(mask, move |b: RecordBatch| {
-            let (kind, code) = (strings(&b, "kind")?, strings(&b, "status_code")?);
-            let message = strings(&b, "status_message")?;
-            let resource = Attributes::of(&b, "resource_attributes")?;
-            let attributes = Attributes::of(&b, "attributes")?;
+            let (kind, code) = (strings(&b, col::KIND)?, strings(&b, col::STATUS_CODE)?);
+            let message = strings(&b, col::STATUS_MESSAGE)?;
+            let resource = Attributes::of(&b, col::RESOURCE_ATTRIBUTES)?;
+            let attributes = Attributes::of(&b, col::ATTRIBUTES)?;
             Ok((0..b.num_rows())
                 .map(|i| {
                     // The derived tags read kind and status only.
@@ -211,29 +212,30 @@ impl FileSpans {
         );
         let seconds = |t: i64| t.saturating_sub(base_ns) / 1_000_000_000;
         let mut windows: HashMap<u64, (u32, u32)> = HashMap::new();
-        self.file.scan(&["trace_id", "start"], |b| {
-            let (ids, start) = (strings(b, "trace_id")?, times(b, "start")?);
-            for i in 0..b.num_rows() {
-                let id = ids.value(i);
-                let h = if id.len() == 32 && !id.bytes().any(|c| c.is_ascii_uppercase()) {
-                    TraceTimes::hash(id)
-                } else {
-                    TraceTimes::hash(&trace_key(id))
-                };
-                // Floor and ceiling: the window holds the span's start.
-                let s = seconds(start.value(i));
-                let (Ok(lo), Ok(hi)) = (u32::try_from(s), u32::try_from(s + 1)) else {
-                    anyhow::bail!(
-                        "spans more than 136 years apart: traces are read without windows"
-                    );
-                };
-                windows
-                    .entry(h)
-                    .and_modify(|w| *w = (w.0.min(lo), w.1.max(hi)))
-                    .or_insert((lo, hi));
-            }
-            Ok(())
-        })?;
+        self.file
+            .scan(&[col::TRACE_ID, col::START], |b| -> anyhow::Result<()> {
+                let (ids, start) = (strings(b, col::TRACE_ID)?, times(b, col::START)?);
+                for i in 0..b.num_rows() {
+                    let id = ids.value(i);
+                    let h = if id.len() == 32 && !id.bytes().any(|c| c.is_ascii_uppercase()) {
+                        TraceTimes::hash(id)
+                    } else {
+                        TraceTimes::hash(&trace_key(id))
+                    };
+                    // Floor and ceiling: the window holds the span's start.
+                    let s = seconds(start.value(i));
+                    let (Ok(lo), Ok(hi)) = (u32::try_from(s), u32::try_from(s + 1)) else {
+                        anyhow::bail!(
+                            "spans more than 136 years apart: traces are read without windows"
+                        );
+                    };
+                    windows
+                        .entry(h)
+                        .and_modify(|w| *w = (w.0.min(lo), w.1.max(hi)))
+                        .or_insert((lo, hi));
+                }
+                Ok(())
+            })?;
         let mut windows: Vec<(u64, u32, u32)> = windows
             .into_iter()
             .map(|(h, (lo, hi))| (h, lo, hi))
@@ -244,15 +246,15 @@ impl FileSpans {
 
     fn scan_catalog(&self) -> anyhow::Result<Catalog> {
         let mut catalog = Catalog::default();
-        let columns = ["service", "name", "kind", "start"];
+        let columns = [col::SERVICE, col::NAME, col::KIND, col::START];
         self.file
-            .scan_dictionary(&columns, &columns[..3], |b| {
+            .scan_dictionary(&columns, &columns[..3], |b| -> anyhow::Result<()> {
                 let (svc, names, kinds) = (
-                    dictionary(b, "service")?,
-                    dictionary(b, "name")?,
-                    dictionary(b, "kind")?,
+                    dictionary(b, col::SERVICE)?,
+                    dictionary(b, col::NAME)?,
+                    dictionary(b, col::KIND)?,
                 );
-                let start = times(b, "start")?;
+                let start = times(b, col::START)?;
                 // One entry per distinct operation of the batch, by dictionary keys.
                 let mut first: HashMap<(i32, i32, i32), i64> = HashMap::new();
                 for i in 0..b.num_rows() {
@@ -271,15 +273,15 @@ impl FileSpans {
     }
 
     fn compute_dependencies(&self, from: i64, upto: i64, now: i64) -> anyhow::Result<Links> {
-        let passes = self.file.num_rows().div_ceil(DEPENDENCY_PASS_ROWS).max(1) as u64;
+        let passes = self.file.num_rows().div_ceil(DEPENDENCY_PASS_ROWS).max(1);
         let all = self
             .file
             .row_groups(&(0..self.file.num_row_groups()).collect::<Vec<_>>());
         let mut links = Links::new();
         for pass in 0..passes {
-            let mask = self.file.projection(&["trace_id", "start"])?;
+            let mask = self.file.projection(&[col::TRACE_ID, col::START])?;
             let predicate = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
-                let (ids, start) = (strings(&batch, "trace_id")?, times(&batch, "start")?);
+                let (ids, start) = (strings(&batch, col::TRACE_ID)?, times(&batch, col::START)?);
                 Ok((0..batch.num_rows())
                     .map(|i| {
                         Some(
@@ -291,7 +293,13 @@ impl FileSpans {
             });
             let batches = self.file.read_filtered(
                 &all,
-                &["trace_id", "span_id", "parent_span_id", "service", "start"],
+                &[
+                    col::TRACE_ID,
+                    col::SPAN_ID,
+                    col::PARENT_SPAN_ID,
+                    col::SERVICE,
+                    col::START,
+                ],
                 Some(RowFilter::new(vec![Box::new(predicate)])),
             )?;
             // (start, span id, parent, service) per trace, in file order.
@@ -299,11 +307,11 @@ impl FileSpans {
             let mut traces: HashMap<String, Vec<Lite>> = HashMap::new();
             for b in &batches {
                 let (ids, spans, parents, services, start) = (
-                    strings(b, "trace_id")?,
-                    strings(b, "span_id")?,
-                    strings(b, "parent_span_id")?,
-                    strings(b, "service")?,
-                    times(b, "start")?,
+                    strings(b, col::TRACE_ID)?,
+                    strings(b, col::SPAN_ID)?,
+                    strings(b, col::PARENT_SPAN_ID)?,
+                    strings(b, col::SERVICE)?,
+                    times(b, col::START)?,
                 );
                 for i in 0..b.num_rows() {
                     traces.entry(trace_key(ids.value(i))).or_default().push((
@@ -340,10 +348,7 @@ struct Attributes<'a> {
 
 impl<'a> Attributes<'a> {
     fn of(b: &'a RecordBatch, name: &str) -> Result<Self, ArrowError> {
-        let map = b
-            .column_by_name(name)
-            .and_then(|c| c.as_map_opt())
-            .ok_or_else(|| ArrowError::SchemaError(format!("no `{name}` map column")))?;
+        let map = maps(b, name)?;
         let strs = |a: &'a ArrayRef| {
             a.as_string_opt::<i32>()
                 .ok_or_else(|| ArrowError::SchemaError(format!("`{name}` is not a string map")))
@@ -399,18 +404,18 @@ fn stored_forms(key: &str) -> Vec<String> {
 }
 
 const ALL_COLUMNS: &[&str] = &[
-    "trace_id",
-    "span_id",
-    "parent_span_id",
-    "service",
-    "name",
-    "kind",
-    "start",
-    "duration",
-    "status_code",
-    "status_message",
-    "resource_attributes",
-    "attributes",
+    col::TRACE_ID,
+    col::SPAN_ID,
+    col::PARENT_SPAN_ID,
+    col::SERVICE,
+    col::NAME,
+    col::KIND,
+    col::START,
+    col::DURATION,
+    col::STATUS_CODE,
+    col::STATUS_MESSAGE,
+    col::RESOURCE_ATTRIBUTES,
+    col::ATTRIBUTES,
 ];
 
 impl SpanSource for FileSpans {
@@ -444,7 +449,7 @@ impl SpanSource for FileSpans {
                 for (lo, hi) in keys.iter().filter_map(|k| t.window(k)) {
                     units.extend(
                         self.file
-                            .prune(&[Pred::I64Between("start", lo, hi)])?
+                            .prune(&[Pred::I64Between(col::START, lo, hi)])?
                             .into_iter()
                             .filter(|u| rgs.binary_search(&u.row_group).is_ok()),
                     );
@@ -486,12 +491,12 @@ impl SpanSource for FileSpans {
         if upto < q.start_min_ns {
             return Ok(Vec::new());
         }
-        let mut preds = vec![Pred::I64Between("start", q.start_min_ns, upto)];
+        let mut preds = vec![Pred::I64Between(col::START, q.start_min_ns, upto)];
         if let Some(svc) = &q.service {
-            preds.push(Pred::StrEq("service", svc));
+            preds.push(Pred::StrEq(col::SERVICE, svc));
         }
         if let Some(op) = &q.operation {
-            preds.push(Pred::StrEq("name", op));
+            preds.push(Pred::StrEq(col::NAME, op));
         }
         let mut units = self.file.prune(&preds)?;
         // Newest pages first: a round's matches can only be outranked by newer spans.
@@ -510,9 +515,9 @@ impl SpanSource for FileSpans {
             let filter = Some(self.search_filter(q, upto, derived)?);
             for b in self
                 .file
-                .read_filtered(round, &["trace_id", "start"], filter)?
+                .read_filtered(round, &[col::TRACE_ID, col::START], filter)?
             {
-                let (ids, start) = (strings(&b, "trace_id")?, times(&b, "start")?);
+                let (ids, start) = (strings(&b, col::TRACE_ID)?, times(&b, col::START)?);
                 for i in 0..b.num_rows() {
                     newest.add(ids.value(i), start.value(i));
                 }
