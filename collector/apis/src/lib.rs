@@ -1,6 +1,7 @@
 //! The APIs an agent talks to: the Kubernetes API, the Prometheus HTTP API, the Jaeger query APIs
-//! (v1 and api_v3) and the Loki API. Each is an axum router over the signal stores in [`store`] and
-//! the virtual clock ([`schemas::time::Clock`]); none can change anything yet.
+//! (v1 and api_v3) and the Loki API. Each is an axum router over the signal stores (the `stores`
+//! crate; metrics through `promql`) and the virtual clock ([`schemas::time::Clock`]); none can change
+//! anything yet.
 //!
 //! Protocol logic (selectors, printers, discovery, status, LogQL evaluation) is kept apart from the
 //! handlers so that it can be tested and reused without a server.
@@ -9,4 +10,3 @@ pub mod jaeger;
 pub mod kube;
 pub mod loki;
 pub mod prometheus;
-pub mod store;

@@ -10,11 +10,11 @@ use datasets::Dataset;
 use schemas::Manifest;
 use schemas::tables::{Row, Table};
 
-use apis::store::logs::LogStore;
-use apis::store::logs_file::FileLogs;
-use apis::store::objects::ObjectTimeline;
-use apis::store::spans::SpanStore;
-use apis::store::spans_file::FileSpans;
+use stores::logs::LogStore;
+use stores::logs_file::FileLogs;
+use stores::objects::ObjectTimeline;
+use stores::spans::SpanStore;
+use stores::spans_file::FileSpans;
 
 /// Everything an environment makes available to the facades.
 pub struct Observations {

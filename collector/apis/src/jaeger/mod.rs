@@ -11,8 +11,8 @@ use axum::Router;
 use axum::routing::get;
 use schemas::tables::SpanRow;
 
-use crate::store::spans::SpanStore;
 use schemas::time::Clock;
+use stores::spans::SpanStore;
 
 pub struct JaegerFacade {
     pub spans: Arc<SpanStore>,
@@ -115,7 +115,7 @@ pub(crate) fn typed(v: &str) -> Typed<'_> {
 }
 
 /// Tags Jaeger derives from an OTLP span's kind and status, as (key, value text).
-pub(crate) fn derived_tags(s: &SpanRow) -> Vec<(String, String)> {
+pub fn derived_tags(s: &SpanRow) -> Vec<(String, String)> {
     let mut tags = Vec::new();
     if matches!(
         s.kind.as_str(),
@@ -149,7 +149,7 @@ pub(crate) fn parse_trace_id(id: &str) -> Result<String, String> {
             "strconv.ParseUint: parsing \"{id}\": invalid syntax"
         ));
     }
-    Ok(crate::store::spans::trace_key(id))
+    Ok(stores::spans::trace_key(id))
 }
 
 #[cfg(test)]

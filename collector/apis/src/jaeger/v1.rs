@@ -11,8 +11,8 @@ use schemas::tables::SpanRow;
 use serde_json::{Map, Value, json};
 
 use super::{JaegerFacade, Params, Typed, derived_tags, parse_trace_id, read, typed};
-use crate::store::spans::TraceQuery;
 use schemas::time::duration;
+use stores::spans::TraceQuery;
 
 const DEFAULT_LIMIT: usize = 100;
 /// `defaultTraceQueryLookbackDuration`: searches without `start` look back two days.

@@ -11,9 +11,9 @@ use schemas::tables::{Labels, SpanRow};
 use serde_json::{Value, json};
 
 use super::{JaegerFacade, Params, Typed, derived_tags, parse_trace_id, read, typed};
-use crate::store::spans::TraceQuery;
 use schemas::time::duration;
 use schemas::time::{Reading, parse_rfc3339};
+use stores::spans::TraceQuery;
 
 const DEFAULT_SEARCH_DEPTH: usize = 100;
 
@@ -293,7 +293,7 @@ fn span_json(s: &SpanRow, clock: &Reading) -> Value {
         status.insert("message".into(), json!(msg));
     }
     let mut span = json!({
-        "traceId": crate::store::spans::trace_key(&s.trace_id),
+        "traceId": stores::spans::trace_key(&s.trace_id),
         "spanId": s.span_id,
         "parentSpanId": s.parent_span_id.as_deref().unwrap_or(""),
         "name": s.name,

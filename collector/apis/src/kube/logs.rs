@@ -5,8 +5,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::{KubeFacade, Params, status};
-use crate::store::logs::LogQuery;
 use schemas::time::{parse_rfc3339, rfc3339_nanos};
+use stores::logs::LogQuery;
 
 pub fn pod_logs(f: &KubeFacade, namespace: &str, pod: &str, params: &Params) -> Response {
     let clock = f.clock.read();

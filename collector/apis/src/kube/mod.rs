@@ -20,10 +20,10 @@ use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::store::logs::LogStore;
-use crate::store::objects::{ClusterState, ObjectTimeline};
 use resources::Registry;
 use schemas::time::Clock;
+use stores::logs::LogStore;
+use stores::objects::{ClusterState, ObjectTimeline};
 
 /// What the Kubernetes facade serves.
 pub struct KubeFacade {

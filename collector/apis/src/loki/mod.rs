@@ -2,8 +2,6 @@
 //! queries), `labels`, `label/<name>/values` and `series`, with Loki's envelopes, parameter
 //! defaults and time formats, and its plain-text error bodies.
 
-pub mod eval;
-
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -15,13 +13,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use crate::store::Cached;
-use crate::store::logs::LogStore;
-use crate::store::objects::ObjectTimeline;
-use eval::{Failure, Labels, Series, Stats, StreamIndex};
 use logql::{Expr, Matcher};
 use schemas::time::duration;
 use schemas::time::{Clock, Reading, parse_rfc3339};
+use stores::Cached;
+use stores::logql::{self as eval, Failure, Labels, Series, Stats, StreamIndex};
+use stores::logs::LogStore;
+use stores::objects::ObjectTimeline;
 
 const SEC: i64 = 1_000_000_000;
 const DEFAULT_LIMIT: usize = 100;

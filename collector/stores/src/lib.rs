@@ -1,16 +1,18 @@
-//! The signals the API facades serve. Objects live in memory; spans and logs come from a source
-//! the facades cannot tell apart: rows held in memory, or a dataset's Parquet files read in place
-//! through their statistics by [`datasets::in_place`] (so a large dataset serves at once, within
-//! bounded memory).
+//! The signals the APIs serve, and the queries over them that need no HTTP: the object timeline
+//! ([`objects`]), spans with trace search ([`spans`]), container logs ([`logs`]) and LogQL evaluated
+//! over them ([`logql`]; the language's parser is the `logql` crate).
+//!
+//! Objects live in memory; spans and logs come from a source the APIs cannot tell apart: rows held
+//! in memory, or a dataset's Parquet files read in place through their statistics by
+//! [`datasets::in_place`] ([`spans_file`], [`logs_file`]), so a large dataset serves at once, within
+//! bounded memory.
 
+pub mod logql;
 pub mod logs;
 pub mod logs_file;
 pub mod objects;
 pub mod spans;
 pub mod spans_file;
-
-#[cfg(test)]
-mod file_tests;
 
 use std::sync::{Arc, Mutex};
 

@@ -8,12 +8,12 @@ use datasets::in_place::{Pred, TableFile};
 use datasets::{TableFileWriter, WriteOptions};
 use schemas::tables::{LogRow, Row, SpanRow, Table, columns};
 
-use super::logs::{LineRange, LogQuery, LogStore, MemLogs};
-use super::logs_file::FileLogs;
-use super::spans::{MemSpans, SpanStore, TraceQuery, trace_key};
-use super::spans_file::FileSpans;
-use crate::loki::eval::{self, StreamIndex};
 use logql::{Expr, parse};
+use stores::logql::{self as eval, StreamIndex};
+use stores::logs::{LineRange, LogQuery, LogStore, MemLogs};
+use stores::logs_file::FileLogs;
+use stores::spans::{DerivedTags, MemSpans, SpanStore, TraceQuery, trace_key};
+use stores::spans_file::FileSpans;
 
 const S: i64 = 1_000_000_000;
 const T0: i64 = 1_767_225_600 * S;
@@ -155,7 +155,7 @@ fn file_spans_answer_as_memory_spans() {
     let (file, mem): (&SpanStore, &SpanStore) = (&file, &mem);
     let last = rows.iter().map(|s| s.start_ns).max().unwrap();
     let nows = [T0 - S, T0 + 100 * S, T0 + 500 * S, last];
-    let derived: super::spans::DerivedTags = crate::jaeger::derived_tags;
+    let derived: DerivedTags = apis::jaeger::derived_tags;
 
     for &now in &nows {
         assert_eq!(file.services(now).unwrap(), mem.services(now).unwrap());
@@ -424,7 +424,7 @@ fn file_logs_answer_as_memory_logs() {
 }
 
 /// Times the file-backed sources on a real dataset: `FAULTLINE_STORE_DATASET=DIR cargo test -p
-/// collector --lib store::file_tests::timings -- --ignored --nocapture`.
+/// apis --test file_stores timings -- --ignored --nocapture`.
 #[test]
 #[ignore = "needs a dataset (FAULTLINE_STORE_DATASET)"]
 fn timings() {
@@ -462,7 +462,7 @@ fn timings() {
         limit: 20,
         ..Default::default()
     };
-    let derived: super::spans::DerivedTags = crate::jaeger::derived_tags;
+    let derived: DerivedTags = apis::jaeger::derived_tags;
     let mut ids = Vec::new();
     time("search", &mut || {
         ids = spans.find_traces(&q, now, derived).unwrap();

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::store::logs::{ContainerKey, LineRange, LogCatalog, LogStore, StreamInfo};
+use crate::logs::{ContainerKey, LineRange, LogCatalog, LogStore, StreamInfo};
 use logql::{
     AggOp, CmpOp, CmpValue, Grouping, LabelExpr, LabelFormat, LogExpr, Matcher, MetricExpr,
     PathPart, PatternPart, RangeFn, Stage, TemplatePart, bytes_unit,
@@ -946,7 +946,7 @@ pub fn label_string(l: &Labels) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::logs::MemLogs;
+    use crate::logs::MemLogs;
     use logql::{Expr, parse};
     use schemas::tables::LogRow;
 
