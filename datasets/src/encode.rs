@@ -13,7 +13,7 @@ use arrow_array::{Array, ArrayRef, MapArray, RecordBatch};
 use arrow_schema::ArrowError;
 use schemas::tables::{
     AlertRow, ChangeType, EventRow, Labels, LogRow, MetricMeta, MetricSample, ObjectRow, Row,
-    SpanRow, Table,
+    SpanRow, Table, columns as col,
 };
 use std::cmp::Ordering;
 
@@ -422,10 +422,10 @@ pub fn for_each_metric(
 ) -> Result<(), ArrowError> {
     let c = Cols(batch);
     let (metric, labels, time, value) = (
-        c.str("metric")?,
-        c.map("labels")?,
-        c.ts("time")?,
-        c.f64("value")?,
+        c.str(col::metrics::METRIC)?,
+        c.map(col::metrics::LABELS)?,
+        c.ts(col::metrics::TIME)?,
+        c.f64(col::metrics::VALUE)?,
     );
     let mut sample = MetricRef {
         metric: "",
@@ -461,10 +461,10 @@ pub fn for_each_alert(
 ) -> Result<(), ArrowError> {
     let c = Cols(batch);
     let (name, state, labels, time) = (
-        c.str("alertname")?,
-        c.str("state")?,
-        c.map("labels")?,
-        c.ts("time")?,
+        c.str(col::alerts::ALERTNAME)?,
+        c.str(col::alerts::STATE)?,
+        c.map(col::alerts::LABELS)?,
+        c.ts(col::alerts::TIME)?,
     );
     let mut alert = AlertRef {
         alertname: "",
@@ -495,15 +495,15 @@ pub fn decode(table: Table, batch: &RecordBatch) -> Result<Vec<Row>, ArrowError>
     let rows = match table {
         Table::Objects => {
             let (observed, api, kind, ns, name, uid, rv, change, obj) = (
-                c.ts("observed")?,
-                c.str("api_version")?,
-                c.str("kind")?,
-                c.str("namespace")?,
-                c.str("name")?,
-                c.str("uid")?,
-                c.str("resource_version")?,
-                c.str("change")?,
-                c.str("object")?,
+                c.ts(col::objects::OBSERVED)?,
+                c.str(col::objects::API_VERSION)?,
+                c.str(col::objects::KIND)?,
+                c.str(col::objects::NAMESPACE)?,
+                c.str(col::objects::NAME)?,
+                c.str(col::objects::UID)?,
+                c.str(col::objects::RESOURCE_VERSION)?,
+                c.str(col::objects::CHANGE)?,
+                c.str(col::objects::OBJECT)?,
             );
             (0..n)
                 .map(|i| {
@@ -528,26 +528,30 @@ pub fn decode(table: Table, batch: &RecordBatch) -> Result<Vec<Row>, ArrowError>
         }
         Table::Events => {
             let names = [
-                "namespace",
-                "name",
-                "uid",
-                "type",
-                "reason",
-                "message",
-                "involved_api_version",
-                "involved_kind",
-                "involved_namespace",
-                "involved_name",
-                "involved_uid",
-                "involved_field_path",
-                "source_component",
-                "source_host",
-                "reporting_controller",
-                "reporting_instance",
-                "action",
+                col::events::NAMESPACE,
+                col::events::NAME,
+                col::events::UID,
+                col::events::TYPE,
+                col::events::REASON,
+                col::events::MESSAGE,
+                col::events::INVOLVED_API_VERSION,
+                col::events::INVOLVED_KIND,
+                col::events::INVOLVED_NAMESPACE,
+                col::events::INVOLVED_NAME,
+                col::events::INVOLVED_UID,
+                col::events::INVOLVED_FIELD_PATH,
+                col::events::SOURCE_COMPONENT,
+                col::events::SOURCE_HOST,
+                col::events::REPORTING_CONTROLLER,
+                col::events::REPORTING_INSTANCE,
+                col::events::ACTION,
             ];
             let s: Vec<StrCol> = names.iter().map(|n| c.str(n)).collect::<Result<_, _>>()?;
-            let (time, first, count) = (c.ts("time")?, c.ts("first_time")?, c.i32("count")?);
+            let (time, first, count) = (
+                c.ts(col::events::TIME)?,
+                c.ts(col::events::FIRST_TIME)?,
+                c.i32(col::events::COUNT)?,
+            );
             (0..n)
                 .map(|i| {
                     Row::Event(EventRow {
@@ -577,13 +581,13 @@ pub fn decode(table: Table, batch: &RecordBatch) -> Result<Vec<Row>, ArrowError>
         }
         Table::Logs => {
             let (time, ns, pod, container, restart, stream, line) = (
-                c.ts("time")?,
-                c.str("namespace")?,
-                c.str("pod")?,
-                c.str("container")?,
-                c.i32("restart")?,
-                c.str("stream")?,
-                c.str("line")?,
+                c.ts(col::logs::TIME)?,
+                c.str(col::logs::NAMESPACE)?,
+                c.str(col::logs::POD)?,
+                c.str(col::logs::CONTAINER)?,
+                c.i32(col::logs::RESTART)?,
+                c.str(col::logs::STREAM)?,
+                c.str(col::logs::LINE)?,
             );
             (0..n)
                 .map(|i| {
@@ -601,10 +605,10 @@ pub fn decode(table: Table, batch: &RecordBatch) -> Result<Vec<Row>, ArrowError>
         }
         Table::Metrics => {
             let (metric, labels, time, value) = (
-                c.str("metric")?,
-                c.map("labels")?,
-                c.ts("time")?,
-                c.f64("value")?,
+                c.str(col::metrics::METRIC)?,
+                c.map(col::metrics::LABELS)?,
+                c.ts(col::metrics::TIME)?,
+                c.f64(col::metrics::VALUE)?,
             );
             (0..n)
                 .map(|i| {
@@ -619,10 +623,10 @@ pub fn decode(table: Table, batch: &RecordBatch) -> Result<Vec<Row>, ArrowError>
         }
         Table::MetricMetadata => {
             let (metric, ty, help, unit) = (
-                c.str("metric")?,
-                c.str("type")?,
-                c.str("help")?,
-                c.str("unit")?,
+                c.str(col::metric_metadata::METRIC)?,
+                c.str(col::metric_metadata::TYPE)?,
+                c.str(col::metric_metadata::HELP)?,
+                c.str(col::metric_metadata::UNIT)?,
             );
             (0..n)
                 .map(|i| {
@@ -637,20 +641,23 @@ pub fn decode(table: Table, batch: &RecordBatch) -> Result<Vec<Row>, ArrowError>
         }
         Table::Spans => {
             let (trace, span, parent, service, name, kind) = (
-                c.str("trace_id")?,
-                c.str("span_id")?,
-                c.str("parent_span_id")?,
-                c.str("service")?,
-                c.str("name")?,
-                c.str("kind")?,
+                c.str(col::spans::TRACE_ID)?,
+                c.str(col::spans::SPAN_ID)?,
+                c.str(col::spans::PARENT_SPAN_ID)?,
+                c.str(col::spans::SERVICE)?,
+                c.str(col::spans::NAME)?,
+                c.str(col::spans::KIND)?,
             );
             let (start, duration, status, message) = (
-                c.ts("start")?,
-                c.i64("duration")?,
-                c.str("status_code")?,
-                c.str("status_message")?,
+                c.ts(col::spans::START)?,
+                c.i64(col::spans::DURATION)?,
+                c.str(col::spans::STATUS_CODE)?,
+                c.str(col::spans::STATUS_MESSAGE)?,
             );
-            let (res, attrs) = (c.map("resource_attributes")?, c.map("attributes")?);
+            let (res, attrs) = (
+                c.map(col::spans::RESOURCE_ATTRIBUTES)?,
+                c.map(col::spans::ATTRIBUTES)?,
+            );
             (0..n)
                 .map(|i| {
                     Row::Span(SpanRow {
@@ -672,13 +679,13 @@ pub fn decode(table: Table, batch: &RecordBatch) -> Result<Vec<Row>, ArrowError>
         }
         Table::Alerts => {
             let (time, name, state, labels, annotations, active, value) = (
-                c.ts("time")?,
-                c.str("alertname")?,
-                c.str("state")?,
-                c.map("labels")?,
-                c.map("annotations")?,
-                c.ts("active_at")?,
-                c.f64("value")?,
+                c.ts(col::alerts::TIME)?,
+                c.str(col::alerts::ALERTNAME)?,
+                c.str(col::alerts::STATE)?,
+                c.map(col::alerts::LABELS)?,
+                c.map(col::alerts::ANNOTATIONS)?,
+                c.ts(col::alerts::ACTIVE_AT)?,
+                c.f64(col::alerts::VALUE)?,
             );
             (0..n)
                 .map(|i| {

@@ -163,7 +163,7 @@ fn every_primitive_in_the_catalog_reverts_exactly() {
             for _ in 0..20 {
                 sim.step();
             }
-            faults::revert(&mut sim.world, app, undo);
+            faults::revert(&mut sim.world, undo);
             assert_eq!(
                 before,
                 faults::desired_state(&sim.world),

@@ -192,7 +192,7 @@ pub fn simulate(
                 }
                 Action::Revert(i) => {
                     if let Some(u) = undos[*i].take() {
-                        faults::revert(&mut sim.world, &sim.app, u);
+                        faults::revert(&mut sim.world, u);
                         if let Some(r) = record_of[*i] {
                             records[r].reverted = Some(instant(sim.now()));
                         }
@@ -209,7 +209,7 @@ pub fn simulate(
                 }
                 Action::NoiseOff(i) => {
                     if let Some(u) = noise_undos[*i].take() {
-                        faults::revert(&mut sim.world, &sim.app, u);
+                        faults::revert(&mut sim.world, u);
                     }
                 }
             }

@@ -97,7 +97,7 @@ fn apply_kubernetes(cx: &mut Ctx, p: &Primitive) -> Result<()> {
 
 /// Puts back everything an applied fault changed, newest change first. (`_app` keeps the call
 /// symmetric with [`apply`]; nothing in a revert depends on the app.)
-pub fn revert(w: &mut World, _app: &AppSpec, undo: Undo) {
+pub fn revert(w: &mut World, undo: Undo) {
     undo.revert(w);
 }
 
