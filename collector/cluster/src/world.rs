@@ -225,44 +225,44 @@ impl World {
                         .as_str()
                         .unwrap_or_default()
                         .to_string();
-                    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-                        m.insert("resourceVersion".into(), Value::String(rv.to_string()));
-                    }
-                    self.out.push(Row::Object(ObjectRow {
-                        observed_ns: self.now,
-                        api_version: kind.api_version().to_string(),
-                        kind: kind.name().to_string(),
-                        namespace: kind.namespaced().then(|| k.0.clone()),
-                        name: k.1.clone(),
-                        uid: uid.clone(),
-                        resource_version: rv.to_string(),
-                        change,
-                        object: v.to_string(),
-                    }));
+                    self.push_object_row(kind, &k, uid.clone(), change, v);
                     self.emitted.insert(id, (text, uid));
                 }
                 None => {
                     if let Some((text, uid)) = self.emitted.remove(&(kind, k.clone())) {
                         self.rv += 1;
-                        let mut v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-                            m.insert("resourceVersion".into(), Value::String(self.rv.to_string()));
-                        }
-                        self.out.push(Row::Object(ObjectRow {
-                            observed_ns: self.now,
-                            api_version: kind.api_version().to_string(),
-                            kind: kind.name().to_string(),
-                            namespace: kind.namespaced().then(|| k.0.clone()),
-                            name: k.1.clone(),
-                            uid,
-                            resource_version: self.rv.to_string(),
-                            change: ChangeType::Deleted,
-                            object: v.to_string(),
-                        }));
+                        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                        self.push_object_row(kind, &k, uid, ChangeType::Deleted, v);
                     }
                 }
             }
         }
+    }
+
+    /// One object row at the current resource version, the object's JSON carrying it.
+    fn push_object_row(
+        &mut self,
+        kind: Kind,
+        k: &Key,
+        uid: String,
+        change: ChangeType,
+        mut v: Value,
+    ) {
+        let rv = self.rv.to_string();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.insert("resourceVersion".into(), Value::String(rv.clone()));
+        }
+        self.out.push(Row::Object(ObjectRow {
+            observed_ns: self.now,
+            api_version: kind.api_version().to_string(),
+            kind: kind.name().to_string(),
+            namespace: kind.namespaced().then(|| k.0.clone()),
+            name: k.1.clone(),
+            uid,
+            resource_version: rv,
+            change,
+            object: v.to_string(),
+        }));
     }
 
     /// Records an Event, aggregating repeats of the same reason and message on the same object
