@@ -58,43 +58,13 @@ impl FromStr for Dur {
 
     /// Parses a sequence of `<integer><unit>` parts, units `us`, `ms`, `s`, `m`, `h` (Go style).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let expected = || {
-            format!(
-                "`{s}` is not a duration (expected e.g. `500us`, `250ms`, `30s`, `5m`, `1h30m`)"
-            )
-        };
-        let mut rest = s.trim();
-        if rest.is_empty() {
-            return Err(expected());
-        }
-        let mut micros: u64 = 0;
-        while !rest.is_empty() {
-            let digits = rest
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            if digits == 0 {
-                return Err(expected());
-            }
-            let n: u64 = rest[..digits].parse().map_err(|_| expected())?;
-            rest = &rest[digits..];
-            let unit_len = rest
-                .find(|c: char| c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            let scale = match &rest[..unit_len] {
-                "us" | "µs" => 1,
-                "ms" => 1_000,
-                "s" => 1_000_000,
-                "m" => 60_000_000,
-                "h" => 3_600_000_000,
-                _ => return Err(expected()),
-            };
-            rest = &rest[unit_len..];
-            micros = n
-                .checked_mul(scale)
-                .and_then(|v| micros.checked_add(v))
-                .ok_or_else(expected)?;
-        }
-        Ok(Dur { micros })
+        schemas::time::duration::parse_spec_us(s.trim())
+            .map(Dur::from_micros)
+            .map_err(|_| {
+                format!(
+                    "`{s}` is not a duration (expected e.g. `500us`, `250ms`, `30s`, `5m`, `1h30m`)"
+                )
+            })
     }
 }
 

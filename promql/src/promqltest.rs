@@ -98,17 +98,10 @@ enum Point {
     Histogram,
 }
 
-/// Parses a time (`50m`, `1h30m`, `10s53ms`) or plain seconds (`0`, `1.5`) into ms.
+/// Parses a time (`50m`, `1h30m`, `10s53ms`) or plain seconds (`0`, `1.5`) into ms: the grammar
+/// of the HTTP API's duration parameters.
 fn parse_time(s: &str) -> Option<i64> {
-    if let Ok(v) = s.parse::<f64>() {
-        return Some((v * 1000.0).round() as i64);
-    }
-    parse_duration_ms(s)
-}
-
-/// Parses a Prometheus duration (`1h30m`, `10s53ms`, `0m`) into ms.
-pub fn parse_duration_ms(s: &str) -> Option<i64> {
-    schemas::time::duration::parse_prometheus_ms(s).ok()
+    crate::api::parse_duration(s)
 }
 
 fn parse_number(s: &str) -> Option<f64> {

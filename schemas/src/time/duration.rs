@@ -1,51 +1,57 @@
 //! Duration strings as the Go services faultline imitates read them, through one scanner
-//! (a number, a unit, repeated) with three grammars:
+//! (a number, a unit, repeated) with four grammars:
 //! - Go's `time.ParseDuration` (`1.5ms`, `2h45m`, `100us`, `-1s`): Jaeger's minDuration, Loki's
 //!   label filters;
 //! - Prometheus' `model.ParseDuration` (`5m`, `1h30m`, `1d`, `2w`, `1y`: whole numbers, units from
 //!   `ms` to `y`): PromQL range selectors, the HTTP API's `step`, promqltest scripts;
-//! - Loki's, which tries Go's grammar and then Prometheus' (`1.5h`, `1d`): LogQL range selectors.
+//! - Loki's, which tries Go's grammar and then Prometheus' (`1.5h`, `1d`): LogQL range selectors;
+//! - faultline's problem specs (`500us`, `250ms`, `1h30m`: whole numbers, units from `us` to `h`).
 
 const NS: i128 = 1;
 const US: i128 = 1_000;
 const MS: i128 = 1_000_000;
 const SEC: i128 = 1_000_000_000;
 
-/// What a grammar admits beyond whole numbers of `ms`, `s`, `m` and `h`.
+/// The units a grammar admits (tables shared between grammars), and whether it admits Go's sign and
+/// decimal fractions.
 #[derive(Clone, Copy)]
 struct Grammar {
-    /// Go's extras: a sign, decimal fractions, and the `ns` and `us` units.
+    units: &'static [&'static [(&'static str, i128)]],
     go: bool,
-    /// Prometheus' extras: the `d`, `w` and `y` units.
-    days: bool,
 }
 
+const NANOS: &[(&str, i128)] = &[("ns", NS)];
+const MICROS: &[(&str, i128)] = &[("us", US), ("µs", US), ("μs", US)];
+const CLOCK: &[(&str, i128)] = &[("ms", MS), ("s", SEC), ("m", 60 * SEC), ("h", 3600 * SEC)];
+const DAYS: &[(&str, i128)] = &[
+    ("d", 86_400 * SEC),
+    ("w", 7 * 86_400 * SEC),
+    ("y", 365 * 86_400 * SEC),
+];
+
 const GO: Grammar = Grammar {
+    units: &[NANOS, MICROS, CLOCK],
     go: true,
-    days: false,
 };
 const PROMETHEUS: Grammar = Grammar {
+    units: &[CLOCK, DAYS],
     go: false,
-    days: true,
 };
 const LOKI: Grammar = Grammar {
+    units: &[NANOS, MICROS, CLOCK, DAYS],
     go: true,
-    days: true,
+};
+const SPEC: Grammar = Grammar {
+    units: &[MICROS, CLOCK],
+    go: false,
 };
 
 fn unit_ns(unit: &str, g: Grammar) -> Option<i128> {
-    Some(match unit {
-        "ns" if g.go => NS,
-        "us" | "µs" | "μs" if g.go => US,
-        "ms" => MS,
-        "s" => SEC,
-        "m" => 60 * SEC,
-        "h" => 3600 * SEC,
-        "d" if g.days => 86_400 * SEC,
-        "w" if g.days => 7 * 86_400 * SEC,
-        "y" if g.days => 365 * 86_400 * SEC,
-        _ => return None,
-    })
+    g.units
+        .iter()
+        .flat_map(|table| table.iter())
+        .find(|(u, _)| *u == unit)
+        .map(|(_, ns)| *ns)
 }
 
 /// The duration in nanoseconds, as an i128 so that long Prometheus durations counted in
@@ -112,6 +118,12 @@ pub fn parse_loki(s: &str) -> Result<i64, String> {
     fit(s, parse(s, LOKI)?)
 }
 
+/// A duration in a problem spec (`500us`, `250ms`, `1h30m`), in microseconds.
+pub fn parse_spec_us(s: &str) -> Result<u64, String> {
+    let ns = parse(s, SPEC)?;
+    u64::try_from(ns / US).map_err(|_| format!("invalid duration \"{s}\""))
+}
+
 /// A Prometheus duration (`1h30m`, `10s53ms`, `1d`), in milliseconds.
 pub fn parse_prometheus_ms(s: &str) -> Result<i64, String> {
     fit(s, parse(s, PROMETHEUS)? / MS)
@@ -145,6 +157,16 @@ mod tests {
         assert_eq!(parse_prometheus_ms("1000y"), Ok(1000 * 365 * 86_400_000));
         for bad in ["", "1.5m", "-1m", "+1m", "100us", "5", "1x"] {
             assert!(parse_prometheus_ms(bad).is_err(), "{bad} parsed");
+        }
+    }
+
+    #[test]
+    fn spec_durations_are_whole_numbers_from_micros_to_hours() {
+        assert_eq!(parse_spec_us("1h30m"), Ok(5_400_000_000));
+        assert_eq!(parse_spec_us("500us"), Ok(500));
+        assert_eq!(parse_spec_us("250ms"), Ok(250_000));
+        for bad in ["", "5", "m", "5x", "1.5s", "-3s", "1d", "10ns"] {
+            assert!(parse_spec_us(bad).is_err(), "{bad} parsed");
         }
     }
 }
