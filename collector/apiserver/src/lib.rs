@@ -1,0 +1,12 @@
+//! The Kubernetes API server's write semantics, IO-free (as kube-core is apart from kube-client):
+//! the transport (`apis::kube`) hands it request bodies and current objects and gets back the
+//! object to store or the `Status` to answer with.
+//!
+//! - [`status`]: the `Status` failure an apiserver answers with (reason, code, details, causes).
+//! - [`patch`]: the four patch types kubectl sends (strategic merge, JSON merge, JSON patch,
+//!   server-side apply) and the field ownership (`managedFields`) they maintain.
+//! - [`protobuf`]: request bodies kubectl sends as Kubernetes protobuf, decoded to API JSON.
+
+pub mod patch;
+pub mod protobuf;
+pub mod status;

@@ -1,0 +1,1 @@
+//! Patches: strategic merge, JSON merge, JSON patch and server-side apply.

@@ -1,0 +1,1 @@
+//! Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`), decoded to API JSON.
