@@ -47,6 +47,7 @@ impl Default for SimConfig {
 }
 
 /// A running simulation of one application.
+#[derive(Clone)]
 pub struct Sim {
     pub world: World,
     pub app: AppSpec,
