@@ -148,7 +148,8 @@ def main():
                 json_name, flags = go.get(number, (proto_name, ["ptr", "omitempty"]))
                 if json_name == "-":
                     continue
-                if "inline" in flags:
+                if "inline" in flags or not json_name:
+                    # Untagged Go fields only occur in types with their own JSON form (IntOrString).
                     json_name = proto_name
                 print(f"{number} {json_name} {card} {typ} {','.join(flags) or '-'}")
 
