@@ -25,7 +25,12 @@ pub fn format(content_type: Option<&str>) -> Result<Format, Failure> {
     let Some(header) = content_type else {
         return Ok(Format::Json);
     };
-    let essence = header.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = header
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     match essence.as_str() {
         "" | "application/json" => Ok(Format::Json),
         "application/yaml" => Ok(Format::Yaml),
@@ -56,10 +61,12 @@ pub fn decode(content_type: Option<&str>, bytes: &[u8]) -> Result<Value, Failure
         return Err(Failure::bad_request("the request body is empty"));
     }
     let value = match format {
-        Format::Json => serde_json::from_slice::<Value>(bytes)
-            .map_err(|e| Failure::bad_request(format!("the request body is not valid JSON: {e}")))?,
-        Format::Yaml => serde_norway::from_slice::<Value>(bytes)
-            .map_err(|e| Failure::bad_request(format!("the request body is not valid YAML: {e}")))?,
+        Format::Json => serde_json::from_slice::<Value>(bytes).map_err(|e| {
+            Failure::bad_request(format!("the request body is not valid JSON: {e}"))
+        })?,
+        Format::Yaml => serde_norway::from_slice::<Value>(bytes).map_err(|e| {
+            Failure::bad_request(format!("the request body is not valid YAML: {e}"))
+        })?,
         Format::Protobuf => protobuf::decode(bytes)?,
     };
     if !value.is_object() {

@@ -150,7 +150,10 @@ impl Decoder<'_> {
                 other => {
                     return Err(self.bad(
                         path,
-                        format!("expected a length-delimited message, found {}", other.describe()),
+                        format!(
+                            "expected a length-delimited message, found {}",
+                            other.describe()
+                        ),
                     ));
                 }
             }
@@ -179,7 +182,10 @@ impl Decoder<'_> {
                 (Type::Message(_), other) => {
                     return Err(self.bad(
                         &item_path,
-                        format!("expected a length-delimited message, found {}", other.describe()),
+                        format!(
+                            "expected a length-delimited message, found {}",
+                            other.describe()
+                        ),
                     ));
                 }
                 // Packed numbers: one length-delimited run of values.
@@ -217,10 +223,14 @@ impl Decoder<'_> {
             let Wire::Bytes(entry) = w else {
                 return Err(self.bad(
                     path,
-                    format!("expected a length-delimited map entry, found {}", w.describe()),
+                    format!(
+                        "expected a length-delimited map entry, found {}",
+                        w.describe()
+                    ),
                 ));
             };
-            let parts = Reader::all(entry).map_err(|e| self.bad(path, format!("map entry: {e}")))?;
+            let parts =
+                Reader::all(entry).map_err(|e| self.bad(path, format!("map entry: {e}")))?;
             let key = match parts.iter().rev().find(|(n, _)| *n == 1) {
                 Some((_, Wire::Bytes(k))) => String::from_utf8_lossy(k).into_owned(),
                 Some((_, other)) => {
@@ -289,7 +299,12 @@ impl Decoder<'_> {
         path: &str,
         depth: usize,
     ) -> Result<Option<Value>, Failure> {
-        let last = |number: u32| wire.iter().rev().find(|(n, _)| *n == number).map(|(_, w)| *w);
+        let last = |number: u32| {
+            wire.iter()
+                .rev()
+                .find(|(n, _)| *n == number)
+                .map(|(_, w)| *w)
+        };
         let scalar = |number: u32, s: Scalar| -> Result<Option<Value>, Failure> {
             last(number).map(|w| self.scalar(s, w, path)).transpose()
         };
@@ -299,7 +314,9 @@ impl Decoder<'_> {
                 _ => Value::String("0".into()),
             },
             INT_OR_STRING => {
-                let kind = scalar(1, Scalar::Int64)?.and_then(|v| v.as_i64()).unwrap_or(0);
+                let kind = scalar(1, Scalar::Int64)?
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or(0);
                 match kind {
                     0 => scalar(2, Scalar::Int32)?.unwrap_or(Value::from(0)),
                     1 => scalar(3, Scalar::String)?.unwrap_or(Value::String(String::new())),
@@ -315,22 +332,25 @@ impl Decoder<'_> {
                 if wire.is_empty() {
                     return Ok(Some(Value::Null));
                 }
-                let seconds = scalar(1, Scalar::Int64)?.and_then(|v| v.as_i64()).unwrap_or(0);
-                let nanos = scalar(2, Scalar::Int32)?.and_then(|v| v.as_i64()).unwrap_or(0);
+                let seconds = scalar(1, Scalar::Int64)?
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or(0);
+                let nanos = scalar(2, Scalar::Int32)?
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or(0);
                 self.time(seconds, nanos, name == MICRO_TIME, path)?
             }
             DURATION => {
-                let ns = scalar(1, Scalar::Int64)?.and_then(|v| v.as_i64()).unwrap_or(0);
+                let ns = scalar(1, Scalar::Int64)?
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or(0);
                 Value::String(go_duration(ns))
             }
             RAW_EXTENSION | FIELDS_V1 => match last(1) {
                 None => Value::Null,
                 Some(Wire::Bytes(raw)) => self.embedded(raw, path, depth)?,
                 Some(other) => {
-                    return Err(self.bad(
-                        path,
-                        format!("raw bytes cannot be {}", other.describe()),
-                    ));
+                    return Err(self.bad(path, format!("raw bytes cannot be {}", other.describe())));
                 }
             },
             _ => return Ok(None),
@@ -349,9 +369,7 @@ impl Decoder<'_> {
             .filter(|n| *n < 1_000_000_000)
             .and_then(|n| chrono::DateTime::from_timestamp(seconds, n))
             .filter(|t| (0..=9999).contains(&chrono::Datelike::year(t)))
-            .ok_or_else(|| {
-                self.bad(path, format!("time {seconds}s {nanos}ns is out of range"))
-            })?;
+            .ok_or_else(|| self.bad(path, format!("time {seconds}s {nanos}ns is out of range")))?;
         let format = if micro {
             "%Y-%m-%dT%H:%M:%S%.6fZ"
         } else {

@@ -54,19 +54,35 @@ impl<'a> Reader<'a> {
         Err(format!("varint at byte {start} is longer than 10 bytes"))
     }
 
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+    /// The next `n` bytes, or an error saying how many `what` wanted and how many remain.
+    fn take(&mut self, n: usize, what: impl FnOnce() -> String) -> Result<&'a [u8], String> {
         let start = self.pos;
-        let end = start
+        let remain = self.buf.len().saturating_sub(start);
+        let Some(bytes) = start
             .checked_add(n)
-            .filter(|end| *end <= self.buf.len())
-            .ok_or_else(|| {
-                format!(
-                    "{what} at byte {start} needs {n} bytes but only {} remain",
-                    self.buf.len() - start
-                )
-            })?;
-        self.pos = end;
-        Ok(&self.buf[start..end])
+            .and_then(|end| self.buf.get(start..end))
+        else {
+            return Err(format!(
+                "{} needs {n} bytes but only {remain} remain",
+                what()
+            ));
+        };
+        self.pos += n;
+        Ok(bytes)
+    }
+
+    /// A little-endian 32-bit value (packed fixed32, sfixed32, float).
+    pub(crate) fn fixed32(&mut self) -> Result<u32, String> {
+        let at = self.pos;
+        self.take(4, || format!("32-bit value at byte {at}"))
+            .map(|b| u32::from_le_bytes(to_array(b)))
+    }
+
+    /// A little-endian 64-bit value (packed fixed64, sfixed64, double).
+    pub(crate) fn fixed64(&mut self) -> Result<u64, String> {
+        let at = self.pos;
+        self.take(8, || format!("64-bit value at byte {at}"))
+            .map(|b| u64::from_le_bytes(to_array(b)))
     }
 
     /// The next field, or `None` at the end of the message.
@@ -86,7 +102,7 @@ impl<'a> Reader<'a> {
             2 => {
                 let len = self.varint()?;
                 let len = usize::try_from(len).unwrap_or(usize::MAX);
-                Wire::Bytes(self.take(len, "length-delimited field")?)
+                Wire::Bytes(self.take(len, || format!("field {number} at byte {at}"))?)
             }
             5 => Wire::Fixed32(self.fixed32()?),
             other => {
@@ -96,16 +112,6 @@ impl<'a> Reader<'a> {
             }
         };
         Ok(Some((number, value)))
-    }
-
-    /// A little-endian 32-bit value (packed fixed32, sfixed32, float).
-    pub(crate) fn fixed32(&mut self) -> Result<u32, String> {
-        self.take(4, "32-bit value").map(|b| u32::from_le_bytes(to_array(b)))
-    }
-
-    /// A little-endian 64-bit value (packed fixed64, sfixed64, double).
-    pub(crate) fn fixed64(&mut self) -> Result<u64, String> {
-        self.take(8, "64-bit value").map(|b| u64::from_le_bytes(to_array(b)))
     }
 
     /// Every field of the message, in wire order.
@@ -159,9 +165,22 @@ mod tests {
     fn malformed_wire_is_an_error_naming_the_byte() {
         let cases: [(&[u8], &str); 6] = [
             (&[0x08, 0x96], "truncated varint at byte 1"),
-            (&[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f], "overflows 64 bits"),
-            (&[0x12, 0x05, b'a'], "needs 5 bytes but only 1 remain"),
-            (&[0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], "needs"),
+            (
+                &[
+                    0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+                ],
+                "overflows 64 bits",
+            ),
+            (
+                &[0x12, 0x05, b'a'],
+                "field 2 at byte 0 needs 5 bytes but only 1 remain",
+            ),
+            (
+                &[
+                    0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+                ],
+                "needs",
+            ),
             (&[0x0b], "wire type 3"),
             (&[0x00, 0x01], "invalid field number 0"),
         ];
