@@ -84,3 +84,94 @@ pub fn decode(content_type: Option<&str>, bytes: &[u8]) -> Result<Value, Failure
     }
     Ok(value)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const CONFIGMAP_PB: &[u8] = include_bytes!("../tests/fixtures/protobuf/configmap.32.bin");
+
+    #[test]
+    fn json_yaml_and_protobuf_give_the_same_object() {
+        let want = json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "c"}, "data": {"a": "1"}});
+        let text = want.to_string();
+        assert_eq!(
+            decode(Some("application/json"), text.as_bytes()).unwrap(),
+            want
+        );
+        // kubectl scale --current-replicas sends its PUT without a Content-Type.
+        assert_eq!(decode(None, text.as_bytes()).unwrap(), want);
+        assert_eq!(
+            decode(Some("application/json; charset=utf-8"), text.as_bytes()).unwrap(),
+            want
+        );
+        let yaml = "kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: c\ndata:\n  a: \"1\"\n";
+        assert_eq!(
+            decode(Some("application/yaml"), yaml.as_bytes()).unwrap(),
+            want
+        );
+        let pb = decode(Some("application/vnd.kubernetes.protobuf"), CONFIGMAP_PB).unwrap();
+        assert_eq!(pb["kind"], "ConfigMap");
+        assert_eq!(pb["data"]["a"], "1");
+    }
+
+    #[test]
+    fn unknown_content_types_are_415_in_the_apiservers_words() {
+        for ct in [
+            "text/plain",
+            "application/xml",
+            "application/merge-patch+json",
+        ] {
+            let err = decode(Some(ct), b"{}").unwrap_err();
+            assert_eq!(
+                (err.code, err.reason.as_str()),
+                (415, "UnsupportedMediaType")
+            );
+            assert!(
+                err.message.starts_with(
+                    "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+                ),
+                "{}",
+                err.message
+            );
+            assert!(err.message.contains(ct), "{}", err.message);
+        }
+        assert_eq!(format(Some("Application/YAML")).unwrap(), Format::Yaml);
+    }
+
+    #[test]
+    fn undecodable_bodies_are_400_with_the_position() {
+        let err = decode(Some("application/json"), b"{\n  \"kind\": ConfigMap\n}").unwrap_err();
+        assert_eq!(err.code, 400);
+        assert!(err.message.contains("not valid JSON"), "{}", err.message);
+        assert!(err.message.contains("line 2 column"), "{}", err.message);
+        let err = decode(Some("application/yaml"), b"kind: a\n  bad: [\n").unwrap_err();
+        assert_eq!(err.code, 400);
+        assert!(err.message.contains("not valid YAML"), "{}", err.message);
+        assert!(err.message.contains("line 2"), "{}", err.message);
+        let err = decode(None, b"[1, 2]").unwrap_err();
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (400, "the request body must be an object, got an array")
+        );
+        let err = decode(Some("application/json"), b"  \n").unwrap_err();
+        assert_eq!(err.message, "the request body is empty");
+        let err = decode(Some("application/vnd.kubernetes.protobuf"), b"{}").unwrap_err();
+        assert_eq!(err.code, 400);
+        assert!(err.message.contains("magic bytes"), "{}", err.message);
+    }
+
+    #[test]
+    fn bodies_over_three_mebibytes_are_413() {
+        let big = vec![b' '; MAX_BODY_BYTES + 1];
+        let err = decode(Some("application/json"), &big).unwrap_err();
+        assert_eq!(err.code, 413);
+        assert_eq!(err.reason, "RequestEntityTooLarge");
+        assert_eq!(err.message, "Request entity too large: limit is 3145728");
+        // The limit is checked before the Content-Type, as the apiserver reads the body first.
+        assert_eq!(decode(Some("text/plain"), &big).unwrap_err().code, 413);
+        assert!(check_size(MAX_BODY_BYTES).is_ok());
+    }
+}

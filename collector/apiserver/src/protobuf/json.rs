@@ -493,6 +493,45 @@ fn decimal(v: u64, per: u64) -> String {
 mod tests {
     use super::*;
 
+    fn decoder() -> Decoder<'static> {
+        Decoder {
+            schema: super::super::schema::schema().unwrap(),
+            what: "test".into(),
+        }
+    }
+
+    #[test]
+    fn specials_decode_to_their_json_forms() {
+        let d = decoder();
+        // Duration {1: 90s in ns}.
+        let ns = 90_000_000_000u64;
+        let mut duration = vec![0x08];
+        let mut v = ns;
+        while v >= 0x80 {
+            duration.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        duration.push(v as u8);
+        assert_eq!(d.message(DURATION, &duration, "", 0).unwrap(), "1m30s");
+        // Quantity {1: "250m"}; an empty one is Go's zero Quantity, "0".
+        assert_eq!(d.message(QUANTITY, b"\x0a\x04250m", "", 0).unwrap(), "250m");
+        assert_eq!(d.message(QUANTITY, b"", "", 0).unwrap(), "0");
+        // IntOrString {1: 1 (string), 3: "http"} and {2: 8080}.
+        assert_eq!(
+            d.message(INT_OR_STRING, b"\x08\x01\x1a\x04http", "", 0)
+                .unwrap(),
+            "http"
+        );
+        assert_eq!(
+            d.message(INT_OR_STRING, b"\x10\x90\x3f", "", 0).unwrap(),
+            8080
+        );
+        // An empty Time is Go's zero time: null.
+        assert_eq!(d.message(TIME, b"", "", 0).unwrap(), Value::Null);
+        let err = d.message(TIME, b"\x08\xff\xff\xff\xff\xff\xff\xff\x7f", "t", 0);
+        assert!(err.unwrap_err().message.contains("t: time"));
+    }
+
     #[test]
     fn durations_read_like_go() {
         for (ns, want) in [
