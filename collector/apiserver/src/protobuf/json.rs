@@ -73,10 +73,11 @@ impl Decoder<'_> {
                 .filter(|(n, _)| *n == field.number)
                 .map(|(_, w)| *w)
                 .collect();
-            let child = if path.is_empty() {
-                field.json.clone()
-            } else {
-                format!("{path}.{}", field.json)
+            // An inlined struct's fields sit in this object, so errors name them from here.
+            let child = match (field.inline, path.is_empty()) {
+                (true, _) => path.to_string(),
+                (false, true) => field.json.clone(),
+                (false, false) => format!("{path}.{}", field.json),
             };
             match field.card {
                 Card::Optional => self.optional(field, &sent, &child, depth, &mut out)?,
