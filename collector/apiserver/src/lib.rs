@@ -7,6 +7,7 @@
 //!   server-side apply) and the field ownership (`managedFields`) they maintain.
 //! - [`protobuf`]: request bodies kubectl sends as Kubernetes protobuf, decoded to API JSON.
 
+pub mod body;
 pub mod patch;
 pub mod protobuf;
 pub mod status;

@@ -1,1 +1,0 @@
-//! Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`), decoded to API JSON.
