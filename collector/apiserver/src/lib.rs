@@ -5,6 +5,7 @@
 //! - [`status`]: the `Status` failure an apiserver answers with (reason, code, details, causes).
 //! - [`patch`]: the four patch types kubectl sends (strategic merge, JSON merge, JSON patch,
 //!   server-side apply) and the field ownership (`managedFields`) they maintain.
+//! - [`body`]: a request body (JSON, YAML or Kubernetes protobuf, by Content-Type) as API JSON.
 //! - [`protobuf`]: request bodies kubectl sends as Kubernetes protobuf, decoded to API JSON.
 
 pub mod body;

@@ -7,6 +7,7 @@
 //! [`datasets::in_place`] ([`spans_file`], [`logs_file`]), so a large dataset serves at once, within
 //! bounded memory.
 
+pub mod live;
 pub mod logql;
 pub mod logs;
 pub mod logs_file;

@@ -100,7 +100,7 @@ pub struct LogCatalog {
 }
 
 /// Builds a catalog from lines seen in any order.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct CatalogBuilder {
     streams: BTreeMap<(ContainerKey, String), (i64, i64)>,
     restarts: HashMap<ContainerKey, BTreeMap<i32, i64>>,
@@ -222,6 +222,8 @@ impl dyn LogSource {
 pub struct MemLogs {
     lines: HashMap<ContainerKey, Vec<Line>>,
     catalog: Arc<LogCatalog>,
+    /// What the catalog is built from, kept so that appended lines extend it.
+    builder: CatalogBuilder,
 }
 
 impl MemLogs {
@@ -239,16 +241,41 @@ impl MemLogs {
                     text: r.line,
                 });
         }
-        let mut catalog = CatalogBuilder::default();
         for (k, lines) in &mut store.lines {
             lines.sort_by_key(|l| (l.restart, l.time_ns));
             for l in lines.iter() {
                 let k = (k.0.as_str(), k.1.as_str(), k.2.as_str());
-                catalog.add(k, l.restart, &l.stream, l.time_ns, l.time_ns);
+                store
+                    .builder
+                    .add(k, l.restart, &l.stream, l.time_ns, l.time_ns);
             }
         }
-        store.catalog = Arc::new(catalog.build());
+        store.catalog = Arc::new(store.builder.clone().build());
         store
+    }
+
+    /// Adds lines newer than most already held (a live environment's latest second).
+    pub fn append(&mut self, rows: impl IntoIterator<Item = LogRow>) {
+        for r in rows {
+            let k = (r.namespace.as_str(), r.pod.as_str(), r.container.as_str());
+            self.builder
+                .add(k, r.restart, &r.stream, r.time_ns, r.time_ns);
+            let lines = self
+                .lines
+                .entry((r.namespace, r.pod, r.container))
+                .or_default();
+            let line = Line {
+                time_ns: r.time_ns,
+                restart: r.restart,
+                stream: r.stream,
+                text: r.line,
+            };
+            // Lines arrive nearly in order: the insertion point is at or near the end.
+            let at =
+                lines.partition_point(|l| (l.restart, l.time_ns) <= (line.restart, line.time_ns));
+            lines.insert(at, line);
+        }
+        self.catalog = Arc::new(self.builder.clone().build());
     }
 }
 

@@ -39,32 +39,8 @@ impl ObjectTimeline {
     /// Adds object rows (any order). Unparseable object JSON is an error naming the object.
     pub fn add_objects(&mut self, rows: impl IntoIterator<Item = ObjectRow>) -> Result<(), String> {
         for row in rows {
-            let mut object: Value = serde_json::from_str(&row.object).map_err(|e| {
-                format!(
-                    "objects: {} {}/{}: the object is not JSON: {e}",
-                    row.kind,
-                    row.namespace.as_deref().unwrap_or(""),
-                    row.name
-                )
-            })?;
-            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-                // Captures drop managedFields; make sure nothing else slips it through.
-                meta.remove("managedFields");
-            }
-            self.push(
-                (
-                    row.api_version,
-                    row.kind,
-                    row.namespace.unwrap_or_default(),
-                    row.name,
-                ),
-                Version {
-                    observed_ns: row.observed_ns,
-                    change: row.change,
-                    object: Arc::new(object),
-                    rv: 0,
-                },
-            );
+            let (key, version) = object_version(row)?;
+            self.push(key, version);
         }
         Ok(())
     }
@@ -72,23 +48,45 @@ impl ObjectTimeline {
     /// Adds events as core/v1 Event objects; later rows of the same event update it.
     pub fn add_events(&mut self, rows: impl IntoIterator<Item = EventRow>) {
         for row in rows {
-            let key = (
-                "v1".to_string(),
-                "Event".to_string(),
-                row.namespace.clone(),
-                row.name.clone(),
-            );
-            let object = event_object(&row);
-            self.push(
-                key,
-                Version {
-                    observed_ns: row.time_ns,
-                    change: ChangeType::Modified,
-                    object: Arc::new(object),
-                    rv: 0,
-                },
-            );
+            let (key, version) = event_version(&row);
+            self.push(key, version);
         }
+    }
+
+    /// Appends what a live cluster produced since the last append, after [`Self::seal`]: the new
+    /// versions get the next resource versions at once, and `state` (the cluster now) follows.
+    /// Rows must not be older than what is already there (a live cluster emits them in time
+    /// order); an older one is an error and nothing after it is added.
+    pub fn append(
+        &mut self,
+        objects: impl IntoIterator<Item = ObjectRow>,
+        events: impl IntoIterator<Item = EventRow>,
+        state: &mut ClusterState,
+    ) -> Result<(), String> {
+        let objects = objects.into_iter().map(object_version);
+        let events = events.into_iter().map(|e| Ok(event_version(&e)));
+        for item in objects.chain(events) {
+            let (key, mut version) = item?;
+            if self.times.last().is_some_and(|&t| version.observed_ns < t) {
+                return Err(format!(
+                    "objects: {} {}/{} observed at {} is older than what the timeline holds",
+                    key.1, key.2, key.3, version.observed_ns
+                ));
+            }
+            version.rv = self.order.len() as u64 + 1;
+            set_resource_version(&mut version);
+            state.apply(&key, &version);
+            self.times.push(version.observed_ns);
+            let versions = self.versions.entry(key.clone()).or_default();
+            versions.push(version);
+            self.order.push((key, versions.len() - 1));
+        }
+        Ok(())
+    }
+
+    /// The newest cluster-wide resource version.
+    pub fn resource_version(&self) -> u64 {
+        self.order.len() as u64
     }
 
     fn push(&mut self, key: ObjectKey, version: Version) {
@@ -110,12 +108,7 @@ impl ObjectTimeline {
         for (rv, (_, key, i)) in order.iter().enumerate() {
             let version = &mut self.versions.get_mut(key).expect("key exists")[*i];
             version.rv = rv as u64 + 1;
-            if let Some(meta) = Arc::make_mut(&mut version.object)
-                .get_mut("metadata")
-                .and_then(Value::as_object_mut)
-            {
-                meta.insert("resourceVersion".into(), version.rv.to_string().into());
-            }
+            set_resource_version(version);
         }
         self.order = order.into_iter().map(|(_, k, i)| (k, i)).collect();
     }
@@ -181,6 +174,21 @@ pub struct ClusterState {
 }
 
 impl ClusterState {
+    /// Moves the state past one new version of an object.
+    fn apply(&mut self, key: &ObjectKey, version: &Version) {
+        let (api_version, kind, ns, name) = key;
+        let of_kind = self
+            .kinds
+            .entry((api_version.clone(), kind.clone()))
+            .or_default();
+        if version.change == ChangeType::Deleted {
+            of_kind.remove(&(ns.clone(), name.clone()));
+        } else {
+            of_kind.insert((ns.clone(), name.clone()), version.object.clone());
+        }
+        self.resource_version = version.rv;
+    }
+
     pub fn objects(&self, api_version: &str, kind: &str) -> impl Iterator<Item = &Arc<Value>> {
         self.kinds
             .get(&(api_version.to_string(), kind.to_string()))
@@ -192,6 +200,62 @@ impl ClusterState {
         self.kinds
             .get(&(api_version.to_string(), kind.to_string()))?
             .get(&(ns.to_string(), name.to_string()))
+    }
+}
+
+/// An object row as a timeline version (not yet numbered).
+fn object_version(row: ObjectRow) -> Result<(ObjectKey, Version), String> {
+    let mut object: Value = serde_json::from_str(&row.object).map_err(|e| {
+        format!(
+            "objects: {} {}/{}: the object is not JSON: {e}",
+            row.kind,
+            row.namespace.as_deref().unwrap_or(""),
+            row.name
+        )
+    })?;
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        // Captures drop managedFields; make sure nothing else slips it through.
+        meta.remove("managedFields");
+    }
+    let key = (
+        row.api_version,
+        row.kind,
+        row.namespace.unwrap_or_default(),
+        row.name,
+    );
+    let version = Version {
+        observed_ns: row.observed_ns,
+        change: row.change,
+        object: Arc::new(object),
+        rv: 0,
+    };
+    Ok((key, version))
+}
+
+/// An event row as a timeline version of its core/v1 Event.
+fn event_version(row: &EventRow) -> (ObjectKey, Version) {
+    let key = (
+        "v1".to_string(),
+        "Event".to_string(),
+        row.namespace.clone(),
+        row.name.clone(),
+    );
+    let version = Version {
+        observed_ns: row.time_ns,
+        change: ChangeType::Modified,
+        object: Arc::new(event_object(row)),
+        rv: 0,
+    };
+    (key, version)
+}
+
+/// Serves the version's number as the object's `metadata.resourceVersion`.
+fn set_resource_version(version: &mut Version) {
+    if let Some(meta) = Arc::make_mut(&mut version.object)
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+    {
+        meta.insert("resourceVersion".into(), version.rv.to_string().into());
     }
 }
 

@@ -225,12 +225,14 @@ impl dyn SpanSource {
     }
 }
 
-/// Spans held in memory, indexed by trace, service and time (small datasets, tests, and the
-/// reference the file-backed source is compared with).
+/// Spans held in memory, indexed by trace, service and time (small datasets, tests, the
+/// reference the file-backed source is compared with, and a live environment's spans).
 #[derive(Debug, Default)]
 pub struct MemSpans {
-    /// Sorted by start time.
+    /// Sorted by start time up to `sorted`; spans appended since (a live environment's newest)
+    /// follow unsorted and are scanned, until there are enough of them to sort everything again.
     spans: Vec<SpanRow>,
+    sorted: usize,
     by_trace: HashMap<String, Vec<usize>>,
     /// Span indices per service, in start order.
     by_service: BTreeMap<String, Vec<usize>>,
@@ -256,9 +258,41 @@ impl MemSpans {
                 .push(i);
             catalog.add(&s.service, &s.name, &s.kind, s.start_ns);
         }
+        store.sorted = spans.len();
         store.spans = spans;
         store.catalog = Arc::new(catalog);
         store
+    }
+
+    /// Adds spans newer than most already held (a live environment's latest second).
+    pub fn append(&mut self, rows: impl IntoIterator<Item = SpanRow>) {
+        let catalog = Arc::make_mut(&mut self.catalog);
+        for s in rows {
+            catalog.add(&s.service, &s.name, &s.kind, s.start_ns);
+            self.by_trace
+                .entry(trace_key(&s.trace_id))
+                .or_default()
+                .push(self.spans.len());
+            self.spans.push(s);
+        }
+        // Re-sorting costs O(n log n): doing it when the unsorted tail reaches a quarter of the
+        // whole keeps appends amortised O(log n) a span and scans of the tail short.
+        let tail = self.spans.len() - self.sorted;
+        if tail > 4096.max(self.sorted / 4) {
+            *self = MemSpans::new(std::mem::take(&mut self.spans));
+        }
+    }
+
+    /// Indices of the spans started in `[from, upto]`: a range of the sorted part, then the
+    /// matching part of the unsorted tail.
+    fn started_in(&self, from: i64, upto: i64) -> impl Iterator<Item = usize> + '_ {
+        let sorted = &self.spans[..self.sorted];
+        let lo = sorted.partition_point(|s| s.start_ns < from);
+        let hi = sorted.partition_point(|s| s.start_ns <= upto);
+        (lo..hi.max(lo)).chain(
+            (self.sorted..self.spans.len())
+                .filter(move |&i| (from..=upto).contains(&self.spans[i].start_ns)),
+        )
     }
 
     fn trace_rows(&self, key: &str, now: i64) -> Vec<SpanRow> {
@@ -290,19 +324,17 @@ impl SpanSource for MemSpans {
     ) -> anyhow::Result<Vec<String>> {
         let upto = q.start_max_ns.min(now);
         let candidates: Box<dyn Iterator<Item = usize>> = match &q.service {
-            Some(svc) => match self.by_service.get(svc) {
-                Some(idx) => {
-                    let lo = idx.partition_point(|&i| self.spans[i].start_ns < q.start_min_ns);
-                    let hi = idx.partition_point(|&i| self.spans[i].start_ns <= upto);
-                    Box::new(idx[lo..hi.max(lo)].iter().copied())
-                }
-                None => Box::new(std::iter::empty()),
-            },
-            None => {
-                let lo = self.spans.partition_point(|s| s.start_ns < q.start_min_ns);
-                let hi = self.spans.partition_point(|s| s.start_ns <= upto);
-                Box::new(lo..hi.max(lo))
+            Some(svc) => {
+                let idx = self.by_service.get(svc).map_or(&[][..], Vec::as_slice);
+                let lo = idx.partition_point(|&i| self.spans[i].start_ns < q.start_min_ns);
+                let hi = idx.partition_point(|&i| self.spans[i].start_ns <= upto);
+                let tail = (self.sorted..self.spans.len()).filter(move |&i| {
+                    let s = &self.spans[i];
+                    &s.service == svc && (q.start_min_ns..=upto).contains(&s.start_ns)
+                });
+                Box::new(idx[lo..hi.max(lo)].iter().copied().chain(tail))
             }
+            None => Box::new(self.started_in(q.start_min_ns, upto)),
         };
         let mut newest = Newest::default();
         for i in candidates {
@@ -315,12 +347,9 @@ impl SpanSource for MemSpans {
     }
 
     fn dependencies(&self, from: i64, to: i64, now: i64) -> anyhow::Result<Links> {
-        let upto = to.min(now);
-        let lo = self.spans.partition_point(|s| s.start_ns < from);
-        let hi = self.spans.partition_point(|s| s.start_ns <= upto);
-        let traces: BTreeSet<String> = self.spans[lo..hi.max(lo)]
-            .iter()
-            .map(|s| trace_key(&s.trace_id))
+        let traces: BTreeSet<String> = self
+            .started_in(from, to.min(now))
+            .map(|i| trace_key(&self.spans[i].trace_id))
             .collect();
         let mut links = Links::new();
         for id in traces {

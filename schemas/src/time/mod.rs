@@ -8,7 +8,11 @@
 //! `real now − virtual now` at the moment of the request, and every time a client sends is moved back
 //! by the same amount: client-side ages (`kubectl describe` event ages, Grafana's "last 15 minutes")
 //! then look live, while the data stays frozen at the virtual now.
+//!
+//! A live environment's now moves with its simulation ([`LiveNow`]); its served times are moved by
+//! a constant, so that at 1x speed they are wall-clock times.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -17,8 +21,109 @@ pub mod duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Clock {
-    virtual_now_ns: i64,
-    shift: bool,
+    now: Now,
+    shift: Shift,
+}
+
+/// Where the virtual now comes from.
+#[derive(Debug, Clone, Copy)]
+enum Now {
+    /// A recording: now never moves.
+    Fixed(i64),
+    /// A live environment: the simulation moves it forward as it runs.
+    Live(&'static LiveNow),
+}
+
+impl PartialEq for Now {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Now::Fixed(a), Now::Fixed(b)) => a == b,
+            (Now::Live(a), Now::Live(b)) => std::ptr::eq(*a, *b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Now {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shift {
+    None,
+    /// By `real now − virtual now` at each reading (a frozen recording made to look live).
+    ToRealNow,
+    /// By a constant (a live environment whose virtual clock runs with the wall clock).
+    Fixed(i64),
+}
+
+/// The virtual now of a live environment, moved by its simulation and read by every API.
+///
+/// Leaked to a `&'static` so that [`Clock`] stays `Copy` (it is read by value on every request);
+/// one is made per environment, a few bytes each.
+#[derive(Debug)]
+pub struct LiveNow(AtomicI64);
+
+impl LiveNow {
+    pub fn leak(now_ns: i64) -> &'static LiveNow {
+        Box::leak(Box::new(LiveNow(AtomicI64::new(now_ns))))
+    }
+
+    pub fn set(&self, now_ns: i64) {
+        self.0.store(now_ns, Ordering::Release);
+    }
+
+    pub fn get(&self) -> i64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+impl Clock {
+    pub fn frozen(virtual_now_ns: i64) -> Self {
+        Clock {
+            now: Now::Fixed(virtual_now_ns),
+            shift: Shift::None,
+        }
+    }
+
+    pub fn shifted(virtual_now_ns: i64) -> Self {
+        Clock {
+            now: Now::Fixed(virtual_now_ns),
+            shift: Shift::ToRealNow,
+        }
+    }
+
+    /// A live environment's clock: now is what the simulation has reached, served `shift_ns`
+    /// later (so that at 1x speed served times are wall-clock times).
+    pub fn live(now: &'static LiveNow, shift_ns: i64) -> Self {
+        Clock {
+            now: Now::Live(now),
+            shift: Shift::Fixed(shift_ns),
+        }
+    }
+
+    pub fn is_shifted(&self) -> bool {
+        self.shift != Shift::None
+    }
+
+    /// Whether now moves (a live environment) rather than being fixed (a recording).
+    pub fn is_live(&self) -> bool {
+        matches!(self.now, Now::Live(_))
+    }
+
+    pub fn read(&self) -> Reading {
+        let virtual_now_ns = match self.now {
+            Now::Fixed(t) => t,
+            Now::Live(now) => now.get(),
+        };
+        let shift_ns = match self.shift {
+            Shift::None => 0,
+            Shift::ToRealNow => real_now_ns() - virtual_now_ns,
+            Shift::Fixed(s) => s,
+        };
+        Reading {
+            virtual_now_ns,
+            shift_ns,
+        }
+    }
 }
 
 /// The clock as read at the start of one request: every conversion in that request uses the same
@@ -28,38 +133,6 @@ pub struct Reading {
     pub virtual_now_ns: i64,
     /// Added to recorded times to serve them; subtracted from client times to look them up.
     pub shift_ns: i64,
-}
-
-impl Clock {
-    pub fn frozen(virtual_now_ns: i64) -> Self {
-        Clock {
-            virtual_now_ns,
-            shift: false,
-        }
-    }
-
-    pub fn shifted(virtual_now_ns: i64) -> Self {
-        Clock {
-            virtual_now_ns,
-            shift: true,
-        }
-    }
-
-    pub fn is_shifted(&self) -> bool {
-        self.shift
-    }
-
-    pub fn read(&self) -> Reading {
-        let shift_ns = if self.shift {
-            real_now_ns() - self.virtual_now_ns
-        } else {
-            0
-        };
-        Reading {
-            virtual_now_ns: self.virtual_now_ns,
-            shift_ns,
-        }
-    }
 }
 
 impl Reading {
