@@ -372,9 +372,11 @@ fn diff_at(old: &Value, new: &Value, ctx: Ctx, list: List, path: &mut Path, d: &
         }
         (Value::Array(o), Value::Array(n)) => diff_list(o, n, ctx, list, path, d),
         _ => {
-            collect(old, ctx, list, path, &mut d.removed, Mode::Created);
+            // What was under the old value went away; the path itself was changed, not removed.
+            let mut gone = FieldSet::default();
+            collect(old, ctx, list, path, &mut gone, Mode::Created);
+            d.removed.union(&gone.filter(|p| p != path.as_slice()));
             collect(new, ctx, list, path, &mut d.changed, Mode::Created);
-            // A leaf changed in place (or became `{}`) is still owned by whoever changed it.
             d.changed.insert(path);
         }
     }
