@@ -1,1 +1,0 @@
-//! Patches: strategic merge, JSON merge, JSON patch and server-side apply.
