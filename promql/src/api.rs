@@ -19,7 +19,7 @@ use schemas::time::Clock;
 
 use crate::eval::{Engine, EvalError};
 use crate::labels::Labels;
-use crate::storage::{LabelMatcher, SeriesId, Storage, TimeShifted};
+use crate::storage::{LabelMatcher, SeriesId, Storage, StorageSource, TimeShifted};
 use crate::value::{Value, format_float, format_timestamp};
 
 /// Prometheus refuses range queries with more points per series than this.
@@ -28,7 +28,7 @@ pub const MAX_POINTS_PER_SERIES: i64 = 11_000;
 /// What the API serves.
 #[derive(Clone)]
 pub struct PromApi {
-    pub storage: Arc<dyn Storage>,
+    pub storage: Arc<dyn StorageSource>,
     /// "Now" for queries without a time; a shifted clock serves the frozen data as if recorded
     /// just now, so `time()`, `timestamp()`, `@` and the client's own "last 15 minutes" agree.
     pub clock: Clock,
@@ -36,7 +36,7 @@ pub struct PromApi {
 }
 
 impl PromApi {
-    pub fn new(storage: Arc<dyn Storage>, clock: Clock) -> Self {
+    pub fn new(storage: Arc<dyn StorageSource>, clock: Clock) -> Self {
         PromApi {
             storage,
             clock,
@@ -294,7 +294,8 @@ async fn query(
     let p = Params::from_request(&uri, &headers, &body);
     let run = move || -> Result<Reply, ApiError> {
         let clock = api.clock.read();
-        let st = TimeShifted::new(api.storage.as_ref(), clock.shift_ms());
+        let storage = api.storage.read();
+        let st = TimeShifted::new(&**storage, clock.shift_ms());
         let t = time_param(&p, "time", Some(clock.virtual_now_ms() + st.shift_ms))?;
         let engine = engine_for(&api, &p)?;
         let expr = parse_query(&p)?;
@@ -343,7 +344,8 @@ async fn query_range(
         }
         let engine = engine_for(&api, &p)?;
         let expr = parse_query(&p)?;
-        let st = TimeShifted::new(api.storage.as_ref(), api.clock.read().shift_ms());
+        let storage = api.storage.read();
+        let st = TimeShifted::new(&**storage, api.clock.read().shift_ms());
         let mut m = engine.range(&st, &expr, start, end, step)?;
         if let Some(n) = limit(&p)? {
             m.truncate(n);
@@ -360,6 +362,7 @@ async fn query_range(
 /// `[start, end]`.
 fn matched_series(
     api: &PromApi,
+    storage: &dyn Storage,
     p: &Params,
     require_match: bool,
 ) -> Result<Vec<SeriesId>, ApiError> {
@@ -369,7 +372,7 @@ fn matched_series(
     if selectors.is_empty() && require_match {
         return Err(ApiError::bad_data("no match[] parameter provided"));
     }
-    let st = &TimeShifted::new(api.storage.as_ref(), api.clock.read().shift_ms());
+    let st = &TimeShifted::new(storage, api.clock.read().shift_ms());
     let mut ids: BTreeSet<SeriesId> = BTreeSet::new();
     if selectors.is_empty() {
         let all = st.select(&[]);
@@ -435,14 +438,15 @@ async fn series(
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
     let run = move || -> Result<Reply, ApiError> {
-        let ids = matched_series(&api, &p, true)?;
+        let storage = api.storage.read();
+        let ids = matched_series(&api, &**storage, &p, true)?;
         let lim = limit(&p)?.unwrap_or(usize::MAX);
         let mut out = String::from("[");
         for (i, id) in ids.iter().take(lim).enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            render_labels(&mut out, api.storage.series_labels(*id));
+            render_labels(&mut out, storage.series_labels(*id));
         }
         out.push(']');
         Ok(Reply::truncated(out, ids.len() > lim))
@@ -475,18 +479,19 @@ async fn labels(
     let p = Params::from_request(&uri, &headers, &body);
     let run = move || -> Result<Reply, ApiError> {
         let lim = limit(&p)?;
+        let storage = api.storage.read();
         let names: BTreeSet<String> =
             if p.get("match[]").is_none() && p.get("start").is_none() && p.get("end").is_none() {
-                api.storage
+                storage
                     .label_names()
                     .iter()
                     .map(|s| s.to_string())
                     .collect()
             } else {
-                let ids = matched_series(&api, &p, false)?;
+                let ids = matched_series(&api, &**storage, &p, false)?;
                 ids.iter()
                     .flat_map(|&id| {
-                        api.storage
+                        storage
                             .series_labels(id)
                             .iter()
                             .map(|(k, _)| k.to_string())
@@ -514,17 +519,18 @@ async fn label_values(
             return Err(ApiError::bad_data(format!("invalid label name: {name:?}")));
         }
         let lim = limit(&p)?;
+        let storage = api.storage.read();
         let values: BTreeSet<String> =
             if p.get("match[]").is_none() && p.get("start").is_none() && p.get("end").is_none() {
-                api.storage
+                storage
                     .label_values(&name)
                     .iter()
                     .map(|s| s.to_string())
                     .collect()
             } else {
-                let ids = matched_series(&api, &p, false)?;
+                let ids = matched_series(&api, &**storage, &p, false)?;
                 ids.iter()
-                    .map(|&id| api.storage.series_labels(id).get(&name).to_string())
+                    .map(|&id| storage.series_labels(id).get(&name).to_string())
                     .filter(|v| !v.is_empty())
                     .collect()
             };
@@ -551,7 +557,8 @@ async fn metadata(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap)
         }
     };
     let metric = p.get("metric");
-    let md = api.storage.metadata();
+    let storage = api.storage.read();
+    let md = storage.metadata();
     let selected: BTreeMap<&String, Vec<_>> = md
         .iter()
         .filter(|(name, _)| metric.is_none_or(|m| m == name.as_str()))

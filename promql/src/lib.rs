@@ -5,7 +5,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use promql::{Clock, Engine, PromApi, Storage, StorageBuilder, Value, parse};
+//! use promql::{Clock, Engine, PromApi, StorageBuilder, StorageSource, Value, parse};
 //!
 //! let mut b = StorageBuilder::new();
 //! b.set_metadata("http_requests_total", "counter", "Requests served.", "");
@@ -20,7 +20,7 @@
 //! assert_eq!(v[0].labels.get("code"), "500");
 //!
 //! // The HTTP API: merge more routes into the returned axum::Router as needed.
-//! let storage: Arc<dyn Storage> = Arc::new(store);
+//! let storage: Arc<dyn StorageSource> = Arc::new(store);
 //! let app: axum::Router = promql::router(PromApi::new(storage, Clock::frozen(300_000 * 1_000_000)));
 //! # drop(app);
 //! ```
@@ -30,6 +30,7 @@ pub mod chunk;
 pub mod disk;
 pub mod eval;
 pub mod labels;
+pub mod live;
 pub mod promqltest;
 pub mod storage;
 pub mod value;
@@ -38,7 +39,8 @@ pub use api::{PromApi, router};
 pub use disk::{DiskConfig, DiskStorage};
 pub use eval::{Engine, EvalError, parse};
 pub use labels::Labels;
+pub use live::LiveStorage;
 /// The virtual clock the API answers by (shared with every other faultline API).
 pub use schemas::time::Clock;
-pub use storage::{LabelMatcher, MemStorage, Storage, StorageBuilder};
+pub use storage::{LabelMatcher, MemStorage, Storage, StorageBuilder, StorageSource};
 pub use value::{Sample, Series, Value};

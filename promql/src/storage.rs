@@ -167,6 +167,30 @@ pub trait Storage: Send + Sync {
     fn metadata(&self) -> &BTreeMap<String, Vec<MetricMetadata>>;
 }
 
+/// A [`Storage`] read for the length of one request: plain stores are read as they are, a live
+/// environment's store under its lock (the simulation appends between requests).
+pub type StorageGuard<'a> = Box<dyn std::ops::Deref<Target = dyn Storage + 'a> + 'a>;
+
+/// Where the API gets its [`Storage`] for one request.
+pub trait StorageSource: Send + Sync {
+    fn read(&self) -> StorageGuard<'_>;
+}
+
+struct Plain<'a>(&'a dyn Storage);
+
+impl<'a> std::ops::Deref for Plain<'a> {
+    type Target = dyn Storage + 'a;
+    fn deref(&self) -> &Self::Target {
+        self.0
+    }
+}
+
+impl<T: Storage> StorageSource for T {
+    fn read(&self) -> StorageGuard<'_> {
+        Box::new(Plain(self))
+    }
+}
+
 /// A store whose sample times are moved by `shift_ms`: reads translate the window back to recorded
 /// times and the samples forward to served ones.
 pub struct TimeShifted<'a> {
@@ -241,7 +265,7 @@ pub struct MemStorage {
     chunks: Vec<ChunkMeta>,
     bytes: Arena,
     /// name → value → series ids (ascending; ids are assigned in label order).
-    index: BTreeMap<Str, BTreeMap<Str, Vec<SeriesId>>>,
+    index: Postings,
     metadata: BTreeMap<String, Vec<MetricMetadata>>,
 }
 
@@ -270,28 +294,63 @@ impl MemStorage {
         let s = &self.series[id as usize];
         &self.chunks[s.first_chunk as usize..(s.first_chunk + s.num_chunks) as usize]
     }
+}
 
-    /// Ids of series whose `name` label satisfies `m`, for a matcher that rejects the empty
-    /// string (so series lacking the label are excluded, and postings are exact).
-    fn postings_for(&self, m: &LabelMatcher) -> Vec<SeriesId> {
-        let Some(values) = self.index.get(m.name.as_str()) else {
+/// name → value → series ids (ascending).
+pub(crate) type Postings = BTreeMap<Str, BTreeMap<Str, Vec<SeriesId>>>;
+
+/// Ids of series whose `name` label satisfies `m`, for a matcher that rejects the empty
+/// string (so series lacking the label are excluded, and postings are exact).
+fn postings_for(index: &Postings, m: &LabelMatcher) -> Vec<SeriesId> {
+    let Some(values) = index.get(m.name.as_str()) else {
+        return Vec::new();
+    };
+    if let MatchKind::Equal = m.kind {
+        return values.get(m.value.as_str()).cloned().unwrap_or_default();
+    }
+    let mut out: Vec<SeriesId> = Vec::new();
+    let mut parts = 0;
+    for (v, ids) in values {
+        if m.matches(v) {
+            out.extend_from_slice(ids);
+            parts += 1;
+        }
+    }
+    if parts > 1 {
+        out.sort_unstable();
+    }
+    out
+}
+
+/// The ids (ascending) of the `count` series that match every matcher, through the postings.
+pub(crate) fn select_indexed<'a>(
+    index: &Postings,
+    count: usize,
+    labels_of: impl Fn(SeriesId) -> &'a Labels,
+    matchers: &[LabelMatcher],
+) -> Vec<SeriesId> {
+    // Matchers that reject "" can only match series carrying the label: use the index for
+    // those, then check the rest series by series.
+    let (indexed, rest): (Vec<&LabelMatcher>, Vec<&LabelMatcher>) =
+        matchers.iter().partition(|m| !m.matches(""));
+    let mut candidates: Option<Vec<SeriesId>> = None;
+    for m in &indexed {
+        let p = postings_for(index, m);
+        candidates = Some(match candidates {
+            None => p,
+            Some(c) => intersect(&c, &p),
+        });
+        if candidates.as_ref().is_some_and(|c| c.is_empty()) {
             return Vec::new();
-        };
-        if let MatchKind::Equal = m.kind {
-            return values.get(m.value.as_str()).cloned().unwrap_or_default();
         }
-        let mut out: Vec<SeriesId> = Vec::new();
-        let mut parts = 0;
-        for (v, ids) in values {
-            if m.matches(v) {
-                out.extend_from_slice(ids);
-                parts += 1;
-            }
-        }
-        if parts > 1 {
-            out.sort_unstable();
-        }
-        out
+    }
+    let keep = |id: &SeriesId| {
+        let l = labels_of(*id);
+        rest.iter().all(|m| m.matches(l.get(&m.name)))
+    };
+    match candidates {
+        Some(c) => c.into_iter().filter(keep).collect(),
+        None => (0..count as SeriesId).filter(keep).collect(),
     }
 }
 
@@ -314,29 +373,12 @@ fn intersect(a: &[SeriesId], b: &[SeriesId]) -> Vec<SeriesId> {
 
 impl Storage for MemStorage {
     fn select(&self, matchers: &[LabelMatcher]) -> Vec<SeriesId> {
-        // Matchers that reject "" can only match series carrying the label: use the index for
-        // those, then check the rest series by series.
-        let (indexed, rest): (Vec<&LabelMatcher>, Vec<&LabelMatcher>) =
-            matchers.iter().partition(|m| !m.matches(""));
-        let mut candidates: Option<Vec<SeriesId>> = None;
-        for m in &indexed {
-            let p = self.postings_for(m);
-            candidates = Some(match candidates {
-                None => p,
-                Some(c) => intersect(&c, &p),
-            });
-            if candidates.as_ref().is_some_and(|c| c.is_empty()) {
-                return Vec::new();
-            }
-        }
-        let keep = |id: &SeriesId| {
-            let l = &self.series[*id as usize].labels;
-            rest.iter().all(|m| m.matches(l.get(&m.name)))
-        };
-        match candidates {
-            Some(c) => c.into_iter().filter(keep).collect(),
-            None => (0..self.series.len() as SeriesId).filter(keep).collect(),
-        }
+        select_indexed(
+            &self.index,
+            self.series.len(),
+            |id| &self.series[id as usize].labels,
+            matchers,
+        )
     }
 
     fn series_labels(&self, id: SeriesId) -> &Labels {

@@ -3,7 +3,7 @@
 //! Prometheus keeps for its alerting rules.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use anyhow::Context;
 use arrow_array::RecordBatch;
@@ -14,6 +14,7 @@ use datasets::Dataset;
 use datasets::encode::{for_each_alert, for_each_metric};
 use promql::api::PromApi;
 use promql::storage::SeriesHandle;
+use promql::storage::StorageSource;
 use promql::{DiskConfig, DiskStorage, MemStorage, Storage, StorageBuilder};
 use schemas::tables::{AlertRow, Labels, MetricMeta, Table};
 use serde_json::{Value, json};
@@ -216,6 +217,32 @@ impl RecordedAlerts {
         Ok(out)
     }
 
+    /// A live environment's newest alert observation (rows come in time order): it replaces the
+    /// alert's previous one, its rule is recorded if new, the `ALERTS` series gets the sample, and
+    /// alerts no longer observed fall out of the current ones.
+    pub fn observe(&mut self, a: AlertRow, storage: &mut promql::LiveStorage) {
+        let own = [
+            ("alertname", a.alertname.as_str()),
+            ("alertstate", a.state.as_str()),
+        ];
+        let labels = a
+            .labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .filter(|(k, _)| !own.iter().any(|(name, _)| name == k));
+        let id = storage.series("ALERTS", labels.chain(own));
+        storage.push(id, a.time_ns.div_euclid(1_000_000), 1.0);
+        let now_ns = a.time_ns;
+        self.rules
+            .entry(a.alertname.clone())
+            .or_insert_with(|| a.clone());
+        self.current
+            .retain(|c| !(c.alertname == a.alertname && c.labels == a.labels));
+        self.current.push(a);
+        self.current
+            .retain(|c| now_ns - c.time_ns <= ALERT_FRESHNESS_NS);
+    }
+
     /// The latest observation of every alert still current at the virtual now.
     pub fn current(&self) -> &[AlertRow] {
         &self.current
@@ -228,12 +255,23 @@ impl RecordedAlerts {
 }
 
 struct AlertsState {
-    alerts: RecordedAlerts,
+    alerts: Arc<RwLock<RecordedAlerts>>,
     clock: Clock,
 }
 
-/// The query API with the alert routes merged in.
-pub fn router(storage: Arc<dyn Storage>, alerts: RecordedAlerts, clock: Clock) -> Router {
+impl AlertsState {
+    fn alerts(&self) -> std::sync::RwLockReadGuard<'_, RecordedAlerts> {
+        self.alerts.read().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The query API with the alert routes merged in. A live environment keeps appending to the
+/// storage and the alerts; a replay's never change.
+pub fn router(
+    storage: Arc<dyn StorageSource>,
+    alerts: Arc<RwLock<RecordedAlerts>>,
+    clock: Clock,
+) -> Router {
     let api = PromApi::new(storage, clock);
     let state = Arc::new(AlertsState { alerts, clock });
     promql::api::router(api).merge(
@@ -259,7 +297,7 @@ fn alert_json(a: &AlertRow, state: &AlertsState) -> Value {
 
 async fn alerts_handler(State(state): State<Arc<AlertsState>>) -> axum::Json<Value> {
     let alerts: Vec<Value> = state
-        .alerts
+        .alerts()
         .current
         .iter()
         .map(|a| alert_json(a, &state))
@@ -271,13 +309,13 @@ async fn alerts_handler(State(state): State<Arc<AlertsState>>) -> axum::Json<Val
 /// alerting rule with its labels and annotations and its current alerts; the expression is not
 /// known and is served empty.
 async fn rules_handler(State(state): State<Arc<AlertsState>>) -> axum::Json<Value> {
-    let mut rules: BTreeMap<&str, (&AlertRow, Vec<Value>)> = state
-        .alerts
+    let recorded = state.alerts();
+    let mut rules: BTreeMap<&str, (&AlertRow, Vec<Value>)> = recorded
         .rules
         .iter()
         .map(|(name, example)| (name.as_str(), (example, Vec::new())))
         .collect();
-    for a in &state.alerts.current {
+    for a in &recorded.current {
         if let Some((_, list)) = rules.get_mut(a.alertname.as_str()) {
             list.push(alert_json(a, &state));
         }

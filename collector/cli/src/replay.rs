@@ -125,7 +125,7 @@ impl Replay {
         let prometheus = serve(
             opts.listen,
             1,
-            prometheus::router(metrics, alerts, clock),
+            prometheus::router(metrics, Arc::new(std::sync::RwLock::new(alerts)), clock),
             &mut servers,
         )
         .await?;

@@ -205,7 +205,11 @@ fn metrics_from_disk_equal_metrics_in_memory() {
     let (mem, alerts) = storage(&ds, &metadata, end_ns).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let app = router(Arc::new(mem), alerts, Clock::frozen(end_ns));
+        let app = router(
+            Arc::new(mem),
+            Arc::new(std::sync::RwLock::new(alerts)),
+            Clock::frozen(end_ns),
+        );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let reference = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });

@@ -630,7 +630,7 @@ impl Drop for Faultline {
     }
 }
 
-pub async fn start_faultline(storage: Arc<dyn Storage>) -> Faultline {
+pub async fn start_faultline(storage: Arc<dyn promql::StorageSource>) -> Faultline {
     let api = PromApi::new(
         storage,
         promql::Clock::frozen((T0_MS + WINDOW_MS) * 1_000_000),
