@@ -11,8 +11,10 @@
 
 pub mod bootstrap;
 pub mod controllers;
+pub mod decode;
 pub mod kinds;
 pub mod objects;
+pub mod quantity;
 pub mod runtime;
 pub mod util;
 pub mod world;
