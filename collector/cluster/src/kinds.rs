@@ -20,6 +20,8 @@ use serde_json::Value;
 use super::objects::*;
 use super::util;
 use super::world::World;
+use super::writes::{self, DeleteOptions, Strategy};
+use apiserver::status::Failure;
 
 /// How an object of a kind is found in its world map: namespaced kinds by [`Key`]
 /// (namespace, name), cluster-scoped kinds by name alone (their [`Key`] has an empty namespace).
@@ -121,12 +123,22 @@ pub trait Objects: Sync {
     fn meta_mut<'w>(&self, w: &'w mut World, k: &Key) -> Option<&'w mut Meta>;
     /// Removes the object (not touched); whether there was one.
     fn remove(&self, w: &mut World, k: &Key) -> bool;
+
+    /// A client's create in namespace `ns` (ignored for cluster-scoped kinds): the new key.
+    /// See [`writes::create`].
+    fn create(&self, w: &mut World, ns: &str, body: &Value) -> Result<Key, Failure>;
+    /// A client's update (PUT, or a patched object): whether anything changed.
+    fn update(&self, w: &mut World, k: &Key, body: &Value) -> Result<bool, Failure>;
+    /// A write to the `/status` subresource: whether anything changed.
+    fn update_status(&self, w: &mut World, k: &Key, body: &Value) -> Result<bool, Failure>;
+    /// A client's delete: the object as deleted.
+    fn delete(&self, w: &mut World, k: &Key, opts: DeleteOptions) -> Result<Value, Failure>;
 }
 
 /// [`Objects`] of the kind of `T`.
 struct Of<T>(PhantomData<fn() -> T>);
 
-impl<T: Object> Objects for Of<T> {
+impl<T: Strategy> Objects for Of<T> {
     fn keys(&self, w: &World) -> Vec<Key> {
         T::map(w).keys().map(MapKey::to_key).collect()
     }
@@ -146,6 +158,22 @@ impl<T: Object> Objects for Of<T> {
 
     fn remove(&self, w: &mut World, k: &Key) -> bool {
         w.remove_object::<T>(k).is_some()
+    }
+
+    fn create(&self, w: &mut World, ns: &str, body: &Value) -> Result<Key, Failure> {
+        writes::create::<T>(w, ns, body)
+    }
+
+    fn update(&self, w: &mut World, k: &Key, body: &Value) -> Result<bool, Failure> {
+        writes::update::<T>(w, k, body)
+    }
+
+    fn update_status(&self, w: &mut World, k: &Key, body: &Value) -> Result<bool, Failure> {
+        writes::update_status::<T>(w, k, body)
+    }
+
+    fn delete(&self, w: &mut World, k: &Key, opts: DeleteOptions) -> Result<Value, Failure> {
+        writes::delete::<T>(w, k, opts)
     }
 }
 

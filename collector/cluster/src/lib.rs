@@ -16,5 +16,8 @@ pub mod kinds;
 pub mod objects;
 pub mod quantity;
 pub mod runtime;
+pub mod strategies;
 pub mod util;
+pub mod validate;
 pub mod world;
+pub mod writes;
