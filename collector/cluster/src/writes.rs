@@ -411,3 +411,556 @@ pub fn garbage_collect(w: &mut World) {
         w.touch(Kind::Namespace, &key("", &name));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::Runtime;
+
+    const NS: &str = "app";
+
+    /// A world with nodes and the `app` namespace, from the first catalog app.
+    fn world() -> World {
+        let catalog = problems::Catalog::builtin().expect("builtin catalog");
+        let mut app = catalog.apps().next().expect("an app").clone();
+        app.namespace = NS.into();
+        let mut w = World::new(3, 1_700_000_000_000_000_000, Runtime::new());
+        crate::bootstrap::build(&mut w, &app);
+        w
+    }
+
+    fn deployment(name: &str, image: &str) -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "web", "image": image,
+                        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
+                }
+            }
+        })
+    }
+
+    fn settle(w: &mut World, passes: usize) {
+        for _ in 0..passes {
+            controllers::reconcile(w);
+            w.now += 1_000_000_000;
+        }
+    }
+
+    fn invalid_causes(f: Failure) -> Vec<(String, String)> {
+        assert_eq!((f.code, f.reason.as_str()), (422, "Invalid"), "{f}");
+        f.causes.into_iter().map(|c| (c.field, c.message)).collect()
+    }
+
+    #[test]
+    fn create_assigns_identity_and_defaults() {
+        let mut w = world();
+        let k = create::<Deployment>(&mut w, NS, &deployment("web", "nginx")).unwrap();
+        let d = w.object::<Deployment>(&k).unwrap().clone();
+        assert_eq!(d.meta.uid.len(), 36);
+        assert_eq!(d.meta.created, w.now);
+        assert_eq!(d.meta.generation, 1);
+        assert_eq!(d.strategy, crate::objects::Strategy::rolling());
+        let v = d.to_json();
+        assert_eq!(v["spec"]["revisionHistoryLimit"], 10);
+        assert_eq!(v["spec"]["progressDeadlineSeconds"], 600);
+        let c = &v["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["imagePullPolicy"], "Always", "untagged image");
+        assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
+        assert_eq!(c["terminationMessagePolicy"], "File");
+        let s = &v["spec"]["template"]["spec"];
+        assert_eq!(s["restartPolicy"], "Always");
+        assert_eq!(s["dnsPolicy"], "ClusterFirst");
+        assert_eq!(s["schedulerName"], "default-scheduler");
+        assert_eq!(s["serviceAccountName"], "default");
+
+        let svc = json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}});
+        let sk = create::<Service>(&mut w, NS, &svc).unwrap();
+        let sv = w.object::<Service>(&sk).unwrap().to_json();
+        assert!(
+            sv["spec"]["clusterIP"]
+                .as_str()
+                .unwrap()
+                .starts_with("10.96.")
+        );
+        assert_eq!(
+            sv["spec"]["ports"][0],
+            json!({"protocol": "TCP", "port": 80, "targetPort": 80})
+        );
+        assert_eq!(sv["spec"]["type"], "ClusterIP");
+
+        let pod = json!({"metadata": {"generateName": "job-"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}});
+        let pk = create::<Pod>(&mut w, NS, &pod).unwrap();
+        assert!(pk.1.starts_with("job-") && pk.1.len() == 9, "{}", pk.1);
+        let p = &w.pods[&pk];
+        assert_eq!(p.spec.containers[0].image_pull_policy, "IfNotPresent");
+        assert_eq!(p.spec.tolerations, default_tolerations());
+        assert_eq!(p.phase, "Pending");
+        assert_eq!(p.statuses.len(), 1);
+
+        let again = create::<Deployment>(&mut w, NS, &deployment("web", "nginx")).unwrap_err();
+        assert_eq!(again.code, 409);
+        assert_eq!(again.message, "deployments.apps \"web\" already exists");
+        let missing =
+            create::<ConfigMap>(&mut w, "nope", &json!({"metadata": {"name": "x"}})).unwrap_err();
+        assert_eq!(
+            (missing.code, missing.message.as_str()),
+            (404, "namespaces \"nope\" not found")
+        );
+    }
+
+    #[test]
+    fn a_client_pod_without_owner_is_scheduled() {
+        let mut w = world();
+        let pod = json!({"metadata": {"name": "debug"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+        let k = Kind::Pod.objects().create(&mut w, NS, &pod).unwrap();
+        settle(&mut w, 2);
+        let p = &w.pods[&k];
+        assert!(p.spec.node_name.is_some(), "scheduled: {:?}", p.conditions);
+        assert!(p.meta.owner.is_none());
+    }
+
+    #[test]
+    fn update_keeps_identity_status_and_counts_generations() {
+        let mut w = world();
+        let k = create::<Deployment>(&mut w, NS, &deployment("web", "nginx:1.26")).unwrap();
+        settle(&mut w, 3);
+        let before = w.object::<Deployment>(&k).unwrap().clone();
+        assert!(before.counts.replicas > 0 || !before.conditions.is_empty());
+        let mut body = before.to_json();
+        body["status"] = json!({"replicas": 99});
+        body["metadata"]["uid"] = json!("forged");
+        assert!(
+            !update::<Deployment>(&mut w, &k, &body).unwrap(),
+            "no change, no write"
+        );
+
+        body["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.27");
+        body["spec"]["template"]["spec"]["containers"][0]["startupProbe"] =
+            json!({"tcpSocket": {"port": 80}});
+        body["spec"]["paused"] = json!(false);
+        assert!(update::<Deployment>(&mut w, &k, &body).unwrap());
+        let after = w.object::<Deployment>(&k).unwrap();
+        assert_eq!(after.meta.uid, before.meta.uid);
+        assert_eq!(after.meta.created, before.meta.created);
+        assert_eq!(after.counts, before.counts, "status is the controller's");
+        assert_eq!(after.meta.generation, before.meta.generation + 1);
+        let v = after.to_json();
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["startupProbe"]["tcpSocket"]["port"],
+            80
+        );
+        assert_eq!(v["spec"]["paused"], false);
+
+        let mut annotated = v.clone();
+        annotated["metadata"]["annotations"]["team"] = json!("sre");
+        assert!(update::<Deployment>(&mut w, &k, &annotated).unwrap());
+        assert_eq!(
+            w.object::<Deployment>(&k).unwrap().meta.generation,
+            before.meta.generation + 2
+        );
+
+        // A stale resourceVersion conflicts; none at all is an unconditional update.
+        let mut stale = annotated.clone();
+        stale["metadata"]["resourceVersion"] = json!("1");
+        stale["spec"]["replicas"] = json!(5);
+        let c = update::<Deployment>(&mut w, &k, &stale).unwrap_err();
+        assert_eq!(c.code, 409);
+        settle(&mut w, 3);
+        assert_eq!(
+            w.replicasets
+                .values()
+                .filter(|r| r.meta.is_owned_by(&before.meta.uid))
+                .count(),
+            2,
+            "a rollout started"
+        );
+    }
+
+    #[test]
+    fn validation_errors_in_the_api_servers_words() {
+        let mut w = world();
+        let mut bad = deployment("Bad_Name", "");
+        bad["spec"]["replicas"] = json!(-1);
+        bad["spec"]["template"]["spec"]["containers"] = json!([
+            {"name": "web", "image": "", "ports": [{"containerPort": 70000}],
+             "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}},
+            {"name": "web", "image": "x"}
+        ]);
+        let f = create::<Deployment>(&mut w, NS, &bad).unwrap_err();
+        assert!(
+            f.message
+                .starts_with("Deployment.apps \"Bad_Name\" is invalid: ["),
+            "{}",
+            f.message
+        );
+        let causes = invalid_causes(f);
+        let has = |field: &str, msg: &str| causes.iter().any(|(f, m)| f == field && m == msg);
+        assert!(
+            has(
+                "metadata.name",
+                "Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+            ),
+            "{causes:#?}"
+        );
+        assert!(has(
+            "spec.replicas",
+            "Invalid value: -1: must be greater than or equal to 0"
+        ));
+        assert!(has(
+            "spec.template.spec.containers[0].image",
+            "Required value"
+        ));
+        assert!(has(
+            "spec.template.spec.containers[1].name",
+            "Duplicate value: \"web\""
+        ));
+        assert!(has(
+            "spec.template.spec.containers[0].ports[0].containerPort",
+            "Invalid value: 70000: must be between 1 and 65535, inclusive"
+        ));
+        assert!(has(
+            "spec.template.spec.containers[0].resources.requests",
+            "Invalid value: \"2\": must be less than or equal to cpu limit of 1"
+        ));
+
+        let mut mismatch = deployment("web", "nginx");
+        mismatch["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+        mismatch["metadata"]["labels"] = json!({"bad key!": "v"});
+        let causes = invalid_causes(create::<Deployment>(&mut w, NS, &mismatch).unwrap_err());
+        assert!(
+            causes.contains(&(
+                "spec.template.metadata.labels".into(),
+                "Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`"
+                    .into()
+            )),
+            "{causes:#?}"
+        );
+        assert!(causes.iter().any(|(f, m)| f == "metadata.labels"
+            && m.starts_with(
+                "Invalid value: \"bad key!\": name part must consist of alphanumeric characters"
+            )));
+
+        let no_containers = json!({"metadata": {"name": "p"}, "spec": {}});
+        let causes = invalid_causes(create::<Pod>(&mut w, NS, &no_containers).unwrap_err());
+        assert_eq!(
+            causes,
+            vec![("spec.containers".to_string(), "Required value".to_string())]
+        );
+        let unnamed = json!({"metadata": {}, "spec": {"containers": [{"image": "x"}]}});
+        let causes = invalid_causes(create::<Pod>(&mut w, NS, &unnamed).unwrap_err());
+        assert!(causes.contains(&(
+            "metadata.name".into(),
+            "Required value: name or generateName is required".into()
+        )));
+        assert!(causes.contains(&("spec.containers[0].name".into(), "Required value".into())));
+
+        let portless = json!({"metadata": {"name": "svc"}, "spec": {"selector": {"a": "b"}}});
+        let f = create::<Service>(&mut w, NS, &portless).unwrap_err();
+        assert_eq!(
+            f.message,
+            "Service \"svc\" is invalid: spec.ports: Required value"
+        );
+        let zero = json!({"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 0}]}});
+        let causes = invalid_causes(create::<Service>(&mut w, NS, &zero).unwrap_err());
+        assert!(causes.contains(&(
+            "spec.ports[0].port".into(),
+            "Invalid value: 0: must be between 1 and 65535, inclusive".into()
+        )));
+        let f = create::<Service>(
+            &mut w,
+            NS,
+            &json!({"metadata": {"name": "1svc"}, "spec": {"ports": [{"port": 80}]}}),
+        )
+        .unwrap_err();
+        assert!(f.message.contains("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character"), "{}", f.message);
+    }
+
+    #[test]
+    fn immutable_fields_stay() {
+        let mut w = world();
+        let k = create::<Deployment>(&mut w, NS, &deployment("web", "nginx")).unwrap();
+        let mut body = w.object::<Deployment>(&k).unwrap().to_json();
+        body["spec"]["selector"]["matchLabels"] = json!({"app": "web2"});
+        body["spec"]["template"]["metadata"]["labels"] = json!({"app": "web2"});
+        let causes = invalid_causes(update::<Deployment>(&mut w, &k, &body).unwrap_err());
+        assert_eq!(
+            causes,
+            vec![(
+                "spec.selector".to_string(),
+                "Invalid value: {\"matchLabels\":{\"app\":\"web2\"}}: field is immutable"
+                    .to_string()
+            )]
+        );
+
+        let sk = create::<Service>(
+            &mut w,
+            NS,
+            &json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}}),
+        )
+        .unwrap();
+        let mut svc = w.object::<Service>(&sk).unwrap().to_json();
+        let ip = svc["spec"]["clusterIP"].clone();
+        svc["spec"]["clusterIP"] = json!("10.96.9.9");
+        let causes = invalid_causes(update::<Service>(&mut w, &sk, &svc).unwrap_err());
+        assert_eq!(
+            causes,
+            vec![(
+                "spec.clusterIPs[0]".to_string(),
+                "Invalid value: [\"10.96.9.9\"]: may not change once set".to_string()
+            )]
+        );
+        svc["spec"].as_object_mut().unwrap().remove("clusterIP");
+        svc["spec"]["ports"][0]["port"] = json!(8080);
+        assert!(update::<Service>(&mut w, &sk, &svc).unwrap());
+        assert_eq!(
+            w.object::<Service>(&sk).unwrap().to_json()["spec"]["clusterIP"],
+            ip,
+            "kept when left out"
+        );
+
+        let ck = create::<ConfigMap>(
+            &mut w,
+            NS,
+            &json!({"metadata": {"name": "cfg"}, "data": {"a": "1"}, "immutable": true}),
+        )
+        .unwrap();
+        let mut cm = w.object::<ConfigMap>(&ck).unwrap().to_json();
+        cm["data"]["a"] = json!("2");
+        cm["immutable"] = json!(false);
+        let causes = invalid_causes(update::<ConfigMap>(&mut w, &ck, &cm).unwrap_err());
+        assert_eq!(
+            causes,
+            vec![
+                (
+                    "data".to_string(),
+                    "Forbidden: field is immutable when `immutable` is set".to_string()
+                ),
+                (
+                    "immutable".to_string(),
+                    "Forbidden: field is immutable when `immutable` is set".to_string()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn pod_updates_change_images_only() {
+        let mut w = world();
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}});
+        let k = create::<Pod>(&mut w, NS, &pod).unwrap();
+        settle(&mut w, 1);
+        let mut body = w.pods[&k].to_json();
+        body["spec"]["containers"][0]["image"] = json!("busybox:2");
+        body["spec"]["activeDeadlineSeconds"] = json!(60);
+        assert!(update::<Pod>(&mut w, &k, &body).unwrap());
+        assert_eq!(w.pods[&k].spec.containers[0].image, "busybox:2");
+        assert!(
+            w.pods[&k].spec.node_name.is_some(),
+            "kept from the stored pod"
+        );
+        body["spec"]["containers"][0]["env"] = json!([{"name": "A", "value": "1"}]);
+        let causes = invalid_causes(update::<Pod>(&mut w, &k, &body).unwrap_err());
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].0, "spec");
+        assert!(causes[0].1.starts_with(
+            "Forbidden: pod updates may not change fields other than `spec.containers[*].image`"
+        ));
+    }
+
+    #[test]
+    fn deletes_terminate_pods_and_collect_garbage() {
+        let mut w = world();
+        let k = create::<Deployment>(&mut w, NS, &deployment("web", "nginx")).unwrap();
+        settle(&mut w, 3);
+        let uid = w.object::<Deployment>(&k).unwrap().meta.uid.clone();
+        let rs: Vec<Key> = w
+            .replicasets
+            .iter()
+            .filter(|(_, r)| r.meta.is_owned_by(&uid))
+            .map(|(k, _)| k.clone())
+            .collect();
+        assert_eq!(rs.len(), 1);
+        let rs_uid = w.replicasets[&rs[0]].meta.uid.clone();
+        let pods: Vec<Key> = w
+            .pods
+            .iter()
+            .filter(|(_, p)| p.meta.is_owned_by(&rs_uid))
+            .map(|(k, _)| k.clone())
+            .collect();
+        assert_eq!(pods.len(), 2);
+
+        // A pod owned by a ReplicaSet comes back under a new name.
+        let gone = delete::<Pod>(
+            &mut w,
+            &pods[0],
+            DeleteOptions {
+                grace_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(gone["metadata"]["name"], pods[0].1.as_str());
+        assert!(!w.pods.contains_key(&pods[0]));
+        settle(&mut w, 1);
+        let now_owned = w
+            .pods
+            .iter()
+            .filter(|(_, p)| p.meta.is_owned_by(&rs_uid) && p.meta.deleted_at.is_none())
+            .count();
+        assert_eq!(now_owned, 2, "replaced");
+
+        // Graceful: the pod stays, terminating.
+        let v = delete::<Pod>(&mut w, &pods[1], DeleteOptions::default()).unwrap();
+        assert!(v["metadata"]["deletionTimestamp"].is_string());
+        assert_eq!(v["metadata"]["deletionGracePeriodSeconds"], 30);
+
+        // Background: the Deployment goes now, its ReplicaSet and pods over the next passes.
+        let deleted = Kind::Deployment
+            .objects()
+            .delete(&mut w, &k, DeleteOptions::default())
+            .unwrap();
+        assert_eq!(deleted["metadata"]["uid"], uid.as_str());
+        settle(&mut w, 1);
+        assert!(!w.replicasets.contains_key(&rs[0]));
+        settle(&mut w, 1);
+        assert!(
+            w.pods
+                .values()
+                .filter(|p| p.meta.is_owned_by(&rs_uid))
+                .all(|p| p.meta.deleted_at.is_some())
+        );
+        let missing = delete::<Deployment>(&mut w, &k, DeleteOptions::default()).unwrap_err();
+        assert_eq!(missing.message, "deployments.apps \"web\" not found");
+    }
+
+    #[test]
+    fn orphan_and_foreground_propagation() {
+        let mut w = world();
+        let k = create::<Deployment>(&mut w, NS, &deployment("web", "nginx")).unwrap();
+        settle(&mut w, 3);
+        let uid = w.object::<Deployment>(&k).unwrap().meta.uid.clone();
+        delete::<Deployment>(
+            &mut w,
+            &k,
+            DeleteOptions {
+                grace_seconds: None,
+                propagation: Propagation::Orphan,
+            },
+        )
+        .unwrap();
+        let orphans: Vec<&ReplicaSet> = w
+            .replicasets
+            .values()
+            .filter(|r| r.meta.name.starts_with("web-"))
+            .collect();
+        assert_eq!(orphans.len(), 1);
+        assert!(orphans[0].meta.owner.is_none());
+        settle(&mut w, 2);
+        assert!(
+            w.replicasets
+                .values()
+                .any(|r| r.meta.name.starts_with("web-")),
+            "orphans stay"
+        );
+
+        let k2 = create::<Deployment>(&mut w, NS, &deployment("api", "nginx")).unwrap();
+        settle(&mut w, 3);
+        let uid2 = w.object::<Deployment>(&k2).unwrap().meta.uid.clone();
+        assert_ne!(uid, uid2);
+        delete::<Deployment>(
+            &mut w,
+            &k2,
+            DeleteOptions {
+                grace_seconds: None,
+                propagation: Propagation::Foreground,
+            },
+        )
+        .unwrap();
+        assert!(
+            !w.replicasets
+                .values()
+                .any(|r| r.meta.name.starts_with("api-")),
+            "dependents first"
+        );
+        assert!(
+            w.pods
+                .values()
+                .filter(|p| p.meta.name.starts_with("api-"))
+                .all(|p| p.meta.deleted_at.is_some() || p.spec.node_name.is_none())
+        );
+    }
+
+    #[test]
+    fn deleting_a_namespace_deletes_its_content() {
+        let mut w = world();
+        create::<Namespace>(&mut w, "", &json!({"metadata": {"name": "scratch"}})).unwrap();
+        assert!(w.service_accounts.contains_key(&key("scratch", "default")));
+        create::<ConfigMap>(&mut w, "scratch", &json!({"metadata": {"name": "c"}})).unwrap();
+        create::<Pod>(&mut w, "scratch", &json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})).unwrap();
+        let v = delete::<Namespace>(&mut w, &key("", "scratch"), DeleteOptions::default()).unwrap();
+        assert_eq!(v["status"]["phase"], "Terminating");
+        assert!(!w.configmaps.contains_key(&key("scratch", "c")));
+        let f = create::<ConfigMap>(&mut w, "scratch", &json!({"metadata": {"name": "d"}}))
+            .unwrap_err();
+        assert_eq!(f.code, 403);
+        settle(&mut w, 1);
+        assert!(!w.namespaces.contains_key("scratch"));
+    }
+
+    #[test]
+    fn status_writes_change_status_only() {
+        let mut w = world();
+        let k = create::<Deployment>(&mut w, NS, &deployment("web", "nginx")).unwrap();
+        let mut body = w.object::<Deployment>(&k).unwrap().to_json();
+        body["spec"]["replicas"] = json!(7);
+        body["status"]["observedGeneration"] = json!(1);
+        body["status"]["readyReplicas"] = json!(2);
+        assert!(update_status::<Deployment>(&mut w, &k, &body).unwrap());
+        let d = w.object::<Deployment>(&k).unwrap();
+        assert_eq!((d.replicas, d.counts.ready), (2, 2));
+    }
+
+    #[test]
+    fn wrong_typed_bodies_are_refused_not_panicked_on() {
+        let mut w = world();
+        let k = create::<Deployment>(&mut w, NS, &deployment("web", "nginx")).unwrap();
+        let bodies = [
+            json!(null),
+            json!("x"),
+            json!([1]),
+            json!({"metadata": []}),
+            json!({"metadata": {"name": "web"}, "spec": {"replicas": "2"}}),
+            json!({"metadata": {"name": "web"}, "spec": {"template": {"spec": {"containers": "x"}}}}),
+            json!({"metadata": {"name": "web"}, "spec": {"template": {"spec": {"containers": [{"name": "a", "image": "b", "resources": {"limits": {"memory": "lots"}}}]}}}}),
+            json!({"metadata": {"name": "web", "labels": ["a"]}}),
+        ];
+        for &kind in Kind::ALL {
+            for b in &bodies {
+                let objects = kind.objects();
+                let ns = if kind.namespaced() { NS } else { "" };
+                if let Err(f) = objects.create(&mut w, ns, b) {
+                    assert!(matches!(f.code, 400 | 409 | 422), "{kind:?} {b}: {f}");
+                }
+                let target = key(ns, "web");
+                if let Err(f) = objects.update(&mut w, &target, b) {
+                    assert!(matches!(f.code, 400 | 404 | 409 | 422), "{kind:?} {b}: {f}");
+                }
+            }
+        }
+        let f = update::<Deployment>(&mut w, &k, &bodies[6]).unwrap_err();
+        assert_eq!(f.code, 400);
+        assert_eq!(
+            f.message,
+            format!(
+                "Deployment in version \"v1\" cannot be handled as a Deployment: spec.template.spec.containers[0]: {}",
+                crate::quantity::FORMAT_ERROR
+            )
+        );
+    }
+}
