@@ -241,6 +241,7 @@ pub fn build(w: &mut World, app: &AppSpec) {
             ConfigMap {
                 meta,
                 data: cm.data.clone(),
+                extra: serde_json::Map::new(),
             },
         );
         w.touch(Kind::ConfigMap, &k);
@@ -294,6 +295,7 @@ fn namespace(w: &mut World, ns: &str) {
                 "-----BEGIN CERTIFICATE-----\nMIIDBTCCAe2gAwIBAgIIQ2VydGlmaWNhdGUwDQYJKoZIhvcNAQELBQAwFTETMBEG\n-----END CERTIFICATE-----\n".to_string(),
             )]
             .into(),
+            extra: serde_json::Map::new(),
         },
     );
     w.touch(Kind::ConfigMap, &k);
@@ -309,6 +311,7 @@ fn cluster_dns(w: &mut World) {
         ConfigMap {
             meta,
             data: [("Corefile".to_string(), COREFILE.to_string())].into(),
+            extra: serde_json::Map::new(),
         },
     );
     w.touch(Kind::ConfigMap, &k);
@@ -430,6 +433,7 @@ fn cluster_dns(w: &mut World) {
             ],
             cluster_ip: "10.96.0.10".into(),
             internal_traffic_policy: "Cluster".into(),
+            spec_extra: serde_json::Map::new(),
         },
     );
     w.touch(Kind::Service, &k);
@@ -460,6 +464,7 @@ fn deployment(
             counts: ReplicaCounts::default(),
             conditions: vec![],
             revision: 0,
+            spec_extra: serde_json::Map::new(),
         },
     );
     w.touch(Kind::Deployment, &k);
@@ -575,6 +580,7 @@ pub fn service_object(w: &mut World, app: &AppSpec, s: &ServiceSpec) {
                 .collect(),
             cluster_ip: ip,
             internal_traffic_policy: "Cluster".into(),
+            spec_extra: serde_json::Map::new(),
         },
     );
     w.touch(Kind::Service, &k);

@@ -18,6 +18,11 @@ pub fn reconcile(w: &mut World) {
     schedule(w);
     level_triggered(w, "endpoints", objects_only(endpoints));
     level_triggered(w, "resourcequota", objects_only(quotas));
+    level_triggered(
+        w,
+        "garbage-collector",
+        objects_only(super::writes::garbage_collect),
+    );
 }
 
 /// A pass that reads objects only, never the clock.

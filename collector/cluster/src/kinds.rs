@@ -14,11 +14,14 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::marker::PhantomData;
 
+use apiserver::status::Cause;
 use serde_json::Value;
 
 use super::objects::*;
 use super::util;
 use super::world::World;
+use super::writes::{self, DeleteOptions, Strategy};
+use apiserver::status::Failure;
 
 /// How an object of a kind is found in its world map: namespaced kinds by [`Key`]
 /// (namespace, name), cluster-scoped kinds by name alone (their [`Key`] has an empty namespace).
@@ -65,6 +68,8 @@ pub trait Object: Clone + Debug + Send + Sync + 'static {
     fn meta_mut(&mut self) -> &mut Meta;
     /// The object as the API server returns it.
     fn to_json(&self) -> Value;
+    /// The object decoded from API JSON, the inverse of [`Object::to_json`] (see `decode.rs`).
+    fn from_api(v: &Value) -> Result<Self, Vec<Cause>>;
     /// This kind's map in the world.
     fn map(w: &World) -> &BTreeMap<Self::Id, Self>;
     fn map_mut(w: &mut World) -> &mut BTreeMap<Self::Id, Self>;
@@ -118,12 +123,22 @@ pub trait Objects: Sync {
     fn meta_mut<'w>(&self, w: &'w mut World, k: &Key) -> Option<&'w mut Meta>;
     /// Removes the object (not touched); whether there was one.
     fn remove(&self, w: &mut World, k: &Key) -> bool;
+
+    /// A client's create in namespace `ns` (ignored for cluster-scoped kinds): the new key.
+    /// See [`writes::create`].
+    fn create(&self, w: &mut World, ns: &str, body: &Value) -> Result<Key, Failure>;
+    /// A client's update (PUT, or a patched object): whether anything changed.
+    fn update(&self, w: &mut World, k: &Key, body: &Value) -> Result<bool, Failure>;
+    /// A write to the `/status` subresource: whether anything changed.
+    fn update_status(&self, w: &mut World, k: &Key, body: &Value) -> Result<bool, Failure>;
+    /// A client's delete: the object as deleted.
+    fn delete(&self, w: &mut World, k: &Key, opts: DeleteOptions) -> Result<Value, Failure>;
 }
 
 /// [`Objects`] of the kind of `T`.
 struct Of<T>(PhantomData<fn() -> T>);
 
-impl<T: Object> Objects for Of<T> {
+impl<T: Strategy> Objects for Of<T> {
     fn keys(&self, w: &World) -> Vec<Key> {
         T::map(w).keys().map(MapKey::to_key).collect()
     }
@@ -144,13 +159,29 @@ impl<T: Object> Objects for Of<T> {
     fn remove(&self, w: &mut World, k: &Key) -> bool {
         w.remove_object::<T>(k).is_some()
     }
+
+    fn create(&self, w: &mut World, ns: &str, body: &Value) -> Result<Key, Failure> {
+        writes::create::<T>(w, ns, body)
+    }
+
+    fn update(&self, w: &mut World, k: &Key, body: &Value) -> Result<bool, Failure> {
+        writes::update::<T>(w, k, body)
+    }
+
+    fn update_status(&self, w: &mut World, k: &Key, body: &Value) -> Result<bool, Failure> {
+        writes::update_status::<T>(w, k, body)
+    }
+
+    fn delete(&self, w: &mut World, k: &Key, opts: DeleteOptions) -> Result<Value, Failure> {
+        writes::delete::<T>(w, k, opts)
+    }
 }
 
 /// Declares the kinds: the [`Kind`] enum, its API facts, and the [`Object`] implementation of
 /// each object type. Per kind: its scope (`namespaced`, or `cluster`: keyed by name) and what a
 /// revert restores (`whole` object, or `spec`: through the type's [`RestoreSpec`]).
 macro_rules! kinds {
-    ($($kind:ident => $ty:ty, $map:ident, $api:literal, $scope:ident, $restore:ident;)*) => {
+    ($($kind:ident => $ty:ty, $map:ident, $api:literal, $resource:literal, $scope:ident, $restore:ident;)*) => {
         /// The kinds the simulator keeps, in the order their rows are emitted.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Kind {
@@ -171,6 +202,18 @@ macro_rules! kinds {
                 match self {
                     $(Kind::$kind => $api,)*
                 }
+            }
+
+            /// The resource (plural) the API serves the kind as: `deployments`.
+            pub fn resource(self) -> &'static str {
+                match self {
+                    $(Kind::$kind => $resource,)*
+                }
+            }
+
+            /// The API group: empty for the core group.
+            pub fn group(self) -> &'static str {
+                self.api_version().rsplit_once('/').map_or("", |(g, _)| g)
             }
 
             pub fn namespaced(self) -> bool {
@@ -200,6 +243,9 @@ macro_rules! kinds {
                 fn to_json(&self) -> Value {
                     <$ty>::to_json(self)
                 }
+                fn from_api(v: &Value) -> Result<Self, Vec<Cause>> {
+                    <$ty>::from_api(v)
+                }
                 fn map(w: &World) -> &BTreeMap<Self::Id, Self> {
                     &w.$map
                 }
@@ -225,24 +271,24 @@ macro_rules! kinds {
     };
 }
 
-// Kind => object type, world map, apiVersion, scope, what a revert restores.
+// Kind => object type, world map, apiVersion, resource, scope, what a revert restores.
 kinds! {
-    Namespace => Namespace, namespaces, "v1", cluster, whole;
-    Node => Node, nodes, "v1", cluster, spec;
-    ConfigMap => ConfigMap, configmaps, "v1", namespaced, spec;
-    Secret => Secret, secrets, "v1", namespaced, whole;
-    ServiceAccount => ServiceAccount, service_accounts, "v1", namespaced, whole;
-    Role => Role, roles, "rbac.authorization.k8s.io/v1", namespaced, whole;
-    RoleBinding => RoleBinding, role_bindings, "rbac.authorization.k8s.io/v1", namespaced, whole;
-    PersistentVolumeClaim => Pvc, pvcs, "v1", namespaced, whole;
-    ResourceQuota => ResourceQuota, quotas, "v1", namespaced, whole;
-    NetworkPolicy => NetworkPolicy, netpols, "networking.k8s.io/v1", namespaced, whole;
-    Service => Service, services, "v1", namespaced, spec;
-    Deployment => Deployment, deployments, "apps/v1", namespaced, spec;
-    StatefulSet => StatefulSet, statefulsets, "apps/v1", namespaced, spec;
-    ReplicaSet => ReplicaSet, replicasets, "apps/v1", namespaced, whole;
-    Pod => Pod, pods, "v1", namespaced, whole;
-    Endpoints => Endpoints, endpoints, "v1", namespaced, whole;
+    Namespace => Namespace, namespaces, "v1", "namespaces", cluster, whole;
+    Node => Node, nodes, "v1", "nodes", cluster, spec;
+    ConfigMap => ConfigMap, configmaps, "v1", "configmaps", namespaced, spec;
+    Secret => Secret, secrets, "v1", "secrets", namespaced, whole;
+    ServiceAccount => ServiceAccount, service_accounts, "v1", "serviceaccounts", namespaced, whole;
+    Role => Role, roles, "rbac.authorization.k8s.io/v1", "roles", namespaced, whole;
+    RoleBinding => RoleBinding, role_bindings, "rbac.authorization.k8s.io/v1", "rolebindings", namespaced, whole;
+    PersistentVolumeClaim => Pvc, pvcs, "v1", "persistentvolumeclaims", namespaced, whole;
+    ResourceQuota => ResourceQuota, quotas, "v1", "resourcequotas", namespaced, whole;
+    NetworkPolicy => NetworkPolicy, netpols, "networking.k8s.io/v1", "networkpolicies", namespaced, whole;
+    Service => Service, services, "v1", "services", namespaced, spec;
+    Deployment => Deployment, deployments, "apps/v1", "deployments", namespaced, spec;
+    StatefulSet => StatefulSet, statefulsets, "apps/v1", "statefulsets", namespaced, spec;
+    ReplicaSet => ReplicaSet, replicasets, "apps/v1", "replicasets", namespaced, whole;
+    Pod => Pod, pods, "v1", "pods", namespaced, whole;
+    Endpoints => Endpoints, endpoints, "v1", "endpoints", namespaced, whole;
 }
 
 /// What a revert writes back into a live object of a kind declared `spec`: the part faults change,
@@ -321,6 +367,7 @@ mod tests {
         let cm = ConfigMap {
             meta: w.meta(Some("app"), "settings", Labels::new()),
             data: [("k".to_string(), "v".to_string())].into(),
+            extra: serde_json::Map::new(),
         };
         let ns = Namespace {
             meta: w.meta(None, "app", Labels::new()),

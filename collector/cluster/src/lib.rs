@@ -11,8 +11,13 @@
 
 pub mod bootstrap;
 pub mod controllers;
+pub mod decode;
 pub mod kinds;
 pub mod objects;
+pub mod quantity;
 pub mod runtime;
+pub mod strategies;
 pub mod util;
+pub mod validate;
 pub mod world;
+pub mod writes;

@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
 use serde::ser::SerializeMap;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
 
 use super::util::{cpu_quantity, memory_quantity, rfc3339};
 
@@ -36,6 +36,11 @@ pub struct Meta {
     pub generation: i64,
     pub generate_name: Option<String>,
     pub deleted_at: Option<i64>,
+    /// `deletionGracePeriodSeconds` of a graceful deletion (30 when not given).
+    pub deletion_grace: Option<i64>,
+    /// Metadata fields the model does not use (finalizers, managedFields, other owners...),
+    /// kept so that what a client wrote comes back.
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,7 +76,10 @@ impl Meta {
         m.insert("creationTimestamp".into(), json!(rfc3339(self.created)));
         if let Some(d) = self.deleted_at {
             m.insert("deletionTimestamp".into(), json!(rfc3339(d)));
-            m.insert("deletionGracePeriodSeconds".into(), json!(30));
+            m.insert(
+                "deletionGracePeriodSeconds".into(),
+                json!(self.deletion_grace.unwrap_or(30)),
+            );
         }
         if !self.labels.is_empty() {
             m.insert("labels".into(), json!(self.labels));
@@ -91,6 +99,9 @@ impl Meta {
                     "blockOwnerDeletion": true,
                 }]),
             );
+        }
+        for (k, v) in &self.extra {
+            m.insert(k.clone(), v.clone());
         }
         Value::Object(m)
     }
@@ -184,7 +195,7 @@ fn node_condition_json(c: &Condition, heartbeat: i64, unknown: bool) -> Value {
 // Pod spec types (shared by pods and the templates of their controllers)
 
 /// `port` fields that take a number or a port name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum IntOrString {
     Int(i32),
@@ -217,7 +228,8 @@ impl Serialize for ResourceList {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Resources {
     #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub limits: ResourceList,
@@ -225,7 +237,7 @@ pub struct Resources {
     pub requests: ResourceList,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerPort {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -233,30 +245,64 @@ pub struct ContainerPort {
     pub container_port: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_port: Option<i32>,
+    #[serde(default = "defaults::tcp")]
     pub protocol: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeyRef {
     pub name: String,
     pub key: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum EnvSource {
     ConfigMapKeyRef(KeyRef),
     SecretKeyRef(KeyRef),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", from = "EnvVarWire")]
 pub struct EnvVar {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value_from: Option<EnvSource>,
+    /// A `valueFrom` the model does not resolve (`fieldRef`, `resourceFieldRef`), kept as written.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// An env var as written: `valueFrom` is typed only when it is a ConfigMap or Secret key.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvVarWire {
+    name: String,
+    #[serde(default)]
+    value: Option<String>,
+    #[serde(default)]
+    value_from: Option<Value>,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
+}
+
+impl From<EnvVarWire> for EnvVar {
+    fn from(w: EnvVarWire) -> EnvVar {
+        let mut extra = w.extra;
+        let value_from = w.value_from.and_then(|raw| {
+            serde_json::from_value::<EnvSource>(raw.clone())
+                .map_err(|_| extra.insert("valueFrom".into(), raw))
+                .ok()
+        });
+        EnvVar {
+            name: w.name,
+            value: w.value,
+            value_from,
+            extra,
+        }
+    }
 }
 
 impl EnvVar {
@@ -265,29 +311,32 @@ impl EnvVar {
             name: name.to_string(),
             value: Some(value.to_string()),
             value_from: None,
+            extra: Map::new(),
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HttpGet {
+    #[serde(default = "defaults::root")]
     pub path: String,
     pub port: IntOrString,
+    #[serde(default = "defaults::http")]
     pub scheme: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PortOnly {
     pub port: IntOrString,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecAction {
     pub command: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Probe {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -298,10 +347,15 @@ pub struct Probe {
     pub grpc: Option<PortOnly>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exec: Option<ExecAction>,
+    #[serde(default)]
     pub initial_delay_seconds: i32,
+    #[serde(default = "defaults::one")]
     pub timeout_seconds: i32,
+    #[serde(default = "defaults::ten")]
     pub period_seconds: i32,
+    #[serde(default = "defaults::one")]
     pub success_threshold: i32,
+    #[serde(default = "defaults::three")]
     pub failure_threshold: i32,
 }
 
@@ -335,40 +389,51 @@ impl Probe {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeMount {
     pub name: String,
     pub mount_path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sub_path: Option<String>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_only: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Container {
+    #[serde(default)]
     pub name: String,
+    #[serde(default)]
     pub image: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<ContainerPort>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
+    #[serde(default)]
     pub resources: Resources,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volume_mounts: Vec<VolumeMount>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub liveness_probe: Option<Probe>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub readiness_probe: Option<Probe>,
+    #[serde(default = "defaults::termination_message_path")]
     pub termination_message_path: String,
+    #[serde(default = "defaults::termination_message_policy")]
     pub termination_message_policy: String,
+    /// Empty when a client left it out: defaulting picks it from the image's tag.
+    #[serde(default)]
     pub image_pull_policy: String,
+    /// Container fields the model does not use (`securityContext`, `startupProbe`, ...),
+    /// kept so that what a client wrote comes back.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 impl Container {
@@ -387,6 +452,7 @@ impl Container {
             termination_message_path: "/dev/termination-log".into(),
             termination_message_policy: "File".into(),
             image_pull_policy: "IfNotPresent".into(),
+            extra: Map::new(),
         }
     }
 
@@ -395,30 +461,37 @@ impl Container {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigMapVolume {
     pub name: String,
+    #[serde(default = "defaults::file_mode")]
     pub default_mode: i32,
+    /// `items`, `optional`: kept as written.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretVolume {
     pub secret_name: String,
+    #[serde(default = "defaults::file_mode")]
     pub default_mode: i32,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PvcVolume {
     pub claim_name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct EmptyDir {}
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Volume {
     pub name: String,
@@ -430,6 +503,9 @@ pub struct Volume {
     pub persistent_volume_claim: Option<PvcVolume>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub empty_dir: Option<EmptyDir>,
+    /// Volume sources the model does not mount (`hostPath`, `projected`, ...), kept as written.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 impl Volume {
@@ -439,10 +515,12 @@ impl Volume {
             config_map: Some(ConfigMapVolume {
                 name: cm.into(),
                 default_mode: 420,
+                extra: Map::new(),
             }),
             secret: None,
             persistent_volume_claim: None,
             empty_dir: None,
+            extra: Map::new(),
         }
     }
     pub fn pvc(name: &str, claim: &str) -> Volume {
@@ -454,15 +532,17 @@ impl Volume {
                 claim_name: claim.into(),
             }),
             empty_dir: None,
+            extra: Map::new(),
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Toleration {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub operator: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
@@ -472,63 +552,77 @@ pub struct Toleration {
     pub toleration_seconds: Option<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelSelector {
+    #[serde(default)]
     pub match_labels: Labels,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodAffinityTerm {
     pub label_selector: LabelSelector,
     pub topology_key: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodAntiAffinity {
     pub required_during_scheduling_ignored_during_execution: Vec<PodAffinityTerm>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Affinity {
     pub pod_anti_affinity: PodAntiAffinity,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DnsConfig {
+    #[serde(default)]
     pub nameservers: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub searches: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodSpec {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<Volume>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub init_containers: Vec<Container>,
+    #[serde(default)]
     pub containers: Vec<Container>,
+    #[serde(default = "defaults::restart_policy")]
     pub restart_policy: String,
+    #[serde(default = "defaults::grace_seconds")]
     pub termination_grace_period_seconds: i64,
+    #[serde(default = "defaults::dns_policy")]
     pub dns_policy: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dns_config: Option<DnsConfig>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub node_selector: Labels,
+    #[serde(default = "defaults::service_account")]
     pub service_account_name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
-    pub security_context: EmptyDir,
+    /// Kept as written (`{}` when none was).
+    #[serde(default)]
+    pub security_context: Map<String, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
+    #[serde(default = "defaults::scheduler")]
     pub scheduler_name: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
+    /// Pod spec fields the model does not use (`hostname`, `priorityClassName`, ...), kept so that
+    /// what a client wrote comes back.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 impl PodSpec {
@@ -544,10 +638,11 @@ impl PodSpec {
             node_selector: Labels::new(),
             service_account_name: "default".into(),
             node_name: None,
-            security_context: EmptyDir {},
+            security_context: Map::new(),
             affinity: None,
             scheduler_name: "default-scheduler".into(),
             tolerations: vec![],
+            extra: Map::new(),
         }
     }
 
@@ -574,33 +669,38 @@ impl PodSpec {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PodTemplate {
+    #[serde(default)]
     pub metadata: TemplateMeta,
     pub spec: PodSpec,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TemplateMeta {
+    #[serde(default)]
     pub labels: Labels,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: Labels,
 }
 
 // ---------------------------------------------------------------------------------------------
 // Workloads
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RollingUpdate {
+    /// A count or a percentage; written as a number when it is one.
+    #[serde(default = "defaults::quarter", with = "int_or_percent")]
     pub max_unavailable: String,
+    #[serde(default = "defaults::quarter", with = "int_or_percent")]
     pub max_surge: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Strategy {
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default = "defaults::rolling_update")]
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rolling_update: Option<RollingUpdate>,
@@ -639,6 +739,9 @@ pub struct Deployment {
     pub conditions: Vec<Condition>,
     /// Revision counter for the `deployment.kubernetes.io/revision` annotation.
     pub revision: i64,
+    /// Spec fields the model does not use (`paused`, `minReadySeconds`, a client's
+    /// `revisionHistoryLimit`...), rendered over the defaults.
+    pub spec_extra: Map<String, Value>,
 }
 
 impl Deployment {
@@ -671,18 +774,20 @@ impl Deployment {
                     .collect(),
             ),
         );
+        let mut spec = json!({
+            "replicas": self.replicas,
+            "selector": {"matchLabels": self.selector},
+            "template": self.template,
+            "strategy": self.strategy,
+            "revisionHistoryLimit": 10,
+            "progressDeadlineSeconds": 600,
+        });
+        merge_extra(&mut spec, &self.spec_extra);
         json!({
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": self.meta.to_json(true),
-            "spec": {
-                "replicas": self.replicas,
-                "selector": {"matchLabels": self.selector},
-                "template": self.template,
-                "strategy": self.strategy,
-                "revisionHistoryLimit": 10,
-                "progressDeadlineSeconds": 600,
-            },
+            "spec": spec,
             "status": status,
         })
     }
@@ -1099,13 +1204,16 @@ pub fn default_tolerations() -> Vec<Toleration> {
 // ---------------------------------------------------------------------------------------------
 // Services and endpoints
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServicePort {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[serde(default = "defaults::tcp")]
     pub protocol: String,
     pub port: i32,
+    /// 0 when a client left it out: defaulting sets it to `port`.
+    #[serde(default = "defaults::no_port")]
     pub target_port: IntOrString,
 }
 
@@ -1116,6 +1224,9 @@ pub struct Service {
     pub ports: Vec<ServicePort>,
     pub cluster_ip: String,
     pub internal_traffic_policy: String,
+    /// Spec fields the model does not use (`type: NodePort`, `sessionAffinity`, ...), rendered
+    /// over the defaults.
+    pub spec_extra: Map<String, Value>,
 }
 
 impl Service {
@@ -1133,6 +1244,7 @@ impl Service {
         if !self.selector.is_empty() {
             spec["selector"] = json!(self.selector);
         }
+        merge_extra(&mut spec, &self.spec_extra);
         json!({
             "apiVersion": "v1",
             "kind": "Service",
@@ -1225,12 +1337,16 @@ impl Endpoints {
 pub struct ConfigMap {
     pub meta: Meta,
     pub data: BTreeMap<String, String>,
+    /// Top-level fields besides `data` (`immutable`, `binaryData`), kept as written.
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Secret {
     pub meta: Meta,
     pub data: BTreeMap<String, String>,
+    /// Top-level fields besides `data` (`immutable`, a `type` other than Opaque).
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1296,7 +1412,7 @@ pub struct Node {
     pub heartbeat: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Taint {
     pub key: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1352,7 +1468,9 @@ impl Node {
 
 impl ConfigMap {
     pub fn to_json(&self) -> Value {
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": self.meta.to_json(false), "data": self.data})
+        let mut v = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": self.meta.to_json(false), "data": self.data});
+        merge_extra(&mut v, &self.extra);
+        v
     }
 }
 
@@ -1360,7 +1478,9 @@ impl Secret {
     /// Values are redacted, as the dataset format requires.
     pub fn to_json(&self) -> Value {
         let data: BTreeMap<&String, &str> = self.data.keys().map(|k| (k, "")).collect();
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": self.meta.to_json(false), "type": "Opaque", "data": data})
+        let mut v = json!({"apiVersion": "v1", "kind": "Secret", "metadata": self.meta.to_json(false), "type": "Opaque", "data": data});
+        merge_extra(&mut v, &self.extra);
+        v
     }
 }
 
@@ -1412,6 +1532,95 @@ impl NetworkPolicy {
         }
         spec["policyTypes"] = json!(types);
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": self.meta.to_json(true), "spec": spec})
+    }
+}
+
+/// Writes fields kept as written over a rendering: a key the renderer also writes keeps its place
+/// and takes the written value.
+fn merge_extra(target: &mut Value, extra: &Map<String, Value>) {
+    if let Value::Object(m) = target {
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+/// Values the API server fills in when a client leaves a field out (serde defaults of the spec
+/// types, so a decoded object carries them as a created one would).
+mod defaults {
+    use super::IntOrString;
+
+    pub fn tcp() -> String {
+        "TCP".into()
+    }
+    pub fn root() -> String {
+        "/".into()
+    }
+    pub fn http() -> String {
+        "HTTP".into()
+    }
+    pub fn one() -> i32 {
+        1
+    }
+    pub fn three() -> i32 {
+        3
+    }
+    pub fn ten() -> i32 {
+        10
+    }
+    pub fn file_mode() -> i32 {
+        420
+    }
+    pub fn grace_seconds() -> i64 {
+        30
+    }
+    pub fn termination_message_path() -> String {
+        "/dev/termination-log".into()
+    }
+    pub fn termination_message_policy() -> String {
+        "File".into()
+    }
+    pub fn restart_policy() -> String {
+        "Always".into()
+    }
+    pub fn dns_policy() -> String {
+        "ClusterFirst".into()
+    }
+    pub fn service_account() -> String {
+        "default".into()
+    }
+    pub fn scheduler() -> String {
+        "default-scheduler".into()
+    }
+    pub fn quarter() -> String {
+        "25%".into()
+    }
+    pub fn rolling_update() -> String {
+        "RollingUpdate".into()
+    }
+    pub fn no_port() -> IntOrString {
+        IntOrString::Int(0)
+    }
+}
+
+/// `maxSurge`/`maxUnavailable`: an int-or-string the model keeps as text (`25%`, `1`).
+mod int_or_percent {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::IntOrString;
+
+    pub fn serialize<S: Serializer>(v: &str, s: S) -> Result<S::Ok, S::Error> {
+        match v.parse::<i64>() {
+            Ok(n) => s.serialize_i64(n),
+            Err(_) => s.serialize_str(v),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        Ok(match IntOrString::deserialize(d)? {
+            IntOrString::Int(n) => n.to_string(),
+            IntOrString::Str(s) => s,
+        })
     }
 }
 

@@ -151,6 +151,8 @@ impl World {
             generation: 1,
             generate_name: None,
             deleted_at: None,
+            deletion_grace: None,
+            extra: serde_json::Map::new(),
         }
     }
 
