@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 
 use crate::env::load_dataset;
 use apis::jaeger::{self, JaegerFacade};
+use apis::kube::feed::ObjectFeed;
 use apis::kube::{KubeFacade, router as kube_router};
 use apis::loki::{self, LokiFacade};
 use apis::prometheus;
@@ -91,10 +92,15 @@ impl Replay {
         } else {
             Clock::frozen(now_ns)
         };
+        let objects = Arc::new(ObjectFeed::fixed(
+            Arc::unwrap_or_clone(obs.timeline),
+            clock.read().virtual_now_ns,
+        ));
         let kube = Arc::new(KubeFacade::new(
-            obs.timeline.clone(),
+            objects.clone(),
             obs.logs.clone(),
             clock,
+            &[],
         ));
         let metrics = {
             let (ds, metadata) = (obs.dataset, obs.metric_metadata);
@@ -105,7 +111,7 @@ impl Replay {
             spans: obs.spans,
             clock,
         });
-        let logs = Arc::new(LokiFacade::new(obs.logs.clone(), &obs.timeline, clock));
+        let logs = Arc::new(LokiFacade::new(obs.logs.clone(), objects, clock));
         let (metrics, alerts) = metrics
             .await?
             .context("loading the alerts and metric metadata")?;

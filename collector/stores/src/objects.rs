@@ -25,7 +25,7 @@ pub struct Version {
 }
 
 /// Every version of every object, in observation order per object.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ObjectTimeline {
     versions: HashMap<ObjectKey, Vec<Version>>,
     /// Observation times of all versions, sorted: the position of a time in it is a monotonic

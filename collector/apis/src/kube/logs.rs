@@ -10,7 +10,14 @@ use stores::logs::LogQuery;
 
 pub fn pod_logs(f: &KubeFacade, namespace: &str, pod: &str, params: &Params) -> Response {
     let clock = f.clock.read();
-    let Some(object) = f.state.get("v1", "Pod", namespace, pod) else {
+    // Cloned out so that the objects are not locked while the logs are read.
+    let object = f
+        .objects
+        .read()
+        .state
+        .get("v1", "Pod", namespace, pod)
+        .cloned();
+    let Some(object) = object else {
         return status::not_found("pods", pod);
     };
     let containers: Vec<&str> = object

@@ -3,6 +3,7 @@
 //! PartialObjectMetadata, watch, pod logs, and `Status` errors for everything else.
 
 pub mod discovery;
+pub mod feed;
 pub mod printers;
 pub mod resources;
 pub mod selector;
@@ -20,33 +21,42 @@ use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use feed::ObjectFeed;
 use resources::Registry;
 use schemas::time::Clock;
 use stores::logs::LogStore;
-use stores::objects::{ClusterState, ObjectTimeline};
 
 /// What the Kubernetes facade serves.
 pub struct KubeFacade {
     pub registry: Registry,
-    pub timeline: Arc<ObjectTimeline>,
+    /// The objects: fixed for a replay, growing for a live environment.
+    pub objects: Arc<ObjectFeed>,
     pub logs: Arc<LogStore>,
     pub clock: Clock,
-    /// The cluster at the virtual now, computed once: a replay never changes.
-    pub state: ClusterState,
     pub server_version: Value,
 }
 
 impl KubeFacade {
-    pub fn new(timeline: Arc<ObjectTimeline>, logs: Arc<LogStore>, clock: Clock) -> Self {
-        let kinds = timeline.kinds();
+    /// A facade serving the kinds the objects hold, and `more_kinds` ((apiVersion, kind,
+    /// namespaced): kinds a live cluster can hold though none exists yet).
+    pub fn new(
+        objects: Arc<ObjectFeed>,
+        logs: Arc<LogStore>,
+        clock: Clock,
+        more_kinds: &[(&str, &str, bool)],
+    ) -> Self {
+        let mut kinds = objects.read().timeline.kinds();
+        for (a, k, n) in more_kinds {
+            if !kinds.iter().any(|(a2, k2, _)| a2 == a && k2 == k) {
+                kinds.push((a.to_string(), k.to_string(), *n));
+            }
+        }
         let registry = Registry::new(kinds.iter().map(|(a, k, n)| (a.as_str(), k.as_str(), *n)));
-        let state = timeline.state_at(clock.read().virtual_now_ns);
         KubeFacade {
             registry,
-            timeline,
+            objects,
             logs,
             clock,
-            state,
             server_version: json!({
                 "major": "1",
                 "minor": "33",

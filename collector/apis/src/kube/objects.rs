@@ -14,6 +14,7 @@ use super::resources::Resource;
 use super::selector::{FieldSelector, LabelSelector};
 use super::{KubeFacade, Params, json_response, printers, status};
 use schemas::time::Reading;
+use stores::objects::{ClusterState, ObjectKey, Version};
 
 /// How the client wants objects rendered, from its Accept header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +102,7 @@ fn partial_metadata(v: &Value) -> Value {
 
 /// The selected objects, in (namespace, name) order.
 fn select(
-    f: &KubeFacade,
+    state: &ClusterState,
     res: &Resource,
     namespace: Option<&str>,
     params: &Params,
@@ -110,7 +111,7 @@ fn select(
         .map_err(status::bad_request)?;
     let fields = FieldSelector::parse(params.field_selector.as_deref().unwrap_or(""), &res.kind)
         .map_err(status::bad_request)?;
-    Ok(objects_of(f, res)
+    Ok(objects_of(state, res)
         .filter(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
         .map(|(_, v)| v)
         .filter(|v| labels.matches(&labels_of(v)) && fields.matches(v))
@@ -120,7 +121,7 @@ fn select(
 
 /// Objects of a resource. events.k8s.io Events are the core Events in their newer shape.
 fn objects_of<'a>(
-    f: &'a KubeFacade,
+    state: &'a ClusterState,
     res: &Resource,
 ) -> impl Iterator<Item = (&'a (String, String), &'a Arc<Value>)> + 'a {
     let key = if res.group == "events.k8s.io" {
@@ -128,7 +129,7 @@ fn objects_of<'a>(
     } else {
         (res.api_version(), res.kind.clone())
     };
-    f.state.kinds.get(&key).into_iter().flatten()
+    state.kinds.get(&key).into_iter().flatten()
 }
 
 /// Continue tokens carry the list's resource version and the offset of the next item.
@@ -162,11 +163,13 @@ pub fn list(
     accept: &str,
 ) -> Response {
     let clock = f.clock.read();
-    let items = match select(f, res, namespace, params) {
-        Ok(items) => items,
-        Err(e) => return e,
+    let (items, rv) = {
+        let objects = f.objects.read();
+        match select(&objects.state, res, namespace, params) {
+            Ok(items) => (items, objects.state.resource_version),
+            Err(e) => return e,
+        }
     };
-    let rv = f.state.resource_version;
     let start = match params.continue_token.as_deref() {
         Some(token) => match decode_continue(token, rv) {
             Ok(o) => o,
@@ -264,10 +267,14 @@ pub fn get(
 ) -> Response {
     let clock = f.clock.read();
     let ns = namespace.unwrap_or("");
-    let Some(object) = objects_of(f, res)
-        .find(|((n, nm), _)| n == ns && nm == name)
-        .map(|(_, v)| v.clone())
-    else {
+    let (object, rv) = {
+        let objects = f.objects.read();
+        let found = objects_of(&objects.state, res)
+            .find(|((n, nm), _)| n == ns && nm == name)
+            .map(|(_, v)| v.clone());
+        (found, objects.state.resource_version)
+    };
+    let Some(object) = object else {
         return status::not_found(&res.plural, name);
     };
     let body = match render(accept) {
@@ -276,7 +283,7 @@ pub fn get(
             &[object],
             params,
             &clock,
-            json!({"resourceVersion": f.state.resource_version.to_string()}),
+            json!({"resourceVersion": rv.to_string()}),
             true,
         ),
         Render::Metadata => partial_metadata(&served(res, &object, &clock)),
@@ -285,9 +292,81 @@ pub fn get(
     json_response(StatusCode::OK, &body)
 }
 
+/// What a watch selects and how it renders, kept for the life of a live watch.
+struct WatchSpec {
+    res: Resource,
+    namespace: Option<String>,
+    labels: LabelSelector,
+    fields: FieldSelector,
+    render: Render,
+    params: Params,
+}
+
+impl WatchSpec {
+    fn selects(&self, key: &ObjectKey, object: &Value) -> bool {
+        let (api, kind, ns, _) = key;
+        let same_kind = (api, kind) == (&self.res.api_version(), &self.res.kind)
+            || (self.res.group == "events.k8s.io" && kind == "Event");
+        same_kind
+            && self.namespace.as_ref().is_none_or(|n| n == ns)
+            && self.labels.matches(&labels_of(object))
+            && self.fields.matches(object)
+    }
+
+    /// The versions in `(after, upto]` this watch selects, as events.
+    fn changes(&self, f: &KubeFacade, after: u64, upto: u64) -> Vec<(String, Value)> {
+        let objects = f.objects.read();
+        objects
+            .timeline
+            .changes(after, upto)
+            .filter(|(key, v)| self.selects(key, &v.object))
+            .map(|(_, v): (&ObjectKey, &Version)| {
+                let ty = match v.change {
+                    ChangeType::Added => "ADDED",
+                    ChangeType::Modified => "MODIFIED",
+                    ChangeType::Deleted => "DELETED",
+                };
+                (ty.to_string(), (*v.object).clone())
+            })
+            .collect()
+    }
+
+    /// Events as watch lines; the first line of a Table watch carries the columns.
+    fn lines(&self, events: &[(String, Value)], clock: &Reading, first: bool) -> Vec<Bytes> {
+        events
+            .iter()
+            .enumerate()
+            .map(|(i, (ty, object))| {
+                let object = match self.render {
+                    Render::Table => table(
+                        &self.res,
+                        &[Arc::new(object.clone())],
+                        &self.params,
+                        clock,
+                        json!({"resourceVersion": object.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null)}),
+                        first && i == 0,
+                    ),
+                    Render::Metadata => partial_metadata(&served(&self.res, object, clock)),
+                    Render::Json => served(&self.res, object, clock),
+                };
+                Bytes::from(format!("{}\n", json!({"type": ty, "object": object})))
+            })
+            .collect()
+    }
+
+    fn bookmark(&self, rv: u64) -> Bytes {
+        let mut meta = Map::new();
+        meta.insert("resourceVersion".into(), rv.to_string().into());
+        Bytes::from(format!(
+            "{}\n",
+            json!({"type": "BOOKMARK", "object": {"kind": self.res.kind, "apiVersion": self.res.api_version(), "metadata": meta}})
+        ))
+    }
+}
+
 /// A watch: the objects as ADDED (from resource version 0 or none), or the changes since the given
-/// resource version, then bookmarks until the timeout. The recording does not move, so nothing else
-/// ever arrives.
+/// resource version; then, for a live cluster, every change as it happens, and bookmarks (if asked
+/// for) until the timeout. A recording does not move, so nothing else ever arrives there.
 pub fn watch(
     f: &Arc<KubeFacade>,
     res: &Resource,
@@ -296,10 +375,12 @@ pub fn watch(
     accept: &str,
 ) -> Response {
     let clock = f.clock.read();
-    let current = f.state.resource_version;
-    let selected = match select(f, res, namespace, params) {
-        Ok(items) => items,
-        Err(e) => return e,
+    let (selected, current) = {
+        let objects = f.objects.read();
+        match select(&objects.state, res, namespace, params) {
+            Ok(items) => (items, objects.state.resource_version),
+            Err(e) => return e,
+        }
     };
     let from = match params.resource_version.as_deref() {
         None | Some("") | Some("0") => None,
@@ -308,79 +389,93 @@ pub fn watch(
             _ => return status::gone(format!("too old resource version: {rv} ({current})")),
         },
     };
-    let render_mode = render(accept);
-    let mut events: Vec<(String, Value)> = Vec::new();
-    match from {
-        None => {
-            for v in &selected {
-                events.push(("ADDED".into(), (**v).clone()));
-            }
-        }
-        Some(after) => {
-            let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or(""))
-                .unwrap_or_default();
-            let fields =
-                FieldSelector::parse(params.field_selector.as_deref().unwrap_or(""), &res.kind)
-                    .unwrap_or_default();
-            for ((api, kind, ns, _), version) in f.timeline.changes(after, current) {
-                let same_kind = (api, kind) == (&res.api_version(), &res.kind)
-                    || (res.group == "events.k8s.io" && kind == "Event");
-                let object = &version.object;
-                if !same_kind
-                    || namespace.is_some_and(|n| n != ns)
-                    || !(labels.matches(&labels_of(object)) && fields.matches(object))
-                {
-                    continue;
-                }
-                let ty = match version.change {
-                    ChangeType::Added => "ADDED",
-                    ChangeType::Modified => "MODIFIED",
-                    ChangeType::Deleted => "DELETED",
-                };
-                events.push((ty.into(), (**object).clone()));
-            }
-        }
-    }
-    let mut lines: Vec<Bytes> = Vec::new();
-    for (i, (ty, object)) in events.iter().enumerate() {
-        let object = match render_mode {
-            Render::Table => table(
-                res,
-                &[Arc::new(object.clone())],
-                params,
-                &clock,
-                json!({"resourceVersion": object.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null)}),
-                i == 0,
-            ),
-            Render::Metadata => partial_metadata(&served(res, object, &clock)),
-            Render::Json => served(res, object, &clock),
-        };
-        lines.push(Bytes::from(format!(
-            "{}\n",
-            json!({"type": ty, "object": object})
-        )));
-    }
-    let bookmark = |kind: &str, api: &str| {
-        let mut meta = Map::new();
-        meta.insert("resourceVersion".into(), current.to_string().into());
-        Bytes::from(format!(
-            "{}\n",
-            json!({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api, "metadata": meta}})
-        ))
+    let spec = WatchSpec {
+        res: res.clone(),
+        namespace: namespace.map(str::to_string),
+        // Both parsed by `select` above: they are valid.
+        labels: LabelSelector::parse(params.label_selector.as_deref().unwrap_or(""))
+            .unwrap_or_default(),
+        fields: FieldSelector::parse(params.field_selector.as_deref().unwrap_or(""), &res.kind)
+            .unwrap_or_default(),
+        render: render(accept),
+        params: params.clone(),
     };
+    let events: Vec<(String, Value)> = match from {
+        None => selected
+            .iter()
+            .map(|v| ("ADDED".to_string(), (**v).clone()))
+            .collect(),
+        Some(after) => spec.changes(f, after, current),
+    };
+    let mut lines = spec.lines(&events, &clock, true);
     let bookmarks = params.allow_bookmarks;
-    let bookmark_line = bookmark(&res.kind, &res.api_version());
     if bookmarks {
-        lines.push(bookmark_line.clone());
+        lines.push(spec.bookmark(current));
     }
     let timeout = Duration::from_secs(params.timeout_seconds.unwrap_or(1800).min(3600));
-    let stream = async_stream(lines, bookmarks.then_some(bookmark_line), timeout);
+    let body = if f.clock.is_live() {
+        let tail = live_tail(f.clone(), spec, current, !events.is_empty(), timeout);
+        Body::from_stream(futures_util::StreamExt::chain(
+            futures_util::stream::iter(lines.into_iter().map(Ok)),
+            tail,
+        ))
+    } else {
+        let bookmark_line = spec.bookmark(current);
+        Body::from_stream(async_stream(
+            lines,
+            bookmarks.then_some(bookmark_line),
+            timeout,
+        ))
+    };
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
-        Body::from_stream(stream),
+        body,
     )
         .into_response()
+}
+
+/// A live watch after its initial lines: each append's selected changes, a bookmark a minute (if
+/// asked for), until the timeout.
+fn live_tail(
+    f: Arc<KubeFacade>,
+    spec: WatchSpec,
+    from: u64,
+    columns_sent: bool,
+    timeout: Duration,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let changed = f.objects.subscribe();
+    let state = (f, spec, changed, from, columns_sent);
+    let batches = futures_util::stream::unfold(
+        state,
+        move |(f, spec, mut changed, seen, sent)| async move {
+            let next_bookmark =
+                (tokio::time::Instant::now() + Duration::from_secs(60)).min(deadline);
+            tokio::select! {
+                r = changed.changed() => {
+                    if r.is_err() {
+                        return None; // the environment stopped
+                    }
+                    let upto = *changed.borrow_and_update();
+                    let events = spec.changes(&f, seen, upto);
+                    let lines = spec.lines(&events, &f.clock.read(), !sent);
+                    let sent = sent || !events.is_empty();
+                    Some((lines, (f, spec, changed, upto, sent)))
+                }
+                _ = tokio::time::sleep_until(next_bookmark) => {
+                    if next_bookmark >= deadline {
+                        return None;
+                    }
+                    let lines = if spec.params.allow_bookmarks { vec![spec.bookmark(seen)] } else { vec![] };
+                    Some((lines, (f, spec, changed, seen, sent)))
+                }
+            }
+        },
+    );
+    futures_util::StreamExt::flat_map(batches, |lines| {
+        futures_util::stream::iter(lines.into_iter().map(Ok))
+    })
 }
 
 /// The initial lines, then a bookmark a minute (if asked for) until the timeout ends the stream.

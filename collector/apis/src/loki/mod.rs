@@ -3,7 +3,7 @@
 //! defaults and time formats, and its plain-text error bodies.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -18,8 +18,11 @@ use schemas::time::duration;
 use schemas::time::{Clock, Reading, parse_rfc3339};
 use stores::Cached;
 use stores::logql::{self as eval, Failure, Labels, Series, Stats, StreamIndex};
+use stores::logs::LogCatalog;
 use stores::logs::LogStore;
 use stores::objects::ObjectTimeline;
+
+use crate::kube::feed::ObjectFeed;
 
 const SEC: i64 = 1_000_000_000;
 const DEFAULT_LIMIT: usize = 100;
@@ -28,33 +31,55 @@ const MAX_LIMIT: usize = 5000;
 const MAX_POINTS: i64 = 11_000;
 
 pub struct LokiFacade {
-    /// The app of each pod, for the `service_name` label.
-    apps: HashMap<(String, String), String>,
+    /// The objects, whose pods' app labels give the `service_name` label.
+    objects: Arc<ObjectFeed>,
     /// The labeled streams, indexed on first use (reading a large store's catalog takes a while).
     index: Cached<StreamIndex>,
+    /// A live environment's index, with the catalog it was built from: rebuilt when the
+    /// catalog changes (new pods, new restarts).
+    live_index: Mutex<Option<(Arc<LogCatalog>, Arc<StreamIndex>)>>,
     pub logs: Arc<LogStore>,
     pub clock: Clock,
 }
 
 impl LokiFacade {
-    /// A facade over the log store; `service_name` comes from each pod's app label in the
-    /// timeline.
-    pub fn new(logs: Arc<LogStore>, timeline: &ObjectTimeline, clock: Clock) -> Self {
+    /// A facade over the log store; `service_name` comes from each pod's app label.
+    pub fn new(logs: Arc<LogStore>, objects: Arc<ObjectFeed>, clock: Clock) -> Self {
         LokiFacade {
-            apps: pod_apps(timeline, clock.read().virtual_now_ns),
+            objects,
             index: Cached::default(),
+            live_index: Mutex::new(None),
             logs,
             clock,
         }
     }
 
-    fn index(&self) -> anyhow::Result<Arc<StreamIndex>> {
-        self.index.get_or_try(|| {
-            let catalog = self.logs.catalog()?;
-            Ok(StreamIndex::build(&catalog, |ns, pod| {
-                self.apps.get(&(ns.to_string(), pod.to_string())).cloned()
-            }))
+    fn build_index(&self, catalog: &LogCatalog) -> StreamIndex {
+        let apps = {
+            let objects = self.objects.read();
+            pod_apps(&objects.timeline, self.clock.read().virtual_now_ns)
+        };
+        StreamIndex::build(catalog, |ns, pod| {
+            apps.get(&(ns.to_string(), pod.to_string())).cloned()
         })
+    }
+
+    fn index(&self) -> anyhow::Result<Arc<StreamIndex>> {
+        if !self.clock.is_live() {
+            return self
+                .index
+                .get_or_try(|| Ok(self.build_index(&*self.logs.catalog()?)));
+        }
+        let catalog = self.logs.catalog()?;
+        let mut cached = self.live_index.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((c, index)) = cached.as_ref()
+            && Arc::ptr_eq(c, &catalog)
+        {
+            return Ok(index.clone());
+        }
+        let index = Arc::new(self.build_index(&catalog));
+        *cached = Some((catalog, index.clone()));
+        Ok(index)
     }
 
     /// Indexes the streams now rather than on the first request.
