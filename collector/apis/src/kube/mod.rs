@@ -4,10 +4,12 @@
 
 pub mod discovery;
 pub mod feed;
+pub mod openapi;
 pub mod printers;
 pub mod resources;
 pub mod selector;
 pub mod status;
+pub mod writes;
 
 mod logs;
 mod objects;
@@ -34,6 +36,8 @@ pub struct KubeFacade {
     pub logs: Arc<LogStore>,
     pub clock: Clock,
     pub server_version: Value,
+    /// The cluster that takes writes: none for a replay, which answers them 405.
+    pub writer: Option<Arc<dyn writes::ClusterWriter>>,
 }
 
 impl KubeFacade {
@@ -68,6 +72,7 @@ impl KubeFacade {
                 "compiler": "gc",
                 "platform": "linux/amd64",
             }),
+            writer: None,
         }
     }
 }
@@ -79,11 +84,12 @@ pub fn router(facade: Arc<KubeFacade>) -> Router {
 }
 
 async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Response {
-    let method = request.method().clone();
-    let path = request.uri().path().to_string();
-    let query = request.uri().query().unwrap_or("").to_string();
-    let accept = request
-        .headers()
+    let (parts, body) = request.into_parts();
+    let method = parts.method;
+    let path = parts.uri.path().to_string();
+    let query = parts.uri.query().unwrap_or("").to_string();
+    let accept = parts
+        .headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
@@ -95,20 +101,44 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
     {
         return status::read_only(segments.last().copied().unwrap_or("this request"));
     }
-    if method != Method::GET && method != Method::HEAD {
-        let verb = match method {
-            Method::POST => "create",
-            Method::PUT => "update",
-            Method::PATCH => "patch",
-            Method::DELETE => "delete",
-            _ => "this method",
-        };
-        return status::read_only(verb);
-    }
     let params = Params::parse(&query);
+    if method != Method::GET && method != Method::HEAD {
+        // One byte over the limit is enough to refuse: the rest is never read.
+        let limit = apiserver::body::MAX_BODY_BYTES + 1;
+        let body = match axum::body::to_bytes(body, limit).await {
+            Ok(b) => b,
+            Err(_) => {
+                return writes::failure(&apiserver::status::Failure::new(
+                    413,
+                    "RequestEntityTooLarge",
+                    format!(
+                        "Request entity too large: limit is {}",
+                        apiserver::body::MAX_BODY_BYTES
+                    ),
+                ));
+            }
+        };
+        let write = Write {
+            method: &method,
+            headers: &parts.headers,
+            query: &query,
+            body,
+        };
+        return match segments.as_slice() {
+            ["api", version, rest @ ..] => {
+                resource(&f, "", version, rest, &params, &accept, Some(write)).await
+            }
+            ["apis", group, version, rest @ ..] => {
+                resource(&f, group, version, rest, &params, &accept, Some(write)).await
+            }
+            _ => status::no_such_resource(),
+        };
+    }
     match segments.as_slice() {
         ["version"] => axum::Json(f.server_version.clone()).into_response(),
         ["healthz" | "readyz" | "livez"] => "ok".into_response(),
+        ["openapi", "v3"] => axum::Json(openapi::index(&f.registry)).into_response(),
+        ["openapi", "v3", rest @ ..] => json_or_404(openapi::group_version(&f.registry, rest)),
         ["api"] => match discovery::aggregated_version(&accept) {
             Some(v) => discovery_response(discovery::aggregated(&f.registry, true, v), v),
             None => axum::Json(discovery::api_versions("127.0.0.1")).into_response(),
@@ -122,12 +152,22 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         ["apis", group, version] => {
             json_or_404(discovery::resource_list(&f.registry, group, version))
         }
-        ["api", version, rest @ ..] => resource(&f, "", version, rest, &params, &accept).await,
+        ["api", version, rest @ ..] => {
+            resource(&f, "", version, rest, &params, &accept, None).await
+        }
         ["apis", group, version, rest @ ..] => {
-            resource(&f, group, version, rest, &params, &accept).await
+            resource(&f, group, version, rest, &params, &accept, None).await
         }
         _ => status::no_such_resource(),
     }
+}
+
+/// A write request's parts, for the write path.
+struct Write<'a> {
+    method: &'a Method,
+    headers: &'a axum::http::HeaderMap,
+    query: &'a str,
+    body: axum::body::Bytes,
 }
 
 fn discovery_response(body: Value, version: &str) -> Response {
@@ -148,7 +188,8 @@ fn json_or_404(v: Option<Value>) -> Response {
     }
 }
 
-/// Routes a resource path (after the group/version) to list, get, watch or a subresource.
+/// Routes a resource path (after the group/version) to list, get, watch, a subresource, or a
+/// write.
 async fn resource(
     f: &Arc<KubeFacade>,
     group: &str,
@@ -156,6 +197,7 @@ async fn resource(
     rest: &[&str],
     params: &Params,
     accept: &str,
+    write: Option<Write<'_>>,
 ) -> Response {
     let find = |plural: &str| f.registry.find(group, version, plural);
     let (namespace, plural, name, sub) = match rest {
@@ -176,6 +218,12 @@ async fn resource(
     if !res.namespaced && namespace.is_some() {
         return status::no_such_resource();
     }
+    if let Some(w) = write {
+        return writes::serve(
+            f, w.method, w.headers, w.query, w.body, res, namespace, name, sub,
+        )
+        .await;
+    }
     match (name, sub) {
         (None, _) if params.watch => objects::watch(f, &res, namespace, params, accept),
         (None, _) => objects::list(f, &res, namespace, params, accept),
@@ -184,6 +232,9 @@ async fn resource(
             logs::pod_logs(f, namespace.unwrap_or("default"), name, params)
         }
         (Some(name), Some("status")) => objects::get(f, &res, namespace, name, params, accept),
+        (Some(name), Some("scale")) if res.subresources.iter().any(|s| s == "scale") => {
+            objects::get_scale(f, &res, namespace, name)
+        }
         (Some(_), Some(_)) => status::no_such_resource(),
     }
 }

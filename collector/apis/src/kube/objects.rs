@@ -292,6 +292,25 @@ pub fn get(
     json_response(StatusCode::OK, &body)
 }
 
+/// `GET .../<workload>/<name>/scale`.
+pub fn get_scale(f: &KubeFacade, res: &Resource, namespace: Option<&str>, name: &str) -> Response {
+    let clock = f.clock.read();
+    let ns = namespace.unwrap_or("");
+    let object = {
+        let objects = f.objects.read();
+        objects_of(&objects.state, res)
+            .find(|((n, nm), _)| n == ns && nm == name)
+            .map(|(_, v)| v.clone())
+    };
+    match object {
+        Some(o) => json_response(
+            StatusCode::OK,
+            &super::writes::scale_of(&served(res, &o, &clock)),
+        ),
+        None => status::not_found(&res.plural, name),
+    }
+}
+
 /// What a watch selects and how it renders, kept for the life of a live watch.
 struct WatchSpec {
     res: Resource,
