@@ -8,10 +8,11 @@ use clap::{Parser, Subcommand};
 
 pub mod commands;
 pub mod env;
+pub mod live;
 pub mod replay;
 pub mod run;
 
-use commands::{capture, dataset, problems, snapshot, sweep};
+use commands::{capture, dataset, env as env_cmd, problems, snapshot, sweep};
 
 /// Exit code for a failed command (bad input, IO error, invalid dataset).
 pub const EXIT_FAILURE: u8 = 1;
@@ -36,6 +37,8 @@ pub enum Command {
     Capture(capture::Args),
     /// Inspect, validate and export datasets.
     Dataset(dataset::Args),
+    /// Run a problem live in the simulator, behind writable Kubernetes and read APIs.
+    Env(env_cmd::Args),
     /// List, show and validate the problem catalog.
     Problems(problems::Args),
     /// Serve a dataset through the Kubernetes, Prometheus, Jaeger and Loki APIs, read-only.
@@ -51,6 +54,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Capture(args) => capture::run(args),
         Command::Dataset(args) => dataset::run(args),
+        Command::Env(args) => env_cmd::run(args),
         Command::Problems(args) => problems::run(args),
         Command::Replay(args) => commands::replay::run(args),
         Command::Snapshot(args) => snapshot::run(args),

@@ -48,7 +48,8 @@ impl Endpoints {
 
     pub fn kubeconfig(&self) -> String {
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: faultline-replay\n  cluster:\n    server: {}\ncontexts:\n- name: faultline-replay\n  context:\n    cluster: faultline-replay\n    user: faultline-replay\ncurrent-context: faultline-replay\nusers:\n- name: faultline-replay\n  user: {{}}\n",
+            // Neutral names: an agent reading its kubeconfig learns nothing of the tool behind it.
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: default\n  cluster:\n    server: {}\ncontexts:\n- name: default\n  context:\n    cluster: default\n    user: default\ncurrent-context: default\nusers:\n- name: default\n  user: {{}}\n",
             self.kubernetes
         )
     }

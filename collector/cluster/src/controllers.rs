@@ -283,12 +283,17 @@ fn deployment_status(
 }
 
 /// Sets the Progressing condition: complete, still progressing, or past the 600 s progress
-/// deadline (which sticks). Returns whether it changed.
+/// deadline (which sticks for that rollout). Returns whether it changed.
 fn progressing(dep: &mut Deployment, complete: bool, rs_name: &str, now: i64) -> bool {
+    // A condition about another ReplicaSet belongs to an earlier rollout: a new rollout's
+    // deadline counts from its start, as the controller's NewReplicaSetCreated update resets it.
+    let quoted = format!("\"{rs_name}\"");
+    let this_rollout = |c: &&Condition| c.message.as_deref().is_some_and(|m| m.contains(&quoted));
     let progressing_since = dep
         .conditions
         .iter()
         .find(|c| c.kind == "Progressing")
+        .filter(this_rollout)
         .map(|c| c.last_update)
         .unwrap_or(now);
     let (status, reason, msg) = if complete {
@@ -301,6 +306,7 @@ fn progressing(dep: &mut Deployment, complete: bool, rs_name: &str, now: i64) ->
         || dep
             .conditions
             .iter()
+            .filter(this_rollout)
             .any(|c| c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
     {
         (

@@ -20,7 +20,7 @@ pub mod workload;
 
 // The cluster's state and control plane live in their own crate; they are re-exported so that the
 // simulation's modules and its users name them as before (`sim::objects`, `super::world`).
-pub use cluster::{bootstrap, controllers, kinds, objects, runtime, util, world};
+pub use cluster::{bootstrap, controllers, kinds, objects, runtime, util, world, writes};
 
 use problems::AppSpec;
 use schemas::tables::Row;

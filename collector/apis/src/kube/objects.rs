@@ -71,7 +71,7 @@ fn shift_times(v: &mut Value, shift_ns: i64) {
 }
 
 /// An object as served: kind and apiVersion set, times shifted.
-fn served(res: &Resource, object: &Value, clock: &Reading) -> Value {
+pub(super) fn served(res: &Resource, object: &Value, clock: &Reading) -> Value {
     let mut v = object.clone();
     if let Some(map) = v.as_object_mut() {
         map.insert("kind".into(), res.kind.clone().into());

@@ -152,11 +152,21 @@ pub async fn serve(
         user_agent: text(header::USER_AGENT).unwrap_or_default(),
     };
     // The writer locks the simulation: keep it off the async threads.
+    let res = request.resource.clone();
     match tokio::task::spawn_blocking(move || writer.write(request)).await {
-        Ok(Ok(reply)) => json_response(
-            StatusCode::from_u16(reply.code).unwrap_or(StatusCode::OK),
-            &reply.body,
-        ),
+        Ok(Ok(reply)) => {
+            // Served like a read (times shifted, kind set), so that kubectl can tell a no-op
+            // patch from a change by comparing it with what it read before.
+            let body = if reply.body["kind"] == "Status" || reply.body["kind"] == "Scale" {
+                reply.body
+            } else {
+                super::objects::served(&res, &reply.body, &f.clock.read())
+            };
+            json_response(
+                StatusCode::from_u16(reply.code).unwrap_or(StatusCode::OK),
+                &body,
+            )
+        }
         Ok(Err(e)) => failure(&e),
         Err(e) => failure(&Failure::new(
             500,

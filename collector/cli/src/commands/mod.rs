@@ -2,6 +2,7 @@
 
 pub mod capture;
 pub mod dataset;
+pub mod env;
 pub mod problems;
 pub mod replay;
 pub mod snapshot;

@@ -1,0 +1,313 @@
+//! The live environment (`collector env up`): a problem running in the simulator in real time
+//! behind the Kubernetes, Prometheus, Jaeger and Loki APIs, the Kubernetes API writable.
+//!
+//! The history before "now" (a healthy baseline, the fault's onset, some minutes of the failure)
+//! is simulated at full speed before the APIs open, so that an agent arriving finds history in
+//! every signal. Then a ticker thread advances the world with the wall clock (times `speed`),
+//! routing each simulated second's rows into the live stores every API reads; clients' writes
+//! change the same world under the same lock. When the environment stops, everything it
+//! produced can be written as a normal dataset, ground truth beside it.
+
+mod stores;
+mod writes;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use problems::{Catalog, Dur, ProblemSpec};
+use schemas::time::{Clock, LiveNow, real_now_ns};
+use tokio::net::TcpListener;
+
+use crate::replay::Endpoints;
+use crate::run::problem::{Options, ProblemRun};
+use apis::jaeger::{self, JaegerFacade};
+use apis::kube::{KubeFacade, router as kube_router};
+use apis::loki::{self, LokiFacade};
+use apis::prometheus;
+use sim::util::NS_PER_SEC;
+pub use stores::LiveStores;
+use writes::LiveCluster;
+
+/// How to run a live environment.
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    pub seed: u64,
+    /// Virtual seconds per wall-clock second.
+    pub speed: f64,
+    /// How long the failure has been going on when the APIs open.
+    pub since_onset: Dur,
+    pub no_noise: bool,
+    /// Host and first port (Kubernetes; then Prometheus, Jaeger, Loki); port 0 picks free ports.
+    pub listen: SocketAddr,
+    /// Keep the run as a dataset in this directory.
+    pub out: Option<PathBuf>,
+}
+
+/// A running environment.
+pub struct LiveEnv {
+    pub endpoints: Endpoints,
+    pub problem: ProblemSpec,
+    run: Arc<Mutex<ProblemRun>>,
+    stores: Arc<LiveStores>,
+    out: Option<PathBuf>,
+    stop: Arc<AtomicBool>,
+    ticker: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
+    servers: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl LiveEnv {
+    /// Simulates the history, opens the APIs and starts the clock.
+    pub async fn start(
+        catalog: &Catalog,
+        problem: &ProblemSpec,
+        opts: &LiveOptions,
+    ) -> anyhow::Result<LiveEnv> {
+        if !(opts.speed > 0.0 && opts.speed <= 1000.0) {
+            bail!(
+                "--speed {}: expected a factor above 0 and at most 1000",
+                opts.speed
+            );
+        }
+        let dataset = match &opts.out {
+            Some(out) => Some(create_dataset(out)?),
+            None => None,
+        };
+        let stores = Arc::new(LiveStores::new(dataset));
+        let run_opts = Options {
+            seed: opts.seed,
+            duration: None,
+            no_noise: opts.no_noise,
+            sim: sim::SimConfig::default(),
+        };
+        let mut run = ProblemRun::new(catalog, problem, &run_opts)?;
+        let history = run.onset_secs() + (opts.since_onset.as_millis() / 1000) as i64;
+        let route_stores = stores.clone();
+        let mut sink_rows = Vec::new();
+        for _ in 0..history {
+            run.step(&mut |row| {
+                sink_rows.push(row);
+                Ok(())
+            })?;
+            route_stores.route(std::mem::take(&mut sink_rows))?;
+        }
+        let virtual_now = run.sim.now();
+        let now = LiveNow::leak(virtual_now);
+        // Served times are wall-clock times at 1x: shifted by the distance between the two now.
+        let clock = Clock::live(now, real_now_ns() - virtual_now);
+        let run = Arc::new(Mutex::new(run));
+        let mut kube =
+            KubeFacade::new(stores.objects.clone(), stores.logs.clone(), clock, &kinds());
+        kube.writer = Some(Arc::new(LiveCluster {
+            run: run.clone(),
+            stores: stores.clone(),
+        }));
+        let traces = Arc::new(JaegerFacade {
+            spans: stores.spans.clone(),
+            clock,
+        });
+        let logs = Arc::new(LokiFacade::new(
+            stores.logs.clone(),
+            stores.objects.clone(),
+            clock,
+        ));
+        let routers = [
+            kube_router(Arc::new(kube)),
+            prometheus::router(stores.metrics.clone(), stores.alerts.clone(), clock),
+            jaeger::router(traces),
+            loki::router(logs),
+        ];
+        let (endpoints, servers) = listen(opts.listen, routers).await?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticker = {
+            let (run, stores, stop) = (run.clone(), stores.clone(), stop.clone());
+            let speed = opts.speed;
+            std::thread::Builder::new()
+                .name("live-ticker".into())
+                .spawn(move || tick(&run, &stores, now, speed, &stop))
+                .context("starting the simulation thread")?
+        };
+        Ok(LiveEnv {
+            endpoints,
+            problem: problem.clone(),
+            run,
+            stores,
+            out: opts.out.clone(),
+            stop,
+            ticker: Some(ticker),
+            servers,
+        })
+    }
+
+    /// Virtual seconds simulated so far.
+    pub fn elapsed_secs(&self) -> i64 {
+        self.run
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .elapsed_secs()
+    }
+
+    /// A copy of the world as it is now, to fast-forward without touching the live one.
+    pub fn fork(&self) -> ProblemRun {
+        self.run.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Stops the clock and the APIs; writes the dataset and ground truth when asked to keep
+    /// the run. Returns the dataset directory, if any.
+    pub async fn stop(mut self) -> anyhow::Result<Option<PathBuf>> {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.ticker.take() {
+            let result = tokio::task::spawn_blocking(move || t.join())
+                .await
+                .context("waiting for the simulation thread")?;
+            match result {
+                Ok(r) => r.context("the simulation stopped with an error")?,
+                Err(_) => bail!("the simulation thread panicked"),
+            }
+        }
+        for s in &self.servers {
+            s.abort();
+        }
+        let writer = self
+            .stores
+            .dataset
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(writer) = writer else {
+            return Ok(None);
+        };
+        let run = self.run.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let out = self
+            .out
+            .clone()
+            .context("a dataset is written only with --out")?;
+        let dir = finish_dataset(writer, &run, &out)?;
+        Ok(Some(dir))
+    }
+}
+
+/// The kinds the simulated cluster can hold, served even while none exists.
+fn kinds() -> Vec<(&'static str, &'static str, bool)> {
+    sim::kinds::Kind::ALL
+        .iter()
+        .map(|k| (k.api_version(), k.name(), k.namespaced()))
+        .collect()
+}
+
+/// Advances the world with the wall clock until told to stop: each simulated second's rows go
+/// to the stores as soon as it is done.
+fn tick(
+    run: &Mutex<ProblemRun>,
+    stores: &LiveStores,
+    now: &LiveNow,
+    speed: f64,
+    stop: &AtomicBool,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let virtual_start = now.get();
+    let mut rows = Vec::new();
+    while !stop.load(Ordering::Acquire) {
+        let due = virtual_start + (started.elapsed().as_secs_f64() * speed * 1e9) as i64;
+        let behind = {
+            let mut run = run.lock().unwrap_or_else(|e| e.into_inner());
+            if run.sim.now() + NS_PER_SEC <= due {
+                run.step(&mut |row| {
+                    rows.push(row);
+                    Ok(())
+                })?;
+                now.set(run.sim.now());
+                true
+            } else {
+                false
+            }
+        };
+        if behind {
+            stores.route(std::mem::take(&mut rows))?;
+            continue;
+        }
+        // Nothing due: wait for the next simulated second (or a stop), in short naps so that a
+        // stop is noticed quickly.
+        let wait = Duration::from_secs_f64((1.0 / speed).min(0.05));
+        std::thread::sleep(wait);
+    }
+    Ok(())
+}
+
+fn create_dataset(out: &std::path::Path) -> anyhow::Result<datasets::DatasetWriter> {
+    let dir = out.join("dataset");
+    if dir.exists() {
+        bail!(
+            "{} already exists: choose another --out or remove it",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    datasets::DatasetWriter::create(&dir)
+        .with_context(|| format!("cannot create dataset {}", dir.display()))
+}
+
+/// Writes the manifest and, beside the dataset, the ground truth of what ran.
+fn finish_dataset(
+    writer: datasets::DatasetWriter,
+    run: &ProblemRun,
+    out: &std::path::Path,
+) -> anyhow::Result<PathBuf> {
+    let outcome = run.outcome();
+    let app = &run.sim.app;
+    let dir = out.join("dataset");
+    writer
+        .finish(datasets::DatasetInfo {
+            environment: "sim-live".into(),
+            application: Some(app.name.clone()),
+            namespaces: outcome.namespaces.clone(),
+            window: outcome.window,
+            virtual_now: outcome.window.end,
+        })
+        .with_context(|| format!("cannot finish dataset {}", dir.display()))?;
+    let gt = run
+        .problem
+        .ground_truth(&app.namespace, outcome.window.start);
+    datasets::write_atomically(
+        &out.join("ground_truth.json"),
+        &serde_json::to_vec_pretty(&gt)?,
+    )?;
+    Ok(dir)
+}
+
+/// Binds one listener per API (the path spaces overlap), consecutive ports from `listen`.
+async fn listen(
+    listen: SocketAddr,
+    routers: [axum::Router; 4],
+) -> anyhow::Result<(Endpoints, Vec<tokio::task::JoinHandle<std::io::Result<()>>>)> {
+    let mut urls = Vec::new();
+    let mut servers = Vec::new();
+    for (i, router) in routers.into_iter().enumerate() {
+        let mut addr = listen;
+        if listen.port() != 0 {
+            addr.set_port(listen.port() + i as u16);
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let local = listener.local_addr()?;
+        urls.push(format!("http://{local}"));
+        servers.push(tokio::spawn(
+            async move { axum::serve(listener, router).await },
+        ));
+    }
+    let [kubernetes, prometheus, jaeger, loki] =
+        <[String; 4]>::try_from(urls).map_err(|_| anyhow::anyhow!("four listeners expected"))?;
+    Ok((
+        Endpoints {
+            kubernetes,
+            prometheus,
+            jaeger,
+            loki,
+        },
+        servers,
+    ))
+}

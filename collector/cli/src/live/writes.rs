@@ -1,0 +1,274 @@
+//! A live environment's writes: the Kubernetes API's POST, PUT, PATCH and DELETE applied to the
+//! running simulation's world, as the apiserver applies them (body decoding and patches from the
+//! `apiserver` crate, registry semantics from `cluster::writes`). A dry run works on a copy of the
+//! world. What a write changed is flushed at once, so that the answer carries the resource version
+//! every later read agrees with.
+
+use std::sync::{Arc, Mutex};
+
+use apis::kube::writes::{ClusterWriter, Verb, WriteReply, WriteRequest, scale_of};
+use apiserver::patch::{self, PatchType};
+use apiserver::status::Failure;
+use serde_json::{Value, json};
+use sim::kinds::Kind;
+use sim::objects::key;
+use sim::world::World;
+use sim::writes::{DeleteOptions, Propagation};
+
+use super::stores::LiveStores;
+use crate::run::problem::ProblemRun;
+
+/// The running world, behind the Kubernetes API.
+pub struct LiveCluster {
+    pub run: Arc<Mutex<ProblemRun>>,
+    pub stores: Arc<LiveStores>,
+}
+
+fn kind_of(req: &WriteRequest) -> Result<Kind, Failure> {
+    Kind::ALL
+        .iter()
+        .copied()
+        .find(|k| k.resource() == req.resource.plural && k.group() == req.resource.group)
+        .ok_or_else(|| {
+            Failure::new(
+                405,
+                "MethodNotAllowed",
+                format!(
+                    "the server does not allow this method on the requested resource ({})",
+                    req.resource.plural
+                ),
+            )
+        })
+}
+
+fn decode(req: &WriteRequest) -> Result<Value, Failure> {
+    apiserver::body::decode(req.content_type.as_deref(), &req.body)
+}
+
+impl ClusterWriter for LiveCluster {
+    fn write(&self, req: WriteRequest) -> Result<WriteReply, Failure> {
+        let kind = kind_of(&req)?;
+        let ns = req.namespace.clone().unwrap_or_default();
+        let mut run = self.run.lock().unwrap_or_else(|e| e.into_inner());
+        let now = run.sim.world.now;
+        let mut scratch;
+        let world: &mut World = if req.dry_run {
+            scratch = run.sim.world.clone();
+            &mut scratch
+        } else {
+            &mut run.sim.world
+        };
+        let served_rv = |name: &str| -> Option<String> {
+            let objects = self.stores.objects.read();
+            objects
+                .state
+                .get(kind.api_version(), kind.name(), &ns, name)
+                .and_then(|o| {
+                    o["metadata"]["resourceVersion"]
+                        .as_str()
+                        .map(str::to_string)
+                })
+        };
+        let time = schemas::time::rfc3339(now);
+        let manager = req
+            .field_manager
+            .clone()
+            .unwrap_or_else(|| patch::default_manager(&req.user_agent));
+        let (k, code, deleted) = match (req.verb, req.name.as_deref(), req.subresource.as_deref()) {
+            (Verb::Create, None, None) => {
+                let mut body = decode(&req)?;
+                patch::record_update(None, &mut body, &manager, None, &time);
+                let k = kind.objects().create(world, &ns, &body)?;
+                (k, 201, None)
+            }
+            (Verb::Create, Some(name), Some("eviction")) if kind == Kind::Pod => {
+                let k = key(&ns, name);
+                kind.objects().delete(world, &k, DeleteOptions::default())?;
+                let reply = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+                drop(run);
+                if !req.dry_run {
+                    self.flush()?;
+                }
+                return Ok(WriteReply {
+                    code: 201,
+                    body: reply,
+                });
+            }
+            (
+                Verb::Update | Verb::Patch,
+                Some(name),
+                sub @ (None | Some("status") | Some("scale")),
+            ) => {
+                let k = key(&ns, name);
+                let Some((current, _)) = kind.objects().render(world, &k) else {
+                    return Err(Failure::not_found(
+                        &req.resource.plural,
+                        &req.resource.group,
+                        name,
+                    ));
+                };
+                let served = served_rv(name);
+                let mut base = current.clone();
+                set_rv(&mut base, served.as_deref());
+                if sub == Some("scale") {
+                    base = scale_of(&base);
+                }
+                let mut new = match req.verb {
+                    Verb::Update => decode(&req)?,
+                    _ => patched(&req, &base, kind, &manager, &time)?,
+                };
+                // A resourceVersion the client sent must be the served one (409 otherwise).
+                if let Some(rv) = new
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    && served.as_deref().is_some_and(|s| s != rv)
+                {
+                    return Err(Failure::conflict(
+                        &req.resource.plural,
+                        &req.resource.group,
+                        name,
+                    ));
+                }
+                if sub == Some("scale") {
+                    let replicas = new
+                        .pointer("/spec/replicas")
+                        .cloned()
+                        .unwrap_or(Value::Null);
+                    new = current.clone();
+                    new["spec"]["replicas"] = replicas;
+                }
+                strip_rv(&mut new);
+                if req
+                    .content_type
+                    .as_deref()
+                    .and_then(PatchType::from_content_type)
+                    != Some(PatchType::Apply)
+                {
+                    patch::record_update(Some(&current), &mut new, &manager, sub, &time);
+                }
+                match sub {
+                    Some("status") => kind.objects().update_status(world, &k, &new)?,
+                    _ => kind.objects().update(world, &k, &new)?,
+                };
+                (k, 200, None)
+            }
+            (Verb::Delete, Some(name), None) => {
+                let k = key(&ns, name);
+                let opts = delete_options(&req.body)?;
+                let gone = kind.objects().delete(world, &k, opts)?;
+                (k, 200, Some(gone))
+            }
+            _ => {
+                return Err(Failure::new(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                ));
+            }
+        };
+        // The answer: from the copy for a dry run (nothing stored, no new resource version);
+        // otherwise what the flush stored.
+        let answer = if req.dry_run {
+            let mut v = deleted
+                .or_else(|| world.render(kind, &k).map(|(v, _)| v))
+                .unwrap_or(Value::Null);
+            set_rv(&mut v, served_rv(&k.1).as_deref());
+            v
+        } else {
+            drop(run);
+            self.flush()?;
+            let objects = self.stores.objects.read();
+            match objects
+                .state
+                .get(kind.api_version(), kind.name(), &k.0, &k.1)
+            {
+                Some(o) => (**o).clone(),
+                None => deleted.unwrap_or(Value::Null),
+            }
+        };
+        let mut body = answer;
+        if let Some(m) = body.as_object_mut() {
+            m.insert("kind".into(), kind.name().into());
+            m.insert("apiVersion".into(), kind.api_version().into());
+        }
+        if req.subresource.as_deref() == Some("scale") {
+            body = scale_of(&body);
+        } else if req.verb == Verb::Delete
+            && !matches!(kind, Kind::Pod | Kind::Service | Kind::Namespace)
+        {
+            // Most kinds answer a delete with a Status, pods and a few others with the object.
+            body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": k.1, "group": kind.group(), "kind": kind.resource(),
+                            "uid": body.pointer("/metadata/uid").cloned().unwrap_or(Value::Null)}});
+        }
+        Ok(WriteReply { code, body })
+    }
+}
+
+impl LiveCluster {
+    /// Emits what writes changed and routes it to the stores.
+    fn flush(&self) -> Result<(), Failure> {
+        let rows = {
+            let mut run = self.run.lock().unwrap_or_else(|e| e.into_inner());
+            run.sim.world.flush_objects();
+            run.sim.drain()
+        };
+        self.stores
+            .route(rows)
+            .map_err(|e| Failure::new(500, "InternalError", e.to_string()))
+    }
+}
+
+/// The object a PATCH makes of `base`, by its Content-Type.
+fn patched(
+    req: &WriteRequest,
+    base: &Value,
+    kind: Kind,
+    manager: &str,
+    time: &str,
+) -> Result<Value, Failure> {
+    let ct = req.content_type.as_deref().unwrap_or("");
+    let ty = PatchType::from_content_type(ct).ok_or_else(|| Failure::unsupported_media_type(ct))?;
+    match ty {
+        PatchType::Apply => {
+            let config = apiserver::body::decode(Some("application/yaml"), &req.body)?;
+            patch::apply(Some(base), &config, manager, req.force, time)
+        }
+        _ => patch::patch(base, &req.body, ty, kind.name()),
+    }
+}
+
+fn set_rv(v: &mut Value, rv: Option<&str>) {
+    if let (Some(meta), Some(rv)) = (v.get_mut("metadata").and_then(Value::as_object_mut), rv) {
+        meta.insert("resourceVersion".into(), rv.into());
+    }
+}
+
+fn strip_rv(v: &mut Value) {
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+    }
+}
+
+/// A DELETE's options body (`propagationPolicy`, `gracePeriodSeconds`); none means defaults.
+fn delete_options(body: &[u8]) -> Result<DeleteOptions, Failure> {
+    if body.is_empty() {
+        return Ok(DeleteOptions::default());
+    }
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| Failure::bad_request(format!("the DeleteOptions body is not JSON: {e}")))?;
+    let propagation = match v["propagationPolicy"].as_str() {
+        None | Some("Background") => Propagation::Background,
+        Some("Foreground") => Propagation::Foreground,
+        Some("Orphan") => Propagation::Orphan,
+        Some(other) => {
+            return Err(Failure::bad_request(format!(
+                "propagationPolicy: Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+            )));
+        }
+    };
+    Ok(DeleteOptions {
+        grace_seconds: v["gracePeriodSeconds"].as_i64(),
+        propagation,
+    })
+}

@@ -1,0 +1,407 @@
+//! The real `kubectl` mitigating a problem in `collector env up`: writes of every common shape
+//! (strategic merge, merge and JSON patches, scale, rollout restart, set env, apply, create,
+//! replace, delete), server dry runs, conflicts and invalid writes, and the cluster reacting.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use e2e::text;
+
+const NS: &str = "hotel-reservation";
+
+/// A running `collector env up` and the kubeconfig it wrote.
+struct Live {
+    child: Child,
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+    endpoints: serde_json::Value,
+    tmp: tempfile::TempDir,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn up(problem: &str, extra: &[&str]) -> Live {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let kubeconfig = tmp.path().join("kubeconfig");
+    let mut child = Command::new(e2e::binary("collector"))
+        .args(["env", "up", "--problem", problem, "--seed", "3", "--json"])
+        .args(["--since-onset", "2m", "--speed", "5"])
+        .arg("--write-kubeconfig")
+        .arg(&kubeconfig)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("collector runs");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("ready line");
+    let endpoints: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("ready JSON expected, got {line:?}: {e}"));
+    Live {
+        child,
+        kubeconfig,
+        cache: tmp.path().join("kube-cache"),
+        endpoints,
+        tmp,
+    }
+}
+
+fn kubectl(l: &Live, args: &[&str]) -> Output {
+    Command::new("kubectl")
+        .env("KUBECONFIG", &l.kubeconfig)
+        .arg("--cache-dir")
+        .arg(&l.cache)
+        .args(args)
+        .output()
+        .expect("kubectl is installed (apt-get install kubectl, or bash tests/run)")
+}
+
+fn ok(l: &Live, args: &[&str]) -> String {
+    let out = kubectl(l, args);
+    assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(l: &Live, args: &[&str]) -> String {
+    let out = kubectl(l, args);
+    assert!(
+        !out.status.success(),
+        "kubectl {args:?} should fail: {}",
+        text(&out)
+    );
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// Polls `get` until `done` holds: the cluster reacts in simulated seconds, not at once.
+fn until(l: &Live, args: &[&str], what: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = ok(l, args);
+        if done(&out) {
+            return out;
+        }
+        assert!(Instant::now() < deadline, "{what}: still {out}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn kubectl_fixes_a_wrong_target_port_and_the_endpoints_follow() {
+    let l = up("hotel-geo-target-port", &[]);
+    assert!(l.endpoints["ready_secs"].as_f64().unwrap() < 30.0);
+    let before = ok(
+        &l,
+        &[
+            "-n",
+            NS,
+            "get",
+            "endpoints",
+            "geo",
+            "-o",
+            "jsonpath={.subsets[0].ports[0].port}",
+        ],
+    );
+    assert_ne!(before, "8083", "the fault is in place before the fix");
+    // A server dry run changes nothing.
+    let dry = ok(
+        &l,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "svc",
+            "geo",
+            "--dry-run=server",
+            "-p",
+            r#"{"spec":{"ports":[{"port":8083,"targetPort":8083}]}}"#,
+        ],
+    );
+    assert!(dry.contains("service/geo patched"), "{dry}");
+    let still = ok(
+        &l,
+        &[
+            "-n",
+            NS,
+            "get",
+            "svc",
+            "geo",
+            "-o",
+            "jsonpath={.spec.ports[0].targetPort}",
+        ],
+    );
+    assert_ne!(still, "8083", "dry run must not write");
+    let out = ok(
+        &l,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "svc",
+            "geo",
+            "-p",
+            r#"{"spec":{"ports":[{"port":8083,"targetPort":8083}]}}"#,
+        ],
+    );
+    assert_eq!(out.trim(), "service/geo patched");
+    // The same patch again changes nothing, and kubectl can tell.
+    let again = ok(
+        &l,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "svc",
+            "geo",
+            "-p",
+            r#"{"spec":{"ports":[{"port":8083,"targetPort":8083}]}}"#,
+        ],
+    );
+    assert_eq!(again.trim(), "service/geo patched (no change)");
+    until(
+        &l,
+        &[
+            "-n",
+            NS,
+            "get",
+            "endpoints",
+            "geo",
+            "-o",
+            "jsonpath={.subsets[0].ports[0].port}",
+        ],
+        "endpoints follow the fixed targetPort",
+        |o| o == "8083",
+    );
+}
+
+#[test]
+fn kubectl_writes_of_every_shape_change_the_live_cluster() {
+    let l = up("hotel-profile-oom", &[]);
+    // scale: merge patch on the scale subresource; the ReplicaSet makes the pods.
+    assert!(ok(&l, &["-n", NS, "scale", "deploy/geo", "--replicas=3"]).contains("scaled"));
+    until(
+        &l,
+        &[
+            "-n",
+            NS,
+            "get",
+            "deploy",
+            "geo",
+            "-o",
+            "jsonpath={.status.readyReplicas}",
+        ],
+        "three geo pods ready",
+        |o| o == "3",
+    );
+    // set env: strategic merge with $setElementOrder; a new ReplicaSet rolls out.
+    assert!(ok(&l, &["-n", NS, "set", "env", "deploy/search", "FOO=bar"]).contains("env updated"));
+    let env = ok(
+        &l,
+        &[
+            "-n",
+            NS,
+            "get",
+            "deploy",
+            "search",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].env[?(@.name==\"FOO\")].value}",
+        ],
+    );
+    assert_eq!(env, "bar");
+    until(
+        &l,
+        &["-n", NS, "get", "rs", "-o", "name"],
+        "a second search ReplicaSet",
+        |o| o.lines().filter(|n| n.contains("/search-")).count() == 2,
+    );
+    // rollout restart: the restartedAt annotation; rollout status follows to the end.
+    assert!(ok(&l, &["-n", NS, "rollout", "restart", "deploy/frontend"]).contains("restarted"));
+    let status = ok(
+        &l,
+        &[
+            "-n",
+            NS,
+            "rollout",
+            "status",
+            "deploy/frontend",
+            "--timeout=60s",
+        ],
+    );
+    assert!(status.contains("successfully rolled out"), "{status}");
+    // set resources: the OOM-killed service gets room.
+    assert!(
+        ok(
+            &l,
+            &[
+                "-n",
+                NS,
+                "set",
+                "resources",
+                "deploy/profile",
+                "--limits=memory=1Gi"
+            ]
+        )
+        .contains("resource requirements updated")
+    );
+    let limit = ok(
+        &l,
+        &[
+            "-n",
+            NS,
+            "get",
+            "deploy",
+            "profile",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].resources.limits.memory}",
+        ],
+    );
+    assert_eq!(limit, "1Gi");
+    // label / annotate: merge patches on metadata.
+    assert!(ok(&l, &["-n", NS, "label", "deploy/geo", "team=sre"]).contains("labeled"));
+    assert!(ok(&l, &["-n", NS, "annotate", "deploy/geo", "note=checked"]).contains("annotated"));
+    // JSON patch.
+    ok(
+        &l,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "deploy",
+            "geo",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/replicas","value":2}]"#,
+        ],
+    );
+    assert_eq!(
+        ok(
+            &l,
+            &[
+                "-n",
+                NS,
+                "get",
+                "deploy",
+                "geo",
+                "-o",
+                "jsonpath={.spec.replicas}"
+            ]
+        ),
+        "2"
+    );
+    // apply (needs /openapi/v3), then apply again unchanged, then replace with a stale version.
+    let dir = l.tmp.path();
+    let cm = write(
+        dir,
+        "cm.yaml",
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: {NS}\ndata:\n  a: \"1\"\n"
+        ),
+    );
+    assert!(ok(&l, &["apply", "-f", &cm]).contains("configmap/extra created"));
+    assert!(ok(&l, &["apply", "-f", &cm]).contains("configmap/extra unchanged"));
+    let server_side = ok(&l, &["apply", "--server-side", "-f", &cm]);
+    assert!(server_side.contains("serverside-applied"), "{server_side}");
+    let stale = write(
+        dir,
+        "stale.yaml",
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: {NS}\n  resourceVersion: \"1\"\ndata:\n  a: \"2\"\n"
+        ),
+    );
+    let err = fails(&l, &["replace", "-f", &stale]);
+    assert!(
+        err.contains("Error from server (Conflict)")
+            && err.contains("the object has been modified"),
+        "{err}"
+    );
+    // create -f of an existing object: AlreadyExists.
+    let err = fails(&l, &["create", "-f", &cm]);
+    assert!(err.contains("AlreadyExists"), "{err}");
+    // create configmap: kubectl sends protobuf.
+    assert!(
+        ok(
+            &l,
+            &[
+                "-n",
+                NS,
+                "create",
+                "configmap",
+                "proto",
+                "--from-literal=k=v"
+            ]
+        )
+        .contains("configmap/proto created")
+    );
+    assert_eq!(
+        ok(
+            &l,
+            &["-n", NS, "get", "cm", "proto", "-o", "jsonpath={.data.k}"]
+        ),
+        "v"
+    );
+    // Invalid: negative replicas, with the apiserver's wording.
+    let err = fails(
+        &l,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "deploy",
+            "geo",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"replicas":-1}}"#,
+        ],
+    );
+    assert!(
+        err.contains("is invalid") && err.contains("spec.replicas"),
+        "{err}"
+    );
+    // delete a pod: its ReplicaSet replaces it.
+    let pods = ok(
+        &l,
+        &[
+            "-n",
+            NS,
+            "get",
+            "pods",
+            "-l",
+            "io.kompose.service=geo",
+            "-o",
+            "name",
+        ],
+    );
+    let victim = pods.lines().next().expect("a geo pod").to_string();
+    assert!(ok(&l, &["-n", NS, "delete", &victim, "--wait=false"]).contains("deleted"));
+    until(
+        &l,
+        &[
+            "-n",
+            NS,
+            "get",
+            "pods",
+            "-l",
+            "io.kompose.service=geo",
+            "-o",
+            "name",
+        ],
+        "a replacement pod",
+        |o| !o.lines().any(|p| p == victim) && o.lines().count() >= 2,
+    );
+    // delete of what does not exist.
+    let err = fails(&l, &["-n", NS, "delete", "cm", "nope"]);
+    assert!(err.contains("NotFound"), "{err}");
+}
