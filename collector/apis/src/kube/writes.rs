@@ -125,12 +125,13 @@ pub async fn serve(
         Err(e) => return failure(&e),
     };
     // `kubectl delete --dry-run=server` puts dryRun in the DeleteOptions body.
-    if verb == Verb::Delete && !body.is_empty() {
-        if let Ok(v) = serde_json::from_slice::<Value>(&body) {
-            dry_run |= v["dryRun"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|x| x == "All"));
-        }
+    if verb == Verb::Delete
+        && !body.is_empty()
+        && let Ok(v) = serde_json::from_slice::<Value>(&body)
+    {
+        dry_run |= v["dryRun"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x == "All"));
     }
     let text = |h: header::HeaderName| {
         headers
