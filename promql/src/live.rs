@@ -7,10 +7,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::RwLock;
 
-use crate::labels::{Labels, METRIC_NAME, Str};
+use crate::labels::{Labels, Str};
 use crate::storage::{
     LabelMatcher, MetricMetadata, Postings, SampleBuf, SeriesId, Storage, StorageGuard,
-    StorageSource, select_indexed,
+    StorageSource, add_metadata, select_indexed, series_labels,
 };
 
 #[derive(Debug, Default)]
@@ -31,31 +31,13 @@ pub struct LiveStorage {
 }
 
 impl LiveStorage {
-    fn intern(&mut self, s: &str) -> Str {
-        if let Some(x) = self.strings.get(s) {
-            return x.clone();
-        }
-        let x: Str = s.into();
-        self.strings.insert(x.clone());
-        x
-    }
-
     /// The series for metric `name` with `labels` (any order; empty values ignored), added if new.
     pub fn series<'a>(
         &mut self,
         name: &str,
         labels: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> SeriesId {
-        let mut pairs: Vec<(Str, Str)> = Vec::new();
-        if !name.is_empty() {
-            pairs.push((self.intern(METRIC_NAME), self.intern(name)));
-        }
-        for (k, v) in labels {
-            if k != METRIC_NAME && !v.is_empty() {
-                pairs.push((self.intern(k), self.intern(v)));
-            }
-        }
-        let labels = Labels::new(pairs);
+        let labels = series_labels(&mut self.strings, name, labels);
         if let Some(&id) = self.ids.get(&labels) {
             return id;
         }
@@ -99,15 +81,7 @@ impl LiveStorage {
 
     /// Records type/help/unit of a metric family.
     pub fn set_metadata(&mut self, metric: &str, kind: &str, help: &str, unit: &str) {
-        let md = MetricMetadata {
-            kind: kind.into(),
-            help: help.into(),
-            unit: unit.into(),
-        };
-        let e = self.metadata.entry(metric.to_string()).or_default();
-        if !e.contains(&md) {
-            e.push(md);
-        }
+        add_metadata(&mut self.metadata, metric, kind, help, unit);
     }
 
     pub fn num_series(&self) -> usize {

@@ -537,6 +537,53 @@ impl PendingSeries {
     }
 }
 
+/// The one shared copy of `s`.
+pub(crate) fn intern(strings: &mut HashSet<Str>, s: &str) -> Str {
+    if let Some(x) = strings.get(s) {
+        return x.clone();
+    }
+    let x: Str = s.into();
+    strings.insert(x.clone());
+    x
+}
+
+/// The label set of metric `name` with `labels` (any order; empty values ignored), interned.
+pub(crate) fn series_labels<'a>(
+    strings: &mut HashSet<Str>,
+    name: &str,
+    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Labels {
+    let mut pairs: Vec<(Str, Str)> = Vec::new();
+    if !name.is_empty() {
+        pairs.push((intern(strings, METRIC_NAME), intern(strings, name)));
+    }
+    for (k, v) in labels {
+        if k != METRIC_NAME && !v.is_empty() {
+            pairs.push((intern(strings, k), intern(strings, v)));
+        }
+    }
+    Labels::new(pairs)
+}
+
+/// Records type/help/unit of a metric family once.
+pub(crate) fn add_metadata(
+    metadata: &mut BTreeMap<String, Vec<MetricMetadata>>,
+    metric: &str,
+    kind: &str,
+    help: &str,
+    unit: &str,
+) {
+    let md = MetricMetadata {
+        kind: kind.into(),
+        help: help.into(),
+        unit: unit.into(),
+    };
+    let e = metadata.entry(metric.to_string()).or_default();
+    if !e.contains(&md) {
+        e.push(md);
+    }
+}
+
 /// Collects samples in any order and builds a [`MemStorage`].
 #[derive(Default)]
 pub struct StorageBuilder {
@@ -553,12 +600,7 @@ impl StorageBuilder {
     }
 
     fn intern(&mut self, s: &str) -> Str {
-        if let Some(x) = self.strings.get(s) {
-            return x.clone();
-        }
-        let x: Str = s.into();
-        self.strings.insert(x.clone());
-        x
+        intern(&mut self.strings, s)
     }
 
     /// The series for metric `name` with `labels` (any order; empty values ignored).
@@ -567,16 +609,8 @@ impl StorageBuilder {
         name: &str,
         labels: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> SeriesHandle {
-        let mut pairs: Vec<(Str, Str)> = Vec::new();
-        if !name.is_empty() {
-            pairs.push((self.intern(METRIC_NAME), self.intern(name)));
-        }
-        for (k, v) in labels {
-            if k != METRIC_NAME && !v.is_empty() {
-                pairs.push((self.intern(k), self.intern(v)));
-            }
-        }
-        self.series_for_labels(Labels::new(pairs))
+        let labels = series_labels(&mut self.strings, name, labels);
+        self.series_for_labels(labels)
     }
 
     /// The series with exactly this label set (including `__name__` if any).
@@ -617,15 +651,7 @@ impl StorageBuilder {
 
     /// Records type/help/unit of a metric family (as scraped metadata would).
     pub fn set_metadata(&mut self, metric: &str, kind: &str, help: &str, unit: &str) {
-        let md = MetricMetadata {
-            kind: kind.into(),
-            help: help.into(),
-            unit: unit.into(),
-        };
-        let e = self.metadata.entry(metric.to_string()).or_default();
-        if !e.contains(&md) {
-            e.push(md);
-        }
+        add_metadata(&mut self.metadata, metric, kind, help, unit);
     }
 
     pub fn build(self) -> MemStorage {

@@ -14,6 +14,9 @@ use crate::live::{LiveEnv, LiveOptions};
 use crate::replay::write_file;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  collector env up --problem hotel-geo-target-port --write-kubeconfig /tmp/kc --for 10m --out out/geo-live"
+)]
 pub struct Args {
     #[command(subcommand)]
     pub command: EnvCommand,
