@@ -10,7 +10,7 @@ use std::sync::RwLock;
 use crate::labels::{Labels, Str};
 use crate::storage::{
     LabelMatcher, MetricMetadata, Postings, SampleBuf, SeriesId, Storage, StorageGuard,
-    StorageSource, add_metadata, select_indexed, series_labels,
+    StorageSource, add_metadata, posted_names, posted_values, select_indexed, series_labels,
 };
 
 #[derive(Debug, Default)]
@@ -126,14 +126,11 @@ impl Storage for LiveStorage {
     }
 
     fn label_names(&self) -> Vec<Str> {
-        self.index.keys().cloned().collect()
+        posted_names(&self.index)
     }
 
     fn label_values(&self, name: &str) -> Vec<Str> {
-        self.index
-            .get(name)
-            .map(|v| v.keys().cloned().collect())
-            .unwrap_or_default()
+        posted_values(&self.index, name)
     }
 
     fn metadata(&self) -> &BTreeMap<String, Vec<MetricMetadata>> {

@@ -299,6 +299,19 @@ impl MemStorage {
 /// name → value → series ids (ascending).
 pub(crate) type Postings = BTreeMap<Str, BTreeMap<Str, Vec<SeriesId>>>;
 
+/// Every label name in the postings, sorted.
+pub(crate) fn posted_names(index: &Postings) -> Vec<Str> {
+    index.keys().cloned().collect()
+}
+
+/// Every value of label `name` in the postings, sorted.
+pub(crate) fn posted_values(index: &Postings, name: &str) -> Vec<Str> {
+    index
+        .get(name)
+        .map(|v| v.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
 /// Ids of series whose `name` label satisfies `m`, for a matcher that rejects the empty
 /// string (so series lacking the label are excluded, and postings are exact).
 fn postings_for(index: &Postings, m: &LabelMatcher) -> Vec<SeriesId> {
@@ -403,14 +416,11 @@ impl Storage for MemStorage {
     }
 
     fn label_names(&self) -> Vec<Str> {
-        self.index.keys().cloned().collect()
+        posted_names(&self.index)
     }
 
     fn label_values(&self, name: &str) -> Vec<Str> {
-        self.index
-            .get(name)
-            .map(|v| v.keys().cloned().collect())
-            .unwrap_or_default()
+        posted_values(&self.index, name)
     }
 
     fn metadata(&self) -> &BTreeMap<String, Vec<MetricMetadata>> {

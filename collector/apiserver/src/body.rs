@@ -43,13 +43,18 @@ pub fn format(content_type: Option<&str>) -> Result<Format, Failure> {
 /// reading the body.
 pub fn check_size(len: usize) -> Result<(), Failure> {
     if len > MAX_BODY_BYTES {
-        return Err(Failure::new(
-            413,
-            "RequestEntityTooLarge",
-            format!("Request entity too large: limit is {MAX_BODY_BYTES}"),
-        ));
+        return Err(too_large());
     }
     Ok(())
+}
+
+/// 413: a body over [`MAX_BODY_BYTES`].
+pub fn too_large() -> Failure {
+    Failure::new(
+        413,
+        "RequestEntityTooLarge",
+        format!("Request entity too large: limit is {MAX_BODY_BYTES}"),
+    )
 }
 
 /// The body as an API object (a JSON object), or the Status to answer: 413 too large, 415 unknown

@@ -270,16 +270,7 @@ fn namespace(w: &mut World, ns: &str) {
         },
     );
     w.touch(Kind::Namespace, &key("", ns));
-    let meta = w.meta(Some(ns), "default", Labels::new());
-    let k = key(ns, "default");
-    w.service_accounts.insert(
-        k.clone(),
-        ServiceAccount {
-            meta,
-            body: json!({}),
-        },
-    );
-    w.touch(Kind::ServiceAccount, &k);
+    default_service_account(w, ns);
     let mut meta = w.meta(Some(ns), "kube-root-ca.crt", Labels::new());
     meta.annotations.insert(
         "kubernetes.io/description".into(),
@@ -584,4 +575,22 @@ pub fn service_object(w: &mut World, app: &AppSpec, s: &ServiceSpec) {
         },
     );
     w.touch(Kind::Service, &k);
+}
+
+/// The `default` ServiceAccount the service account controller gives every namespace, unless the
+/// namespace has one.
+pub fn default_service_account(w: &mut World, ns: &str) {
+    let k = key(ns, "default");
+    if w.service_accounts.contains_key(&k) {
+        return;
+    }
+    let meta = w.meta(Some(ns), "default", Labels::new());
+    w.service_accounts.insert(
+        k.clone(),
+        ServiceAccount {
+            meta,
+            body: json!({}),
+        },
+    );
+    w.touch(Kind::ServiceAccount, &k);
 }

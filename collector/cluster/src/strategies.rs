@@ -95,14 +95,11 @@ impl Strategy for Pod {
                     CState::Running { started } => started,
                     _ => now,
                 };
-                s.last = Some(Terminated {
-                    reason: "Completed".into(),
-                    exit_code: 0,
+                s.last = Some(Terminated::completed(
                     started,
-                    finished: now,
-                    container_id: s.container_id.clone().unwrap_or_default(),
-                    message: None,
-                });
+                    now,
+                    s.container_id.as_deref(),
+                ));
                 s.state = CState::waiting("ContainerCreating", None);
                 s.ready = false;
                 s.backoff_until = 0;
@@ -368,18 +365,7 @@ impl Strategy for Namespace {
         }
         self.body["status"] = json!({"phase": "Active"});
         // The service account controller gives every namespace its `default` account.
-        let k = key(&self.meta.name, "default");
-        if !w.service_accounts.contains_key(&k) {
-            let meta = w.meta(Some(&self.meta.name), "default", Labels::new());
-            w.service_accounts.insert(
-                k.clone(),
-                ServiceAccount {
-                    meta,
-                    body: json!({}),
-                },
-            );
-            w.touch(Kind::ServiceAccount, &k);
-        }
+        super::bootstrap::default_service_account(w, &self.meta.name);
     }
 
     fn prepare_update(&mut self, old: &Namespace, _now: i64) {

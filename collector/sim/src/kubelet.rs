@@ -355,14 +355,11 @@ fn run_init(
             let started = *started;
             match init_outcome(w, pod, c) {
                 InitOutcome::Done if now - started >= NS_PER_SEC => {
-                    s.state = CState::Terminated(Terminated {
-                        reason: "Completed".into(),
-                        exit_code: 0,
+                    s.state = CState::Terminated(Terminated::completed(
                         started,
-                        finished: now,
-                        container_id: s.container_id.clone().unwrap_or_default(),
-                        message: None,
-                    });
+                        now,
+                        s.container_id.as_deref(),
+                    ));
                     s.ready = true;
                     true
                 }

@@ -52,17 +52,15 @@ impl ObjectFeed {
         if objects.is_empty() && events.is_empty() {
             return Ok(self.read().state.resource_version);
         }
-        let rv = {
+        let (result, newest) = {
             let mut guard = self.objects.write().unwrap_or_else(|e| e.into_inner());
             let o = &mut *guard;
             let result = o.timeline.append(objects, events, &mut o.state);
-            let rv = o.state.resource_version;
-            result.map(|()| rv)
+            (result, o.state.resource_version)
         };
         // Whatever was appended before an error is served: tell the watches either way.
-        let newest = self.read().state.resource_version;
         self.changed.send_replace(newest);
-        rv
+        result.map(|()| newest)
     }
 
     /// A receiver that sees the newest resource version after every append.

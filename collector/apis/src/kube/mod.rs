@@ -103,20 +103,10 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
     }
     let params = Params::parse(&query);
     if method != Method::GET && method != Method::HEAD {
-        // One byte over the limit is enough to refuse: the rest is never read.
-        let limit = apiserver::body::MAX_BODY_BYTES + 1;
-        let body = match axum::body::to_bytes(body, limit).await {
+        // Reading stops past the limit: an oversized body is refused without being held whole.
+        let body = match axum::body::to_bytes(body, apiserver::body::MAX_BODY_BYTES).await {
             Ok(b) => b,
-            Err(_) => {
-                return writes::failure(&apiserver::status::Failure::new(
-                    413,
-                    "RequestEntityTooLarge",
-                    format!(
-                        "Request entity too large: limit is {}",
-                        apiserver::body::MAX_BODY_BYTES
-                    ),
-                ));
-            }
+            Err(_) => return writes::failure(&apiserver::body::too_large()),
         };
         let write = Write {
             method: &method,

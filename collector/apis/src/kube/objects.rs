@@ -257,6 +257,21 @@ fn table(
     t
 }
 
+/// The named object, if it exists, and the cluster's resource version, read together.
+fn find(
+    f: &KubeFacade,
+    res: &Resource,
+    namespace: Option<&str>,
+    name: &str,
+) -> (Option<Arc<Value>>, u64) {
+    let ns = namespace.unwrap_or("");
+    let objects = f.objects.read();
+    let found = objects_of(&objects.state, res)
+        .find(|((n, nm), _)| n == ns && nm == name)
+        .map(|(_, v)| v.clone());
+    (found, objects.state.resource_version)
+}
+
 pub fn get(
     f: &KubeFacade,
     res: &Resource,
@@ -266,14 +281,7 @@ pub fn get(
     accept: &str,
 ) -> Response {
     let clock = f.clock.read();
-    let ns = namespace.unwrap_or("");
-    let (object, rv) = {
-        let objects = f.objects.read();
-        let found = objects_of(&objects.state, res)
-            .find(|((n, nm), _)| n == ns && nm == name)
-            .map(|(_, v)| v.clone());
-        (found, objects.state.resource_version)
-    };
+    let (object, rv) = find(f, res, namespace, name);
     let Some(object) = object else {
         return status::not_found(&res.plural, name);
     };
@@ -295,14 +303,7 @@ pub fn get(
 /// `GET .../<workload>/<name>/scale`.
 pub fn get_scale(f: &KubeFacade, res: &Resource, namespace: Option<&str>, name: &str) -> Response {
     let clock = f.clock.read();
-    let ns = namespace.unwrap_or("");
-    let object = {
-        let objects = f.objects.read();
-        objects_of(&objects.state, res)
-            .find(|((n, nm), _)| n == ns && nm == name)
-            .map(|(_, v)| v.clone())
-    };
-    match object {
+    match find(f, res, namespace, name).0 {
         Some(o) => json_response(
             StatusCode::OK,
             &super::writes::scale_of(&served(res, &o, &clock)),

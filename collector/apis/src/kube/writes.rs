@@ -117,9 +117,6 @@ pub async fn serve(
             ));
         }
     };
-    if let Err(e) = apiserver::body::check_size(body.len()) {
-        return failure(&e);
-    }
     let (mut dry_run, field_manager, force) = match options(query) {
         Ok(o) => o,
         Err(e) => return failure(&e),

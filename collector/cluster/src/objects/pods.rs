@@ -14,6 +14,19 @@ pub struct Terminated {
 }
 
 impl Terminated {
+    /// A container that exited 0 on its own (an init container done, or one stopped for a new
+    /// image).
+    pub fn completed(started: i64, finished: i64, container_id: Option<&str>) -> Terminated {
+        Terminated {
+            reason: "Completed".into(),
+            exit_code: 0,
+            started,
+            finished,
+            container_id: container_id.unwrap_or_default().to_string(),
+            message: None,
+        }
+    }
+
     fn to_json(&self) -> Value {
         let mut t = json!({
             "exitCode": self.exit_code,
