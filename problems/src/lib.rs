@@ -23,7 +23,7 @@ pub use noise::{NoiseKind, NoiseProfile, PlannedNoise};
 pub use primitive::{Primitive, Target};
 pub use problem::{
     Expectation, FaultSpec, GroundTruthSpec, HealthCondition, OracleSpec, ProblemSpec,
-    StateAssertion,
+    ReferenceFix, StateAssertion,
 };
 pub use source::{Diagnostic, SourceFile};
 pub use units::{Cpu, Dur, Memory};

@@ -48,6 +48,22 @@ pub struct ProblemSpec {
     pub ground_truth: GroundTruthSpec,
     /// What the dataset must show for the problem to be diagnosable.
     pub visibility: Vec<Expectation>,
+    /// How an operator fixes the problem through the Kubernetes API, for the catalog's
+    /// mitigation proof. Evaluator-side like the oracle: never shown to agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_fix: Option<ReferenceFix>,
+}
+
+/// A known fix of a problem: `kubectl` command lines run in order (by `sh -c`, with KUBECONFIG
+/// pointing at the environment), or why no fix is reachable through the Kubernetes API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReferenceFix {
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// Why the fix needs more than the Kubernetes API (then `commands` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreachable: Option<String>,
 }
 
 impl ProblemSpec {

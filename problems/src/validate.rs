@@ -302,6 +302,9 @@ fn check_problem(specs: Specs<'_>, p: &ProblemSpec, file: &SourceFile, out: &mut
             );
         }
     }
+    if let Some(fix) = &p.reference_fix {
+        check_reference_fix(fix, &mut err);
+    }
     if p.oracle.state.is_empty() {
         err(
             "oracle.state",
@@ -658,4 +661,28 @@ fn marker(name: &str) -> Option<&'static str> {
     ]
     .into_iter()
     .find(|m| name.contains(m))
+}
+
+/// A reference fix is kubectl command lines, or the reason there are none; not both.
+fn check_reference_fix(fix: &crate::problem::ReferenceFix, err: &mut impl FnMut(&str, String)) {
+    match (fix.commands.is_empty(), &fix.unreachable) {
+        (true, None) => err(
+            "reference_fix.commands",
+            "a reference fix needs kubectl commands, or `unreachable` saying why there are none"
+                .into(),
+        ),
+        (false, Some(_)) => err(
+            "reference_fix.unreachable",
+            "a reference fix has either commands or `unreachable`, not both".into(),
+        ),
+        _ => {}
+    }
+    for (i, c) in fix.commands.iter().enumerate() {
+        if !c.trim_start().starts_with("kubectl ") {
+            err(
+                &format!("reference_fix.commands[{i}]"),
+                format!("`{c}` is not a kubectl command (a fix goes through the Kubernetes API)"),
+            );
+        }
+    }
 }

@@ -43,6 +43,17 @@ pub enum DbAuth {
     UserRemoved,
     /// The server now requires TLS: plain connections are reset.
     TlsRequired,
+    /// The password was changed at runtime (not in the server's configuration).
+    PasswordChanged,
+}
+
+impl DbAuth {
+    /// Whether the change is stored in the database's data, so that it survives a restart of
+    /// the server (a dropped user or revoked roles do; a password or TLS mode set at runtime
+    /// does not).
+    pub fn persists(self) -> bool {
+        matches!(self, DbAuth::RolesRevoked | DbAuth::UserRemoved)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -56,12 +67,21 @@ pub struct ServiceRuntime {
     pub disk_read_errors: f64,
     /// A table held under an exclusive lock: queries touching the store block.
     pub locked_table: Option<String>,
+    /// When the conditions held by the service's processes began (the lock's session, leaked
+    /// descriptors, a setting changed at runtime): they end once every process of the service
+    /// has started after it.
+    pub process_since: Option<i64>,
+    /// Nodes whose disks fail the reads (the nodes the service ran on when they began to fail).
+    pub disk_nodes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Link {
     pub delay_ms: f64,
     pub loss: f64,
+    /// When the impairment was set up in the network namespaces of the pods it lives in (the
+    /// caller's, or the callee's when every caller is impaired): pods created later are clean.
+    pub since: i64,
 }
 
 impl Runtime {

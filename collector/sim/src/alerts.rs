@@ -105,6 +105,20 @@ fn l(pairs: &[(&str, &str)]) -> Labels {
 }
 
 impl Alerts {
+    /// Alerts firing at `now` (active for at least their rule's `for`): (alert name, labels).
+    pub fn firing(&self, now: i64) -> Vec<(&str, &Labels)> {
+        self.active
+            .iter()
+            .filter(|((rule, _), since)| {
+                RULES
+                    .iter()
+                    .find(|r| r.name == rule)
+                    .is_some_and(|r| now - **since >= r.for_secs * NS_PER_SEC)
+            })
+            .map(|((rule, labels), _)| (rule.as_str(), labels))
+            .collect()
+    }
+
     /// Evaluates every rule now and appends a row per pending or firing alert.
     pub fn evaluate(
         &mut self,

@@ -11,6 +11,7 @@ pub mod calls;
 pub mod faults;
 pub mod flags;
 pub mod kubelet;
+pub mod lifetimes;
 pub mod logs;
 pub mod network;
 pub mod programs;
@@ -100,6 +101,7 @@ impl Sim {
         let effects = flags::Effects::read(&self.world, &self.app);
         controllers::reconcile(&mut self.world);
         kubelet::sync(&mut self.world, &self.app, &effects, NS_PER_SEC);
+        lifetimes::expire(&mut self.world, &self.app);
         let epoch = self.world.epoch;
         self.workload
             .step(&mut self.world, &self.app, &effects, epoch);
@@ -138,6 +140,11 @@ impl Sim {
     /// Rows produced since the last call.
     pub fn drain(&mut self) -> Vec<Row> {
         std::mem::take(&mut self.world.out)
+    }
+
+    /// Alerts firing now: (alert name, labels).
+    pub fn firing_alerts(&self) -> Vec<(&str, &schemas::tables::Labels)> {
+        self.alerts.firing(self.world.now)
     }
 
     /// Load generator totals so far: (requests, failed).

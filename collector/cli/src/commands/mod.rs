@@ -1,6 +1,7 @@
 //! One module per `collector` subcommand, each with its own `Args` and `run`.
 
 pub mod capture;
+mod check_fixes;
 pub mod dataset;
 pub mod env;
 pub mod problems;

@@ -1,4 +1,4 @@
-//! `collector problems list | show | validate | catalog-md`: the problem catalog from the command
+//! `collector problems list | show | validate | check-fixes | catalog-md`: the problem catalog from the command
 //! line. The logic lives in the `problems` crate; this module only parses arguments and prints.
 
 use std::path::{Path, PathBuf};
@@ -45,6 +45,28 @@ pub enum ProblemsCommand {
     #[command(after_help = "Example:\n  collector problems validate ./my-catalog --json")]
     Validate {
         dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prove that each problem can be mitigated: its reference fix, run with real kubectl against
+    /// a live environment, recovers it (graded on a fast-forwarded fork), and the problem left
+    /// alone does not recover.
+    #[command(
+        name = "check-fixes",
+        after_help = "Example:\n  collector problems check-fixes --pattern 'hotel-*'\n  collector problems check-fixes --json > proof.json\n\nNeeds kubectl on PATH. Exits 1 when a problem with a fix fails its proof."
+    )]
+    CheckFixes {
+        /// Comma-separated glob patterns over problem ids.
+        #[arg(long, default_value = "*")]
+        pattern: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Run the problems without their noise profiles.
+        #[arg(long)]
+        no_noise: bool,
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Print one JSON object per problem and a summary line.
         #[arg(long)]
         json: bool,
     },
@@ -146,6 +168,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     Ok(ExitCode::from(crate::EXIT_FAILURE))
                 }
             }
+        }
+        ProblemsCommand::CheckFixes {
+            pattern,
+            seed,
+            no_noise,
+            dir,
+            json,
+        } => {
+            let catalog = load(dir.as_deref())?;
+            let selected: Vec<_> = catalog
+                .problems_matching(&pattern)
+                .map_err(anyhow::Error::msg)?
+                .into_iter()
+                .cloned()
+                .collect();
+            super::check_fixes::run(&catalog, &selected, seed, no_noise, json)
         }
         ProblemsCommand::CatalogMd { out, check } => {
             let catalog = Catalog::builtin()?;

@@ -8,6 +8,8 @@
 //! change the same world under the same lock. When the environment stops, everything it
 //! produced can be written as a normal dataset, ground truth beside it.
 
+pub mod mitigation;
+pub mod proof;
 mod stores;
 mod writes;
 

@@ -181,6 +181,41 @@ impl ProblemRun {
         Ok(())
     }
 
+    /// Ends the noise in this run (a fork being graded): active noise is reverted and none is
+    /// left scheduled, so that only the faults and what was done about them decide the grade.
+    pub fn quiet_noise(&mut self) {
+        for u in self.noise_undos.iter_mut().filter_map(Option::take) {
+            faults::revert(&mut self.sim.world, u);
+        }
+        let next = self.next;
+        let mut i = 0;
+        self.actions.retain(|(_, a)| {
+            i += 1;
+            i <= next || !matches!(a, Action::NoiseOn(_) | Action::NoiseOff(_))
+        });
+    }
+
+    /// Schedules the timed faults (the triggers of a metastable failure) once more from now,
+    /// each for its duration; returns the seconds until the last of them is reverted.
+    pub fn replay_triggers(&mut self) -> i64 {
+        let now = self.elapsed;
+        let mut last = 0;
+        let mut due = vec![];
+        for (i, (f, decoy)) in self.injections.iter().enumerate() {
+            if let (Some(d), false) = (f.duration, decoy) {
+                let secs = (d.as_millis() / 1000).max(1) as i64;
+                due.push((now, Action::Apply(i)));
+                due.push((now + secs, Action::Revert(i)));
+                last = last.max(secs);
+            }
+        }
+        let mut pending = self.actions.split_off(self.next);
+        pending.extend(due);
+        pending.sort_by_key(|(t, a)| (*t, !matches!(a, Action::Revert(_) | Action::NoiseOff(_))));
+        self.actions.extend(pending);
+        last
+    }
+
     fn act(&mut self, action: &Action) -> anyhow::Result<()> {
         let sim = &mut self.sim;
         match *action {

@@ -40,21 +40,25 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
             cx.undo.push(Saved::AuthAt(service.clone(), prev_at));
             let now = cx.w.now;
             cx.w.runtime.auth_changed_at.insert(service.clone(), now);
-            cx.w.runtime
-                .services
-                .entry(service.clone())
-                .or_default()
-                .db_auth = match mode {
+            let rt = cx.w.runtime.services.entry(service.clone()).or_default();
+            rt.db_auth = match mode {
                 AuthMode::RevokeRoles => DbAuth::RolesRevoked,
-                AuthMode::DropUser | AuthMode::PasswordChanged => DbAuth::UserRemoved,
+                AuthMode::DropUser => DbAuth::UserRemoved,
+                AuthMode::PasswordChanged => DbAuth::PasswordChanged,
                 AuthMode::RequireTls => DbAuth::TlsRequired,
             };
+            if !rt.db_auth.persists() {
+                rt.process_since = Some(now);
+            }
             for s in restart_clients {
                 cx.restart(s);
             }
         }
         P::DatabaseLock { service, table } => {
-            cx.service_rt(service).locked_table = Some(table.clone());
+            let now = cx.w.now;
+            let rt = cx.service_rt(service);
+            rt.locked_table = Some(table.clone());
+            rt.process_since = Some(now);
         }
         other => unreachable!("`{}` is not an application fault", other.name()),
     }

@@ -193,6 +193,11 @@ impl Ctx<'_> {
         Ok(self.w.runtime.nodes.entry(node.to_string()).or_default())
     }
 
+    /// Nodes the running pods of a service are bound to.
+    pub fn nodes_running(&self, service: &str) -> Vec<String> {
+        crate::lifetimes::nodes_running(self.w, self.app, service)
+    }
+
     /// Deletes the pods of a service so its controller recreates them with the current spec.
     pub fn restart(&mut self, service: &str) {
         let ns = self.ns();

@@ -10,7 +10,10 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
     use Primitive as P;
     match p {
         P::DiskReadErrors { service, percent } => {
-            cx.service_rt(service).disk_read_errors = percent / 100.0;
+            let nodes = cx.nodes_running(service);
+            let rt = cx.service_rt(service);
+            rt.disk_read_errors = percent / 100.0;
+            rt.disk_nodes = nodes;
         }
         P::SyscallFailure {
             service,
@@ -18,8 +21,10 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
             errno,
             percent,
         } => {
-            cx.service_rt(service).syscall_failure =
-                Some((syscall_error(syscall, errno), percent / 100.0));
+            let now = cx.w.now;
+            let rt = cx.service_rt(service);
+            rt.syscall_failure = Some((syscall_error(syscall, errno), percent / 100.0));
+            rt.process_since = Some(now);
         }
         other => unreachable!("`{}` is not a kernel fault", other.name()),
     }

