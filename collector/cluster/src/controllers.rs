@@ -393,13 +393,25 @@ fn statefulsets(w: &mut World) {
                 delete_pod(w, &pk);
             }
         }
+        if next.is_none() {
+            roll_statefulset(w, &k.0, &s, &owned);
+        }
+        let revision_of = |i: usize| {
+            w.pods
+                .get(&key(&k.0, &format!("{}-{i}", s.meta.name)))
+                .and_then(|p| p.meta.labels.get("controller-revision-hash"))
+                .cloned()
+        };
         let ready = owned
             .iter()
             .filter(|o| o.1 && (o.0 as i32) < s.replicas)
             .count() as i32;
         let counts = ReplicaCounts {
             replicas: owned.iter().filter(|o| !o.2).count() as i32,
-            updated: owned.iter().filter(|o| !o.2).count() as i32,
+            updated: owned
+                .iter()
+                .filter(|o| !o.2 && revision_of(o.0).as_deref() == Some(s.revision.as_str()))
+                .count() as i32,
             ready,
             available: ready,
         };
@@ -409,6 +421,34 @@ fn statefulsets(w: &mut World) {
             st.observed_generation = st.meta.generation;
             w.touch(Kind::StatefulSet, &k);
         }
+    }
+}
+
+/// The rolling update of a StatefulSet (partition 0): once every pod is ready, the highest
+/// ordinal still on an older revision is deleted, to be recreated from the current template.
+fn roll_statefulset(w: &mut World, ns: &str, s: &StatefulSet, owned: &[(usize, bool, bool)]) {
+    let replicas = s.replicas.max(0) as usize;
+    let in_range = owned.iter().filter(|o| o.0 < replicas);
+    if !in_range.clone().all(|o| o.1 && !o.2) {
+        return;
+    }
+    let stale = in_range.map(|o| o.0).rev().find(|i| {
+        w.pods
+            .get(&key(ns, &format!("{}-{i}", s.meta.name)))
+            .and_then(|p| p.meta.labels.get("controller-revision-hash"))
+            != Some(&s.revision)
+    });
+    if let Some(i) = stale {
+        let name = format!("{}-{i}", s.meta.name);
+        delete_pod(w, &key(ns, &name));
+        let sref = World::meta_ref(Kind::StatefulSet, &s.meta);
+        w.event(
+            &sref,
+            false,
+            "SuccessfulDelete",
+            &format!("delete Pod {name} in StatefulSet {} successful", s.meta.name),
+            Source::Controller("statefulset-controller"),
+        );
     }
 }
 

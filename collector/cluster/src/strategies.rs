@@ -253,7 +253,14 @@ impl Strategy for StatefulSet {
         default_pod_spec(&mut self.template.spec);
         self.observed_generation = old.observed_generation;
         self.counts = old.counts.clone();
-        self.revision = old.revision.clone();
+        // A changed template is a new revision, which the controller rolls out.
+        let template = serde_json::to_string(&self.template).unwrap_or_default();
+        let before = serde_json::to_string(&old.template).unwrap_or_default();
+        self.revision = if template == before {
+            old.revision.clone()
+        } else {
+            format!("{}-{}", self.meta.name, util::template_hash(&template))
+        };
     }
 
     fn new_generation(&self, old: &StatefulSet) -> bool {
