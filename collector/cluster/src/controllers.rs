@@ -446,7 +446,10 @@ fn roll_statefulset(w: &mut World, ns: &str, s: &StatefulSet, owned: &[(usize, b
             &sref,
             false,
             "SuccessfulDelete",
-            &format!("delete Pod {name} in StatefulSet {} successful", s.meta.name),
+            &format!(
+                "delete Pod {name} in StatefulSet {} successful",
+                s.meta.name
+            ),
             Source::Controller("statefulset-controller"),
         );
     }

@@ -2,9 +2,11 @@
 //! waits: it must settle (the problem's state assertions hold, every pod of the app is ready, the
 //! load generator's error ratio is back under the limit) within [`SETTLE_MAX_SECS`], then stay
 //! healthy for the problem's `sustain`, checked in slices so that a relapse inside the window
-//! fails. For a metastable problem the timed triggers are replayed once it has settled, and the
+//! fails. Healthy includes performance: every service's p99 latency back near its baseline. For a metastable problem the timed triggers are replayed once it has settled, and the
 //! system must settle again after them. Noise is ended in the fork: it exists to mislead a
 //! diagnosis, not to decide a grade. Every failure says what was found.
+
+use std::collections::BTreeMap;
 
 use problems::{HealthCondition, ProblemSpec};
 use serde::Serialize;
@@ -35,7 +37,7 @@ pub fn grade(run: &ProblemRun, state: StateCheck<'_>) -> anyhow::Result<Verdict>
     let mut fork = run.clone();
     fork.quiet_noise();
     let health = fork.problem.oracle.health.clone();
-    let mut probe = Probe::new(&fork.sim);
+    let mut probe = Probe::new(&fork);
     let settled = match settle(&mut fork, &mut probe, &health, state)? {
         Ok(secs) => secs,
         Err(reasons) => return Ok(failed(None, reasons)),
@@ -59,9 +61,11 @@ pub fn grade(run: &ProblemRun, state: StateCheck<'_>) -> anyhow::Result<Verdict>
         probe.step(&mut fork)?;
         if probe.elapsed() % SLICE_SECS == 0 {
             reasons.extend(probe.error_ratio_over(&health));
+            reasons.extend(probe.latency_over(&health, &fork.sim.app.workload.target));
         }
     }
     reasons.extend(probe.error_ratio_over(&health));
+    reasons.extend(probe.latency_over(&health, &fork.sim.app.workload.target));
     reasons.extend(instant_health(&fork.sim, &health));
     reasons.extend(state(&fork.sim, &fork.problem));
     reasons.dedup();
@@ -101,6 +105,7 @@ fn settle(
             let mut reasons = state(&fork.sim, &fork.problem);
             reasons.extend(instant_health(&fork.sim, health));
             reasons.extend(probe.error_ratio_over(health));
+            reasons.extend(probe.latency_over(health, &fork.sim.app.workload.target));
             if reasons.is_empty() {
                 return Ok(Ok(probe.elapsed()));
             }
@@ -144,16 +149,54 @@ fn instant_health(sim: &Sim, health: &HealthCondition) -> Vec<String> {
     out
 }
 
-/// The load generator's totals, one per simulated second of the fork.
+/// What the fork showed, one entry per simulated second: the load generator's totals and each
+/// service's server-side p99 latency; and the baseline latencies to compare with.
 struct Probe {
     totals: Vec<(f64, f64)>,
+    p99: Vec<BTreeMap<String, f64>>,
+    baseline_p99: BTreeMap<String, f64>,
 }
 
 impl Probe {
-    fn new(sim: &Sim) -> Probe {
+    fn new(run: &ProblemRun) -> Probe {
         Probe {
-            totals: vec![sim.entry_totals()],
+            totals: vec![run.sim.entry_totals()],
+            p99: vec![BTreeMap::new()],
+            baseline_p99: run.baseline_p99(),
         }
+    }
+
+    /// Services whose p99 latency over the last slice is well above their baseline (half as
+    /// much again, and 50 ms more), or above the problem's own limit for the entry service.
+    fn latency_over(&self, health: &HealthCondition, entry: &str) -> Vec<String> {
+        let from = self.p99.len().saturating_sub(SLICE_SECS as usize);
+        let mean = |service: &str| {
+            let seen: Vec<f64> = self.p99[from..]
+                .iter()
+                .filter_map(|m| m.get(service).copied())
+                .collect();
+            (!seen.is_empty()).then(|| seen.iter().sum::<f64>() / seen.len() as f64)
+        };
+        let mut out = vec![];
+        for (service, base) in &self.baseline_p99 {
+            let limit = (base * 1.5).max(base + 0.05);
+            if let Some(now) = mean(service).filter(|now| *now > limit) {
+                out.push(format!(
+                    "service {service}'s p99 latency is {:.0} ms (baseline {:.0} ms)",
+                    now * 1000.0,
+                    base * 1000.0
+                ));
+            }
+        }
+        if let (Some(max), Some(now)) = (health.max_p99_latency, mean(entry)) {
+            if now > max.as_secs_f64() {
+                out.push(format!(
+                    "service {entry}'s p99 latency is {:.0} ms (at most {max} expected)",
+                    now * 1000.0
+                ));
+            }
+        }
+        out
     }
 
     fn elapsed(&self) -> i64 {
@@ -163,6 +206,9 @@ impl Probe {
     fn step(&mut self, fork: &mut ProblemRun) -> anyhow::Result<()> {
         fork.step(&mut |_| Ok(()))?;
         self.totals.push(fork.sim.entry_totals());
+        let health = &fork.sim.workload.service_health;
+        self.p99
+            .push(health.iter().map(|(s, h)| (s.clone(), h.2)).collect());
         Ok(())
     }
 

@@ -3,6 +3,8 @@
 //! run a live environment ticks with the wall clock; [`simulate`] runs it to the end at full speed
 //! for a snapshot.
 
+use std::collections::BTreeMap;
+
 use anyhow::{Context, bail};
 use chrono::Duration;
 use problems::{AppSpec, Catalog, Dur, NoiseProfile, ProblemSpec, Target};
@@ -83,6 +85,9 @@ pub struct ProblemRun {
     noise_undos: Vec<Option<Undo>>,
     records: Vec<Injection>,
     record_of: Vec<Option<usize>>,
+    /// Server-side p99 latency of each service summed over the healthy baseline, and the count
+    /// of seconds summed: what a fixed system must return to.
+    baseline_latency: BTreeMap<String, (f64, u32)>,
 }
 
 impl ProblemRun {
@@ -145,6 +150,7 @@ impl ProblemRun {
             noise_plan,
             actions,
             next: 0,
+            baseline_latency: BTreeMap::new(),
         })
     }
 
@@ -177,8 +183,23 @@ impl ProblemRun {
         for row in self.sim.drain() {
             sink(row)?;
         }
+        if self.elapsed < self.baseline {
+            for (service, (_, _, p99)) in &self.sim.workload.service_health {
+                let e = self.baseline_latency.entry(service.clone()).or_default();
+                e.0 += p99;
+                e.1 += 1;
+            }
+        }
         self.elapsed += 1;
         Ok(())
+    }
+
+    /// Mean server-side p99 latency (seconds) of each service over the healthy baseline.
+    pub fn baseline_p99(&self) -> BTreeMap<String, f64> {
+        self.baseline_latency
+            .iter()
+            .map(|(s, (sum, n))| (s.clone(), sum / f64::from((*n).max(1))))
+            .collect()
     }
 
     /// Ends the noise in this run (a fork being graded): active noise is reverted and none is
