@@ -70,22 +70,22 @@ fn link_clean(v: &View, from: &str, to: &str, loss: bool) -> Outcome {
     let Some(l) = v.w.runtime.links.get(&(from.to_string(), to.to_string())) else {
         return Ok(());
     };
+    let ns = v.ns;
     let callers = if from == "*" {
         "every caller".to_string()
     } else {
-        from.to_string()
+        format!("{ns}/{from}")
     };
     if loss && l.loss > 0.0 {
         return Err(format!(
-            "packets from {callers} to {to} in namespace {} are still dropped ({:.0}%)",
-            v.ns,
+            "packets from {callers} to {ns}/{to} are still dropped ({:.0}%)",
             l.loss * 100.0
         ));
     }
     if !loss && l.delay_ms > 0.0 {
         return Err(format!(
-            "traffic from {callers} to {to} in namespace {} is still delayed by {:.0} ms",
-            v.ns, l.delay_ms
+            "traffic from {callers} to {ns}/{to} is still delayed by {:.0} ms",
+            l.delay_ms
         ));
     }
     Ok(())

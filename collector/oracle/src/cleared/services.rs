@@ -185,7 +185,8 @@ fn cluster_dns(v: &View, service: Option<&str>) -> Outcome {
         let host = format!("{name}.{}", v.ns);
         if let Err(e) = network::resolve(v.w, &pod, &host) {
             return Err(format!(
-                "cluster DNS does not resolve {host}.svc.cluster.local ({}); see ConfigMap kube-system/coredns",
+                "cluster DNS does not resolve the name of {} ({}); see ConfigMap kube-system/coredns",
+                v.name("Service", name),
                 e.text()
             ));
         }
