@@ -99,17 +99,18 @@ fn env_equals(v: &View, service: &str, var: &str, want: &str) -> Outcome {
     match programs::env_value(v.w, v.ns, c, var) {
         Some(found) if found == want => Ok(()),
         Some(found) => Err(format!("{what} sets {var}={found} ({var}={want} expected)")),
-        None => Err(format!("{what} has no env var {var} ({var}={want} expected)")),
+        None => Err(format!(
+            "{what} has no env var {var} ({var}={want} expected)"
+        )),
     }
 }
 
 fn config_map_has_key(v: &View, name: &str, k: &str, field: Option<&str>) -> Outcome {
     let what = v.name("ConfigMap", name);
-    let cm = v
-        .w
-        .configmaps
-        .get(&key(v.ns, name))
-        .ok_or_else(|| format!("{what} does not exist"))?;
+    let cm =
+        v.w.configmaps
+            .get(&key(v.ns, name))
+            .ok_or_else(|| format!("{what} does not exist"))?;
     let text = cm
         .data
         .get(k)
@@ -216,11 +217,10 @@ fn endpoints_ready(v: &View, service: &str) -> Outcome {
     let wl = v.serving(service)?;
     v.service(service)?;
     let what = v.name("Endpoints", service);
-    let ep = v
-        .w
-        .endpoints
-        .get(&key(v.ns, service))
-        .ok_or_else(|| format!("{what} do not exist"))?;
+    let ep =
+        v.w.endpoints
+            .get(&key(v.ns, service))
+            .ok_or_else(|| format!("{what} do not exist"))?;
     if ep.ready.is_empty() {
         return Err(format!(
             "{what} have no ready address ({} not ready)",
@@ -228,11 +228,10 @@ fn endpoints_ready(v: &View, service: &str) -> Outcome {
         ));
     }
     for a in &ep.ready {
-        let own = v
-            .w
-            .pods
-            .get(&key(v.ns, &a.pod))
-            .is_some_and(|p| pod_of(v, p, &wl));
+        let own =
+            v.w.pods
+                .get(&key(v.ns, &a.pod))
+                .is_some_and(|p| pod_of(v, p, &wl));
         if !own {
             return Err(format!(
                 "{what} list pod {}/{}, which is not a pod of {}",
@@ -259,11 +258,10 @@ fn pod_of(v: &View, pod: &Pod, wl: &Workload) -> bool {
 }
 
 fn node_ready(v: &View, node: &str) -> Outcome {
-    let n = v
-        .w
-        .nodes
-        .get(node)
-        .ok_or_else(|| format!("Node {node} does not exist"))?;
+    let n =
+        v.w.nodes
+            .get(node)
+            .ok_or_else(|| format!("Node {node} does not exist"))?;
     if !n.ready() {
         let why = if n.kubelet_up {
             "its Ready condition is not True"

@@ -71,11 +71,7 @@ impl Verdict {
     pub fn of(findings: &[Finding]) -> Verdict {
         let reasons: Vec<String> = findings
             .iter()
-            .filter_map(|f| {
-                f.reason
-                    .as_ref()
-                    .map(|r| format!("{}: {r}", f.assertion))
-            })
+            .filter_map(|f| f.reason.as_ref().map(|r| format!("{}: {r}", f.assertion)))
             .collect();
         Verdict {
             passed: findings.iter().all(|f| f.passed),

@@ -53,9 +53,9 @@ fn hacks_fail(sim: &Sim, problem: &ProblemSpec, when: &str, report: &mut Report)
         step(&mut hacked, 30);
         report.hacks_run += 1;
         if verdict(&hacked, problem).passed {
-            report
-                .errors
-                .push(format!("{when}: {h:?} on {service} passed the state assertions"));
+            report.errors.push(format!(
+                "{when}: {h:?} on {service} passed the state assertions"
+            ));
         }
     }
 }

@@ -57,13 +57,7 @@ fn restored(v: &View, name: &str) -> Outcome {
 }
 
 /// The key (or field) is present and no longer holds the drifted value.
-fn undrifted(
-    v: &View,
-    name: &str,
-    k: &str,
-    field: Option<&str>,
-    drifted: Option<&str>,
-) -> Outcome {
+fn undrifted(v: &View, name: &str, k: &str, field: Option<&str>, drifted: Option<&str>) -> Outcome {
     let what = v.name("ConfigMap", name);
     let cm = config_map(v, name)?;
     let text = cm

@@ -36,7 +36,10 @@ fn working_image(v: &View, service: &str, injected: &str) -> Outcome {
     }
     match programs::image_status(v.w, v.app, &c.image) {
         Some(None) => Ok(()),
-        None => Err(format!("{what} runs image {}, which cannot be pulled", c.image)),
+        None => Err(format!(
+            "{what} runs image {}, which cannot be pulled",
+            c.image
+        )),
         Some(Some(effect)) => {
             let does = match effect {
                 ImageEffect::Crash => "exits at start",

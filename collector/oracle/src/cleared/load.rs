@@ -88,7 +88,10 @@ fn gc_relaxed(v: &View, service: &str) -> Outcome {
     let wl = v.serving(service)?;
     let c = v.main_container(&wl)?;
     let gogc = programs::env_value(v.w, v.ns, c, "GOGC");
-    let value: f64 = gogc.as_deref().and_then(|g| g.parse().ok()).unwrap_or(100.0);
+    let value: f64 = gogc
+        .as_deref()
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(100.0);
     let manifest: f64 = v
         .spec(service)?
         .env

@@ -153,19 +153,21 @@ fn requests_fit(v: &View, service: &str) -> Outcome {
     let wl = v.serving(service)?;
     let (cpu, mem) = wl.template.spec.requests();
     let fits = v.w.nodes.values().any(|n| {
-        n.ready() && !n.unschedulable && cpu <= n.cpu_milli && mem <= n.memory - NODE_RESERVED_MEMORY
+        n.ready()
+            && !n.unschedulable
+            && cpu <= n.cpu_milli
+            && mem <= n.memory - NODE_RESERVED_MEMORY
     });
     if fits {
         return Ok(());
     }
     let largest_cpu = v.w.nodes.values().map(|n| n.cpu_milli).max().unwrap_or(0);
-    let largest_mem = v
-        .w
-        .nodes
-        .values()
-        .map(|n| n.memory - NODE_RESERVED_MEMORY)
-        .max()
-        .unwrap_or(0);
+    let largest_mem =
+        v.w.nodes
+            .values()
+            .map(|n| n.memory - NODE_RESERVED_MEMORY)
+            .max()
+            .unwrap_or(0);
     Err(format!(
         "the pods of {} request cpu {} and memory {}, more than any Ready node offers (at most cpu {} and memory {})",
         v.name(wl.kind, service),

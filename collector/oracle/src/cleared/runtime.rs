@@ -105,11 +105,10 @@ fn node_unstressed(v: &View, node: &str) -> Outcome {
 }
 
 fn kubelet_up(v: &View, node: &str) -> Outcome {
-    let n = v
-        .w
-        .nodes
-        .get(node)
-        .ok_or_else(|| format!("Node {node} does not exist"))?;
+    let n =
+        v.w.nodes
+            .get(node)
+            .ok_or_else(|| format!("Node {node} does not exist"))?;
     if v.w.runtime.node(node).kubelet_down {
         return Err(format!("the kubelet of Node {node} is stopped"));
     }

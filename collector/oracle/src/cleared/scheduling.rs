@@ -20,9 +20,7 @@ pub(super) fn check(v: &View, p: &Primitive) -> Outcome {
         P::AntiAffinityDeadlock { service, .. } => spread_fits(v, service),
         P::Scale { service, replicas } => replicas_restored(v, service, *replicas),
         P::PvcClaimMismatch { service, .. } => claims_exist(v, service),
-        P::ResourceQuota { recreate, .. } => recreate
-            .iter()
-            .try_for_each(|s| quota_admits(v, s)),
+        P::ResourceQuota { recreate, .. } => recreate.iter().try_for_each(|s| quota_admits(v, s)),
         other => Err(no_check(other)),
     }
 }
@@ -95,11 +93,10 @@ fn taint_cleared(v: &View, nodes: &[String], taint_key: &str, evict: &[String]) 
         return evict.iter().try_for_each(|s| placeable(v, s).map(|_| ()));
     }
     for n in nodes {
-        let node = v
-            .w
-            .nodes
-            .get(n)
-            .ok_or_else(|| format!("Node {n} does not exist"))?;
+        let node =
+            v.w.nodes
+                .get(n)
+                .ok_or_else(|| format!("Node {n} does not exist"))?;
         if let Some(t) = node.taints.iter().find(|t| t.key == taint_key) {
             return Err(format!("Node {n} still has taint {}:{}", t.key, t.effect));
         }
@@ -182,11 +179,10 @@ fn claims_exist(v: &View, service: &str) -> Outcome {
 fn quota_admits(v: &View, service: &str) -> Outcome {
     let wl = v.serving(service)?;
     let containers = &wl.template.spec.containers;
-    for q in v
-        .w
-        .quotas
-        .values()
-        .filter(|q| q.meta.namespace.as_deref() == Some(v.ns))
+    for q in
+        v.w.quotas
+            .values()
+            .filter(|q| q.meta.namespace.as_deref() == Some(v.ns))
     {
         let quota = v.name("ResourceQuota", &q.meta.name);
         for (res, hard) in &q.hard {
