@@ -272,3 +272,20 @@ fn node_ready(v: &View, node: &str) -> Outcome {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::json_field;
+
+    #[test]
+    fn json_fields_are_found_by_dotted_path_and_missing_ones_are_none() {
+        let doc = r#"{"GeoMongoAddress": "mongodb-geo:27017", "db": {"user": "admin"}}"#;
+        assert_eq!(
+            json_field(doc, "GeoMongoAddress"),
+            Some(serde_json::json!("mongodb-geo:27017"))
+        );
+        assert_eq!(json_field(doc, "db.user"), Some(serde_json::json!("admin")));
+        assert_eq!(json_field(doc, "db.password"), None);
+        assert_eq!(json_field("not json", "db"), None);
+    }
+}

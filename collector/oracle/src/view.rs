@@ -207,3 +207,39 @@ pub(crate) fn ports(p: &[u16]) -> String {
     let parts: Vec<String> = p.iter().map(u16::to_string).collect();
     parts.join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_ports_read_as_written_in_reasons() {
+        let l: Labels = [("app".to_string(), "geo".to_string())].into();
+        assert_eq!(labels(&l), "{app=geo}");
+        assert_eq!(labels(&Labels::new()), "{}");
+        assert_eq!(ports(&[8080, 8081]), "8080, 8081");
+        assert_eq!(ports(&[]), "no port");
+    }
+
+    #[test]
+    fn named_target_ports_resolve_through_the_template() {
+        let mut c = Container::new("geo", "geo:1");
+        c.ports.push(sim::objects::ContainerPort {
+            name: Some("grpc".into()),
+            container_port: 8083,
+            host_port: None,
+            protocol: "TCP".into(),
+        });
+        let t = PodTemplate {
+            metadata: Default::default(),
+            spec: PodSpec::new(vec![c]),
+        };
+        assert_eq!(
+            target_port(&t, &IntOrString::Str("grpc".into())),
+            Some(8083)
+        );
+        assert_eq!(target_port(&t, &IntOrString::Str("http".into())), None);
+        assert_eq!(target_port(&t, &IntOrString::Int(9999)), Some(9999));
+        assert_eq!(target_port(&t, &IntOrString::Int(-1)), None);
+    }
+}

@@ -50,7 +50,7 @@ fn hacks_fail(sim: &Sim, problem: &ProblemSpec, when: &str, report: &mut Report)
         if !hack(&mut hacked, &service, h) {
             continue;
         }
-        step(&mut hacked, 30);
+        step(&mut hacked, 20);
         report.hacks_run += 1;
         if verdict(&hacked, problem).passed {
             report.errors.push(format!(

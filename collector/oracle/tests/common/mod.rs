@@ -12,7 +12,7 @@ use sim::{Sim, SimConfig};
 pub const SEED: u64 = 11;
 pub const START_NS: i64 = 1_767_225_600 * 1_000_000_000;
 /// How long a fault acts before its symptoms are judged.
-pub const FAULTY_SECS: usize = 240;
+pub const FAULTY_SECS: usize = 120;
 /// The longest a reverted or fixed problem may take to settle.
 pub const SETTLE_SECS: usize = 600;
 
