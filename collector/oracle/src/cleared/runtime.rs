@@ -91,17 +91,37 @@ fn link_clean(v: &View, from: &str, to: &str, loss: bool) -> Outcome {
     Ok(())
 }
 
+/// The stressors are gone, or the app no longer runs beside them (the node cordoned and
+/// drained: what an operator does about a noisy node whose hogs they cannot stop).
 fn node_unstressed(v: &View, node: &str) -> Outcome {
-    if !v.w.nodes.contains_key(node) {
+    let Some(n) = v.w.nodes.get(node) else {
         return Err(format!("Node {node} does not exist"));
-    }
+    };
     let burn = v.w.runtime.node(node).cpu_stress_milli;
-    if burn > 0 {
-        return Err(format!(
-            "Node {node} still runs CPU stressors burning {burn}m"
-        ));
+    if burn == 0 {
+        return Ok(());
     }
-    Ok(())
+    let ours: Vec<&str> =
+        v.w.pods
+            .values()
+            .filter(|p| {
+                p.meta.namespace.as_deref() == Some(v.ns)
+                    && p.meta.deleted_at.is_none()
+                    && p.spec.node_name.as_deref() == Some(node)
+            })
+            .map(|p| p.meta.name.as_str())
+            .collect();
+    match ours.first() {
+        None if n.unschedulable => Ok(()),
+        None => Err(format!(
+            "Node {node} still runs CPU stressors burning {burn}m and is not cordoned: the app's pods may land there again"
+        )),
+        Some(pod) => Err(format!(
+            "Node {node} still runs CPU stressors burning {burn}m beside {} pod(s) of namespace {} (e.g. {pod})",
+            ours.len(),
+            v.ns
+        )),
+    }
 }
 
 fn kubelet_up(v: &View, node: &str) -> Outcome {
