@@ -100,57 +100,75 @@ impl ClusterWriter for LiveCluster {
                 sub @ (None | Some("status") | Some("scale")),
             ) => {
                 let k = key(&ns, name);
-                let Some((current, _)) = kind.objects().render(world, &k) else {
-                    return Err(Failure::not_found(
-                        &req.resource.plural,
-                        &req.resource.group,
-                        name,
-                    ));
-                };
-                let served = served_rv(name);
-                let mut base = current.clone();
-                set_rv(&mut base, served.as_deref());
-                if sub == Some("scale") {
-                    base = scale_of(&base);
-                }
-                let mut new = match req.verb {
-                    Verb::Update => decode(&req)?,
-                    _ => patched(&req, &base, kind, &manager, &time)?,
-                };
-                // A resourceVersion the client sent must be the served one (409 otherwise).
-                if let Some(rv) = new
-                    .pointer("/metadata/resourceVersion")
-                    .and_then(Value::as_str)
-                    && served.as_deref().is_some_and(|s| s != rv)
-                {
-                    return Err(Failure::conflict(
-                        &req.resource.plural,
-                        &req.resource.group,
-                        name,
-                    ));
-                }
-                if sub == Some("scale") {
-                    let replicas = new
-                        .pointer("/spec/replicas")
-                        .cloned()
-                        .unwrap_or(Value::Null);
-                    new = current.clone();
-                    new["spec"]["replicas"] = replicas;
-                }
-                strip_rv(&mut new);
-                if req
+                let is_apply = req
                     .content_type
                     .as_deref()
                     .and_then(PatchType::from_content_type)
-                    != Some(PatchType::Apply)
-                {
-                    patch::record_update(Some(&current), &mut new, &manager, sub, &time);
+                    == Some(PatchType::Apply);
+                let missing = kind.objects().render(world, &k).is_none();
+                if missing && is_apply && sub.is_none() {
+                    // Server-side apply creates what does not exist yet.
+                    let config = apiserver::body::decode(Some("application/yaml"), &req.body)?;
+                    let mut body = patch::apply(None, &config, &manager, req.force, &time)?;
+                    if body.pointer("/metadata/name").and_then(Value::as_str) != Some(name) {
+                        return Err(Failure::bad_request(format!(
+                            "the name of the object ({}) does not match the name on the URL ({name})",
+                            body.pointer("/metadata/name")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                        )));
+                    }
+                    strip_rv(&mut body);
+                    let k = kind.objects().create(world, &ns, &body)?;
+                    (k, 201, None)
+                } else {
+                    let Some((current, _)) = kind.objects().render(world, &k) else {
+                        return Err(Failure::not_found(
+                            &req.resource.plural,
+                            &req.resource.group,
+                            name,
+                        ));
+                    };
+                    let served = served_rv(name);
+                    let mut base = current.clone();
+                    set_rv(&mut base, served.as_deref());
+                    if sub == Some("scale") {
+                        base = scale_of(&base);
+                    }
+                    let mut new = match req.verb {
+                        Verb::Update => decode(&req)?,
+                        _ => patched(&req, &base, kind, &manager, &time)?,
+                    };
+                    // A resourceVersion the client sent must be the served one (409 otherwise).
+                    if let Some(rv) = new
+                        .pointer("/metadata/resourceVersion")
+                        .and_then(Value::as_str)
+                        && served.as_deref().is_some_and(|s| s != rv)
+                    {
+                        return Err(Failure::conflict(
+                            &req.resource.plural,
+                            &req.resource.group,
+                            name,
+                        ));
+                    }
+                    if sub == Some("scale") {
+                        let replicas = new
+                            .pointer("/spec/replicas")
+                            .cloned()
+                            .unwrap_or(Value::Null);
+                        new = current.clone();
+                        new["spec"]["replicas"] = replicas;
+                    }
+                    strip_rv(&mut new);
+                    if !is_apply {
+                        patch::record_update(Some(&current), &mut new, &manager, sub, &time);
+                    }
+                    match sub {
+                        Some("status") => kind.objects().update_status(world, &k, &new)?,
+                        _ => kind.objects().update(world, &k, &new)?,
+                    };
+                    (k, 200, None)
                 }
-                match sub {
-                    Some("status") => kind.objects().update_status(world, &k, &new)?,
-                    _ => kind.objects().update(world, &k, &new)?,
-                };
-                (k, 200, None)
             }
             (Verb::Delete, Some(name), None) => {
                 let k = key(&ns, name);
