@@ -212,9 +212,18 @@ impl ClusterWriter for LiveCluster {
         if req.subresource.as_deref() == Some("scale") {
             body = scale_of(&body);
         } else if req.verb == Verb::Delete
-            && !matches!(kind, Kind::Pod | Kind::Service | Kind::Namespace)
+            && !matches!(
+                kind,
+                Kind::Pod
+                    | Kind::Service
+                    | Kind::Namespace
+                    | Kind::PersistentVolumeClaim
+                    | Kind::ServiceAccount
+                    | Kind::ResourceQuota
+            )
         {
-            // Most kinds answer a delete with a Status, pods and a few others with the object.
+            // Most kinds answer a delete with a Status; those whose registry returns the deleted
+            // object (pods, services, namespaces, claims, service accounts, quotas) with it.
             body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                 "details": {"name": k.1, "group": kind.group(), "kind": kind.resource(),
                             "uid": body.pointer("/metadata/uid").cloned().unwrap_or(Value::Null)}});
