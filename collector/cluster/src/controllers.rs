@@ -745,14 +745,7 @@ fn node_misfit(
         if t.effect == "PreferNoSchedule" {
             continue;
         }
-        let tolerated = pod.spec.tolerations.iter().any(|tol| {
-            let key_ok = if tol.operator == "Exists" {
-                tol.key.is_none() || tol.key.as_deref() == Some(t.key.as_str())
-            } else {
-                tol.key.as_deref() == Some(t.key.as_str()) && tol.value == t.value
-            };
-            key_ok && (tol.effect.is_none() || tol.effect.as_deref() == Some(t.effect.as_str()))
-        });
+        let tolerated = pod.spec.tolerations.iter().any(|tol| tol.tolerates(t));
         if !tolerated {
             return Some(format!(
                 "1 node(s) had untolerated taint {{{}: {}}}",

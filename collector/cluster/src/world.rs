@@ -399,6 +399,30 @@ impl World {
         self.nodes.keys().position(|n| n == node).unwrap_or(0) + 1
     }
 
+    /// Whether a RoleBinding of namespace `ns` grants ServiceAccount `sa` a Role naming
+    /// `resource` (the simulation's RBAC: resources only, any verb).
+    pub fn rbac_allows(&self, ns: &str, sa: &str, resource: &str) -> bool {
+        self.role_bindings
+            .values()
+            .filter(|b| b.meta.namespace.as_deref() == Some(ns))
+            .any(|b| {
+                let subject = b.body["subjects"]
+                    .as_array()
+                    .is_some_and(|subs| subs.iter().any(|s| s["name"] == sa));
+                let role = b.body["roleRef"]["name"].as_str().unwrap_or_default();
+                let grants = self.roles.get(&key(ns, role)).is_some_and(|r| {
+                    r.body["rules"].as_array().is_some_and(|rules| {
+                        rules.iter().any(|rule| {
+                            rule["resources"]
+                                .as_array()
+                                .is_some_and(|res| res.iter().any(|x| x == resource))
+                        })
+                    })
+                });
+                subject && grants
+            })
+    }
+
     /// Pods a label selector picks in a namespace.
     pub fn pods_selected<'a>(
         &'a self,

@@ -63,18 +63,7 @@ fn image_not(v: &View, service: &str, image: &str) -> Outcome {
 
 fn target_port_is(v: &View, service: &str, port_name: Option<&str>, want: u16) -> Outcome {
     let wl = v.serving(service)?;
-    let svc = v.service(service)?;
-    let sp = svc
-        .ports
-        .iter()
-        .find(|p| port_name.is_none_or(|n| p.name.as_deref() == Some(n)))
-        .ok_or_else(|| {
-            format!(
-                "{} has no port named {}",
-                v.name("Service", service),
-                port_name.unwrap_or("(any)")
-            )
-        })?;
+    let sp = v.service_port(service, port_name)?;
     match target_port(wl.template, &sp.target_port) {
         Some(p) if p == want => Ok(()),
         Some(p) => Err(format!(

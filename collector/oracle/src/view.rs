@@ -6,7 +6,8 @@
 
 use problems::app::{AppSpec, ServiceSpec};
 use sim::objects::{
-    Container, IntOrString, Labels, Pod, PodSpec, PodTemplate, ReplicaCounts, Service, key,
+    Container, IntOrString, Labels, Pod, PodSpec, PodTemplate, ReplicaCounts, Service, ServicePort,
+    key,
 };
 use sim::programs;
 use sim::world::World;
@@ -124,6 +125,25 @@ impl<'a> View<'a> {
             .services
             .get(&key(self.ns, name))
             .ok_or_else(|| format!("{} does not exist", self.name("Service", name)))
+    }
+
+    /// The port of Service `name` called `port_name` (the first one when none is named).
+    pub fn service_port(
+        &self,
+        name: &str,
+        port_name: Option<&str>,
+    ) -> Result<&'a ServicePort, String> {
+        self.service(name)?
+            .ports
+            .iter()
+            .find(|p| port_name.is_none_or(|n| p.name.as_deref() == Some(n)))
+            .ok_or_else(|| {
+                format!(
+                    "{} has no port named {}",
+                    self.name("Service", name),
+                    port_name.unwrap_or("(any)")
+                )
+            })
     }
 
     /// The main container of a service's workload (the manifest's container name, else the

@@ -82,7 +82,7 @@ fn init_containers_finish(v: &View, service: &str) -> Outcome {
                 "pods"
             };
             let sa = &spec.service_account_name;
-            if !rbac_allows(v, sa, resource) {
+            if !v.w.rbac_allows(v.ns, sa, resource) {
                 return Err(format!(
                     "{what} calls the API as ServiceAccount {}/{sa}, which may not get {resource}",
                     v.ns
@@ -116,29 +116,6 @@ fn command_line(c: &Container) -> String {
         .cloned()
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Whether a RoleBinding of the namespace grants the ServiceAccount a Role with `resource`.
-fn rbac_allows(v: &View, sa: &str, resource: &str) -> bool {
-    v.w.role_bindings
-        .values()
-        .filter(|b| b.meta.namespace.as_deref() == Some(v.ns))
-        .any(|b| {
-            let subject = b.body["subjects"]
-                .as_array()
-                .is_some_and(|subs| subs.iter().any(|s| s["name"] == sa));
-            let role = b.body["roleRef"]["name"].as_str().unwrap_or_default();
-            let grants = v.w.roles.get(&key(v.ns, role)).is_some_and(|r| {
-                r.body["rules"].as_array().is_some_and(|rules| {
-                    rules.iter().any(|rule| {
-                        rule["resources"]
-                            .as_array()
-                            .is_some_and(|res| res.iter().any(|x| x == resource))
-                    })
-                })
-            });
-            subject && grants
-        })
 }
 
 /// The main container runs the service's own program (its image and command).

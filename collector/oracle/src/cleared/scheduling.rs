@@ -38,14 +38,7 @@ fn node_refuses(node: &Node, spec: &PodSpec) -> Option<String> {
         .iter()
         .filter(|t| t.effect != "PreferNoSchedule")
     {
-        let tolerated = spec.tolerations.iter().any(|tol| {
-            let key_ok = if tol.operator == "Exists" {
-                tol.key.is_none() || tol.key.as_deref() == Some(t.key.as_str())
-            } else {
-                tol.key.as_deref() == Some(t.key.as_str()) && tol.value == t.value
-            };
-            key_ok && (tol.effect.is_none() || tol.effect.as_deref() == Some(t.effect.as_str()))
-        });
+        let tolerated = spec.tolerations.iter().any(|tol| tol.tolerates(t));
         if !tolerated {
             let value = t.value.as_deref().unwrap_or_default();
             return Some(format!("untolerated taint {}={value}:{}", t.key, t.effect));

@@ -38,18 +38,7 @@ pub(super) fn check(v: &View, p: &Primitive) -> Outcome {
 /// The Service port (named, else the first) targets a port the pods listen on.
 fn targets_listener(v: &View, service: &str, port_name: Option<&str>) -> Outcome {
     let wl = v.serving(service)?;
-    let svc = v.service(service)?;
-    let sp = svc
-        .ports
-        .iter()
-        .find(|p| port_name.is_none_or(|n| p.name.as_deref() == Some(n)))
-        .ok_or_else(|| {
-            format!(
-                "{} has no port named {}",
-                v.name("Service", service),
-                port_name.unwrap_or("(any)")
-            )
-        })?;
+    let sp = v.service_port(service, port_name)?;
     port_reaches_pods(v, service, &wl, sp)
 }
 
