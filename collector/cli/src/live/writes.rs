@@ -77,6 +77,7 @@ impl ClusterWriter for LiveCluster {
         let (k, code, deleted) = match (req.verb, req.name.as_deref(), req.subresource.as_deref()) {
             (Verb::Create, None, None) => {
                 let mut body = decode(&req)?;
+                strict_fields(&req, kind, &body)?;
                 patch::record_update(None, &mut body, &manager, None, &time);
                 let k = kind.objects().create(world, &ns, &body)?;
                 (k, 201, None)
@@ -138,6 +139,9 @@ impl ClusterWriter for LiveCluster {
                     new["spec"]["replicas"] = replicas;
                 }
                 strip_rv(&mut new);
+                if sub != Some("scale") {
+                    strict_fields(&req, kind, &new)?;
+                }
                 if req
                     .content_type
                     .as_deref()
@@ -236,6 +240,23 @@ fn patched(
         }
         _ => patch::patch(base, &req.body, ty, kind.name()),
     }
+}
+
+/// Under `fieldValidation=Strict`, fields the kind's type does not have are a 400 with the
+/// strict decoder's words.
+fn strict_fields(req: &WriteRequest, kind: Kind, object: &Value) -> Result<(), Failure> {
+    let unknown = kind.unknown_fields(object);
+    if !req.strict || unknown.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    Err(Failure::bad_request(format!(
+        "strict decoding error: {}",
+        named.join(", ")
+    )))
 }
 
 fn set_rv(v: &mut Value, rv: Option<&str>) {
