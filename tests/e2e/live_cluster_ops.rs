@@ -229,7 +229,13 @@ fn cordon_drain_and_uncordon_move_pods_off_a_node() {
                 })
         },
     );
-    assert!(!after.contains(node), "{after}");
+    // (`kind-worker` is a prefix of the other workers' names: compare whole cells.)
+    assert!(
+        after
+            .lines()
+            .all(|line| !line.split_whitespace().any(|cell| cell == node)),
+        "{after}"
+    );
 
     assert_eq!(
         l.ok(&["uncordon", node]).trim(),

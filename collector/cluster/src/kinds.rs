@@ -124,6 +124,10 @@ pub trait Objects: Sync {
     /// Removes the object (not touched); whether there was one.
     fn remove(&self, w: &mut World, k: &Key) -> bool;
 
+    /// Why `body` does not decode as the kind's type, if it does not (the field paths and what
+    /// was expected).
+    fn decode_error(&self, body: &Value) -> Option<Vec<Cause>>;
+
     /// A client's create in namespace `ns` (ignored for cluster-scoped kinds): the new key.
     /// See [`writes::create`].
     fn create(&self, w: &mut World, ns: &str, body: &Value) -> Result<Key, Failure>;
@@ -158,6 +162,10 @@ impl<T: Strategy> Objects for Of<T> {
 
     fn remove(&self, w: &mut World, k: &Key) -> bool {
         w.remove_object::<T>(k).is_some()
+    }
+
+    fn decode_error(&self, body: &Value) -> Option<Vec<Cause>> {
+        T::from_api(body).err()
     }
 
     fn create(&self, w: &mut World, ns: &str, body: &Value) -> Result<Key, Failure> {

@@ -279,7 +279,8 @@ mod tests {
             .unwrap();
         assert_eq!(scale["verbs"], json!(["get", "patch", "update"]));
         assert_eq!(scale["group"], "autoscaling");
-        let aggregated_pods = &aggregated(&reg, true, "v2")["items"][0]["versions"][0]["resources"]
+        let core_v2 = aggregated(&reg, true, "v2");
+        let aggregated_pods = &core_v2["items"][0]["versions"][0]["resources"]
             .as_array()
             .unwrap()
             .iter()

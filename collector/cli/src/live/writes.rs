@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use apis::kube::writes::{ClusterWriter, Verb, WriteReply, WriteRequest, scale_of};
 use apiserver::patch::{self, PatchType};
-use apiserver::status::Failure;
+use apiserver::status::{Cause, Failure};
 use serde_json::{Value, json};
 use sim::kinds::Kind;
 use sim::objects::key;
@@ -140,6 +140,9 @@ impl ClusterWriter for LiveCluster {
                 }
                 strip_rv(&mut new);
                 if sub != Some("scale") {
+                    if req.verb == Verb::Patch {
+                        patched_shape(kind, &new)?;
+                    }
                     strict_fields(&req, kind, &new)?;
                 }
                 if req
@@ -240,6 +243,30 @@ fn patched(
         }
         _ => patch::patch(base, &req.body, ty, kind.name()),
     }
+}
+
+/// A patch whose result is not of the kind's type (a list where a map belongs) is the patch's
+/// fault: 422 Invalid on field `patch`, as the apiserver's patch handler answers when the patched
+/// object does not convert (a PUT of the same body is a 400 from the decoder instead).
+fn patched_shape(kind: Kind, patched: &Value) -> Result<(), Failure> {
+    let Some(causes) = kind.objects().decode_error(patched) else {
+        return Ok(());
+    };
+    let detail: Vec<String> = causes
+        .iter()
+        .map(|c| format!("{}: {}", c.field, c.message))
+        .collect();
+    let shown = serde_json::to_string(&patched.to_string()).unwrap_or_default();
+    Err(Failure::invalid(
+        "",
+        "",
+        "",
+        vec![Cause::new(
+            "FieldValueInvalid",
+            "patch",
+            format!("Invalid value: {shown}: {}", detail.join(", ")),
+        )],
+    ))
 }
 
 /// Under `fieldValidation=Strict`, fields the kind's type does not have are a 400 with the
