@@ -117,18 +117,8 @@ fn nested(depth: usize) -> Vec<u8> {
     s.into_bytes()
 }
 
-fn cases(current_cm: &Value) -> Vec<Case> {
-    let mut stale = current_cm.clone();
-    stale["metadata"]["resourceVersion"] = json!("1");
-    stale["data"] = json!({"stale": "write"});
-    let mut renamed = current_cm.clone();
-    renamed["metadata"]["name"] = json!("other");
-    if let Some(m) = renamed["metadata"].as_object_mut() {
-        m.remove("resourceVersion");
-    }
-    let other_ns = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                          "metadata": {"name": "elsewhere", "namespace": "default"}});
-    let invalid_name = "Bad_Name";
+/// Bodies and patches the apiserver cannot read or apply, and media types and sizes it refuses.
+fn body_cases() -> Vec<Case> {
     vec![
         case(
             "truncated JSON",
@@ -254,6 +244,23 @@ fn cases(current_cm: &Value) -> Vec<Case> {
                 "Request entity too large: limit is 3145728",
             ),
         ),
+    ]
+}
+
+/// Writes that read fine but name the wrong version, object, namespace or options.
+fn identity_cases(current_cm: &Value) -> Vec<Case> {
+    let mut stale = current_cm.clone();
+    stale["metadata"]["resourceVersion"] = json!("1");
+    stale["data"] = json!({"stale": "write"});
+    let mut renamed = current_cm.clone();
+    renamed["metadata"]["name"] = json!("other");
+    if let Some(m) = renamed["metadata"].as_object_mut() {
+        m.remove("resourceVersion");
+    }
+    let other_ns = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": "elsewhere", "namespace": "default"}});
+    let invalid_name = "Bad_Name";
+    vec![
         case(
             "a PUT with a stale resourceVersion",
             "PUT",
@@ -367,6 +374,12 @@ fn cases(current_cm: &Value) -> Vec<Case> {
             (400, "BadRequest", "must be an object"),
         ),
     ]
+}
+
+fn cases(current_cm: &Value) -> Vec<Case> {
+    let mut all = body_cases();
+    all.extend(identity_cases(current_cm));
+    all
 }
 
 /// What is wrong with one answer, if anything.
