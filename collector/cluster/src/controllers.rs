@@ -1,5 +1,6 @@
 //! The control plane: deployment and replicaset reconciliation (rolling updates), statefulsets,
-//! the scheduler, the endpoints controller, the node lifecycle controller and quota accounting.
+//! the scheduler, the endpoints and EndpointSlice controllers, the node lifecycle controller (with
+//! the taint a cordon brings) and quota accounting.
 //! Each pass reads the objects as they are and moves them one step toward their spec, emitting the
 //! events the real controllers emit.
 

@@ -1,4 +1,4 @@
-//! Services and the Endpoints the endpoints controller keeps for them.
+//! Services, and the Endpoints and EndpointSlices their controllers keep for them.
 
 use super::*;
 
