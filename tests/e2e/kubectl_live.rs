@@ -107,6 +107,11 @@ fn kubectl_fixes_a_wrong_target_port_and_the_endpoints_follow() {
 #[test]
 fn kubectl_writes_of_every_shape_change_the_live_cluster() {
     let l = up("hotel-profile-oom", &[]);
+    // auth can-i: a SelfSubjectAccessReview sent as protobuf; the operator may do anything.
+    assert_eq!(
+        ok(&l, &["-n", NS, "auth", "can-i", "delete", "pods"]).trim(),
+        "yes"
+    );
     // scale: merge patch on the scale subresource; the ReplicaSet makes the pods.
     assert!(ok(&l, &["-n", NS, "scale", "deploy/geo", "--replicas=3"]).contains("scaled"));
     until(

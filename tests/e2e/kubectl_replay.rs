@@ -308,6 +308,17 @@ fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
             "{args:?}: {err}"
         );
     }
+    // auth can-i answers for the read-only user a replay serves: reads yes, writes no.
+    assert_eq!(
+        ok(&r, &["auth", "can-i", "list", "pods", "-n", NS]).trim(),
+        "yes"
+    );
+    let out = kubectl(&r, &["auth", "can-i", "delete", "pods", "-n", NS]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "no - the cluster is read-only"
+    );
     // Nothing changed.
     assert!(ok(&r, &["get", "pod", CRASHING, "-n", NS, "-o", "name"]).contains(CRASHING));
 }

@@ -68,13 +68,22 @@ fn subresource<'a>(r: &'a Resource, sub: &str) -> Subresource<'a> {
     }
 }
 
+/// The verbs of a resource: reviews are only created.
+fn verbs(r: &Resource) -> &'static [&'static str] {
+    if r.group == "authorization.k8s.io" {
+        &["create"]
+    } else {
+        &VERBS
+    }
+}
+
 fn discovery_resource(r: &Resource) -> Value {
     let mut v = json!({
         "resource": r.plural,
         "responseKind": {"group": "", "version": "", "kind": r.kind},
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
-        "verbs": VERBS,
+        "verbs": verbs(r),
     });
     if !r.short_names.is_empty() {
         v["shortNames"] = json!(r.short_names);
@@ -183,7 +192,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             "singularName": r.singular,
             "namespaced": r.namespaced,
             "kind": r.kind,
-            "verbs": VERBS,
+            "verbs": verbs(r),
         });
         if !r.short_names.is_empty() {
             v["shortNames"] = json!(r.short_names);

@@ -2,6 +2,7 @@
 //! clients work as against a real cluster: discovery, list/get with selectors and chunking, Tables,
 //! PartialObjectMetadata, watch, pod logs, and `Status` errors for everything else.
 
+pub mod access;
 pub mod discovery;
 pub mod feed;
 pub mod openapi;
@@ -115,6 +116,12 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
             body,
         };
         return match segments.as_slice() {
+            [
+                "apis",
+                "authorization.k8s.io",
+                "v1",
+                plural @ ("selfsubjectaccessreviews" | "selfsubjectrulesreviews"),
+            ] if method == Method::POST => access_review(&f, plural, &write),
             ["api", version, rest @ ..] => {
                 resource(&f, "", version, rest, &params, &accept, Some(write)).await
             }
@@ -150,6 +157,25 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         }
         _ => status::no_such_resource(),
     }
+}
+
+/// `kubectl auth can-i`: the review answered for the environment's one user (201, as created).
+fn access_review(f: &KubeFacade, plural: &str, write: &Write<'_>) -> Response {
+    let content_type = write
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let body = match apiserver::body::decode(content_type, &write.body) {
+        Ok(b) => b,
+        Err(e) => return writes::failure(&e),
+    };
+    let kind = if plural == "selfsubjectrulesreviews" {
+        "SelfSubjectRulesReview"
+    } else {
+        "SelfSubjectAccessReview"
+    };
+    let answer = access::review(kind, body, f.writer.is_some());
+    (axum::http::StatusCode::CREATED, axum::Json(answer)).into_response()
 }
 
 /// A write request's parts, for the write path.
