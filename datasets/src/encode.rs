@@ -12,8 +12,8 @@ use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampNanosecondT
 use arrow_array::{Array, ArrayRef, MapArray, RecordBatch};
 use arrow_schema::ArrowError;
 use schemas::tables::{
-    AlertRow, AuditRow, ChangeType, EventRow, Labels, LogRow, MetricMeta, MetricSample, ObjectRow, Row,
-    SpanRow, Table, columns as col,
+    AlertRow, AuditRow, ChangeType, EventRow, Labels, LogRow, MetricMeta, MetricSample, ObjectRow,
+    Row, SpanRow, Table, columns as col,
 };
 use std::cmp::Ordering;
 

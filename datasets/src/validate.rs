@@ -425,8 +425,8 @@ fn check_table(
 
 /// An audit row's `event` must be the audit event it was promoted from.
 fn check_audit_event(a: &schemas::tables::AuditRow) -> Result<(), String> {
-    let event: serde_json::Value = serde_json::from_str(&a.event)
-        .map_err(|e| format!("is not JSON: {e}"))?;
+    let event: serde_json::Value =
+        serde_json::from_str(&a.event).map_err(|e| format!("is not JSON: {e}"))?;
     let field = |name: &str| event.get(name).and_then(|v| v.as_str()).unwrap_or("");
     if field("apiVersion") != "audit.k8s.io/v1" || field("kind") != "Event" {
         return Err("expected an audit.k8s.io/v1 Event".to_string());

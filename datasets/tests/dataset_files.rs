@@ -291,15 +291,18 @@ fn the_audit_table_is_written_only_when_there_is_one() {
     assert!(validate(&empty).is_valid());
     // Rows come back sorted by time, then audit id.
     let full = tmp.path().join("full");
-    let audit = vec![
+    let audit = [
         audit_row(3, "00000000-0000-4000-8000-000000000003"),
         audit_row(1, "00000000-0000-4000-8000-000000000002"),
         audit_row(1, "00000000-0000-4000-8000-000000000001"),
     ];
     let mut rows = mixed_rows(5);
-    rows.extend(audit.iter().cloned().map(Row::Audit));
+    rows.extend(audit.map(Row::Audit));
     write(&full, scrambled(rows), WriterConfig::default());
-    let back = Dataset::open(&full).unwrap().read_rows(Table::Audit).unwrap();
+    let back = Dataset::open(&full)
+        .unwrap()
+        .read_rows(Table::Audit)
+        .unwrap();
     let ids: Vec<String> = back
         .into_iter()
         .map(|r| match r {

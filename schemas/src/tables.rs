@@ -363,12 +363,10 @@ impl fmt::Display for Table {
 impl FromStr for Table {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Table::every()
-            .find(|t| t.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Table::every().map(|t| t.name()).collect();
-                format!("unknown table `{s}`: expected one of {}", names.join(", "))
-            })
+        Table::every().find(|t| t.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Table::every().map(|t| t.name()).collect();
+            format!("unknown table `{s}`: expected one of {}", names.join(", "))
+        })
     }
 }
 

@@ -19,7 +19,6 @@ struct Live {
     cache: PathBuf,
     out: PathBuf,
     prometheus: String,
-    _tmp: tempfile::TempDir,
 }
 
 impl Drop for Live {
@@ -29,10 +28,10 @@ impl Drop for Live {
     }
 }
 
-fn up(problem: &str) -> Live {
-    let tmp = tempfile::tempdir().unwrap();
-    let kubeconfig = tmp.path().join("kubeconfig");
-    let out = tmp.path().join("run");
+/// Starts `problem` live, its files (kubeconfig, kubectl's cache, the run) under `dir`.
+fn up(problem: &str, dir: &Path) -> Live {
+    let kubeconfig = dir.join("kubeconfig");
+    let out = dir.join("run");
     // --for is long: the test stops the environment itself once done, as Ctrl-C would.
     let mut child = Command::new(e2e::binary("collector"))
         .args(["env", "up", "--problem", problem, "--seed", "3", "--json"])
@@ -58,10 +57,9 @@ fn up(problem: &str) -> Live {
     Live {
         child,
         kubeconfig,
-        cache: tmp.path().join("kube-cache"),
+        cache: dir.join("kube-cache"),
         out,
         prometheus,
-        _tmp: tmp,
     }
 }
 
@@ -123,7 +121,8 @@ fn rows<T: TryFrom<Row>>(dataset: &Path, table: Table) -> Vec<T> {
 
 #[test]
 fn every_request_of_a_live_session_is_in_the_audit_table() {
-    let l = up("hotel-geo-target-port");
+    let tmp = tempfile::tempdir().unwrap();
+    let l = up("hotel-geo-target-port", tmp.path());
     ok(&l, &["-n", NS, "get", "pods"]);
     let patched = ok(
         &l,
@@ -150,10 +149,17 @@ fn every_request_of_a_live_session_is_in_the_audit_table() {
     // The controller's Events, as the agent would look for them.
     until(
         &l,
-        &["-n", NS, "get", "events", "--field-selector=reason=ScalingReplicaSet"],
+        &[
+            "-n",
+            NS,
+            "get",
+            "events",
+            "--field-selector=reason=ScalingReplicaSet",
+        ],
         "the scale and the new search ReplicaSet reported",
         |o| {
-            o.lines().any(|l| l.contains("replica set geo-") && l.contains(" to 2"))
+            o.lines()
+                .any(|l| l.contains("replica set geo-") && l.contains(" to 2"))
                 && o.contains("Scaled up replica set search-")
         },
     );
@@ -162,7 +168,11 @@ fn every_request_of_a_live_session_is_in_the_audit_table() {
     let audit: Vec<AuditRow> = rows(&dataset, Table::Audit);
     let kubectl: Vec<&AuditRow> = audit
         .iter()
-        .filter(|a| a.user_agent.as_deref().is_some_and(|u| u.starts_with("kubectl/")))
+        .filter(|a| {
+            a.user_agent
+                .as_deref()
+                .is_some_and(|u| u.starts_with("kubectl/"))
+        })
         .collect();
     assert!(!kubectl.is_empty(), "no kubectl request among {audit:#?}");
     let list = audit
@@ -175,14 +185,26 @@ fn every_request_of_a_live_session_is_in_the_audit_table() {
         .unwrap_or_else(|| panic!("no pod list among {audit:#?}"));
     assert_eq!(list.code, 200);
     assert_eq!(list.api, "kubernetes");
-    assert!(list.user_agent.as_deref().unwrap_or("").starts_with("kubectl/"));
-    assert!(list.request_uri.starts_with(&format!("/api/v1/namespaces/{NS}/pods")));
+    assert!(
+        list.user_agent
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("kubectl/")
+    );
+    assert!(
+        list.request_uri
+            .starts_with(&format!("/api/v1/namespaces/{NS}/pods"))
+    );
     let patch = audit
         .iter()
         .find(|a| a.verb == "patch" && a.resource.as_deref() == Some("services"))
         .unwrap_or_else(|| panic!("no service patch among {audit:#?}"));
     assert_eq!(
-        (patch.namespace.as_deref(), patch.name.as_deref(), patch.code),
+        (
+            patch.namespace.as_deref(),
+            patch.name.as_deref(),
+            patch.code
+        ),
         (Some(NS), Some("geo"), 200)
     );
     assert_eq!(patch.api_group.as_deref(), Some(""));
@@ -190,13 +212,20 @@ fn every_request_of_a_live_session_is_in_the_audit_table() {
     assert_eq!(event["apiVersion"], "audit.k8s.io/v1");
     assert_eq!(event["auditID"], patch.audit_id.as_str());
     assert_eq!(event["objectRef"]["resource"], "services");
-    assert_eq!(event["annotations"]["faultline.dev/kubectl-command"], "kubectl patch");
+    assert_eq!(
+        event["annotations"]["faultline.dev/kubectl-command"],
+        "kubectl patch"
+    );
     let scale = audit
         .iter()
         .find(|a| a.subresource.as_deref() == Some("scale"))
         .unwrap_or_else(|| panic!("no scale among {audit:#?}"));
     assert_eq!(
-        (scale.verb.as_str(), scale.api_group.as_deref(), scale.name.as_deref()),
+        (
+            scale.verb.as_str(),
+            scale.api_group.as_deref(),
+            scale.name.as_deref()
+        ),
         ("patch", Some("apps"), Some("geo"))
     );
     let promql = audit
@@ -204,10 +233,20 @@ fn every_request_of_a_live_session_is_in_the_audit_table() {
         .find(|a| a.api == "prometheus" && a.request_uri.starts_with("/api/v1/query?"))
         .unwrap_or_else(|| panic!("no PromQL query among {audit:#?}"));
     assert_eq!((promql.verb.as_str(), promql.code), ("get", 200));
-    assert!(promql.user_agent.as_deref().unwrap_or("").starts_with("curl/"));
+    assert!(
+        promql
+            .user_agent
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("curl/")
+    );
     let event: serde_json::Value = serde_json::from_str(&promql.event).unwrap();
     assert_eq!(event["annotations"]["faultline.dev/query"], "up");
-    assert!(audit.iter().all(|a| a.source_ip.as_deref() == Some("127.0.0.1")));
+    assert!(
+        audit
+            .iter()
+            .all(|a| a.source_ip.as_deref() == Some("127.0.0.1"))
+    );
     // Requests are ordered as they came: the list before the patch, the patch before the scale.
     let position = |a: &AuditRow| audit.iter().position(|b| b.audit_id == a.audit_id);
     assert!(position(list) < position(patch) && position(patch) < position(scale));
@@ -222,7 +261,10 @@ fn every_request_of_a_live_session_is_in_the_audit_table() {
                 && e.message.contains(text)
         })
     };
-    assert!(scaling("geo", " to 2 from "), "kubectl scale's ScalingReplicaSet");
+    assert!(
+        scaling("geo", " to 2 from "),
+        "kubectl scale's ScalingReplicaSet"
+    );
     assert!(
         scaling("search", "Scaled up replica set search-"),
         "the template change's new ReplicaSet"

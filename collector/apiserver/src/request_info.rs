@@ -196,11 +196,23 @@ mod tests {
         let get = info("GET", "/apis/apps/v1/namespaces/x/deployments/y", "");
         assert_eq!(
             parts(&get),
-            ("get", "apps", "v1", Some("x"), "deployments", Some("y"), None)
+            (
+                "get",
+                "apps",
+                "v1",
+                Some("x"),
+                "deployments",
+                Some("y"),
+                None
+            )
         );
         assert_eq!(get.api_prefix, "apis");
         assert_eq!(info("HEAD", "/api/v1/nodes/n1", "").verb, "get");
-        let logs = info("GET", "/api/v1/namespaces/x/pods/p/log", "container=c&follow=true");
+        let logs = info(
+            "GET",
+            "/api/v1/namespaces/x/pods/p/log",
+            "container=c&follow=true",
+        );
         assert_eq!(
             parts(&logs),
             ("get", "", "v1", Some("x"), "pods", Some("p"), Some("log"))
@@ -209,14 +221,30 @@ mod tests {
 
     #[test]
     fn writes_take_their_verb_from_the_method() {
-        let scale = info("PATCH", "/apis/apps/v1/namespaces/x/deployments/y/scale", "");
+        let scale = info(
+            "PATCH",
+            "/apis/apps/v1/namespaces/x/deployments/y/scale",
+            "",
+        );
         assert_eq!(
             parts(&scale),
-            ("patch", "apps", "v1", Some("x"), "deployments", Some("y"), Some("scale"))
+            (
+                "patch",
+                "apps",
+                "v1",
+                Some("x"),
+                "deployments",
+                Some("y"),
+                Some("scale")
+            )
         );
         let put = info("PUT", "/apis/apps/v1/namespaces/x/deployments/y/scale", "");
         assert_eq!(put.verb, "update");
-        let create = info("POST", "/api/v1/namespaces/x/configmaps", "fieldManager=kubectl-create");
+        let create = info(
+            "POST",
+            "/api/v1/namespaces/x/configmaps",
+            "fieldManager=kubectl-create",
+        );
         assert_eq!(
             parts(&create),
             ("create", "", "v1", Some("x"), "configmaps", None, None)
@@ -224,7 +252,10 @@ mod tests {
         let evict = info("POST", "/api/v1/namespaces/x/pods/p/eviction", "");
         assert_eq!(evict.verb, "create");
         assert_eq!(evict.subresource.as_deref(), Some("eviction"));
-        assert_eq!(info("DELETE", "/api/v1/namespaces/x/pods/p", "").verb, "delete");
+        assert_eq!(
+            info("DELETE", "/api/v1/namespaces/x/pods/p", "").verb,
+            "delete"
+        );
         assert_eq!(
             info("DELETE", "/api/v1/namespaces/x/pods", "labelSelector=a%3Db").verb,
             "deletecollection"
@@ -263,7 +294,15 @@ mod tests {
         let status = info("PUT", "/api/v1/namespaces/x/status", "");
         assert_eq!(
             parts(&status),
-            ("update", "", "v1", Some("x"), "namespaces", Some("x"), Some("status"))
+            (
+                "update",
+                "",
+                "v1",
+                Some("x"),
+                "namespaces",
+                Some("x"),
+                Some("status")
+            )
         );
         let finalize = info("PUT", "/api/v1/namespaces/x/finalize", "");
         assert_eq!(finalize.subresource.as_deref(), Some("finalize"));
@@ -281,13 +320,19 @@ mod tests {
             "/apis/apps/v1/namespaces/x/deployments",
             "fieldSelector=metadata.name%3Dgeo&limit=500&resourceVersion=0",
         );
-        assert_eq!((one.verb.as_str(), one.name.as_deref()), ("list", Some("geo")));
+        assert_eq!(
+            (one.verb.as_str(), one.name.as_deref()),
+            ("list", Some("geo"))
+        );
         let watch = info(
             "GET",
             "/apis/apps/v1/namespaces/x/deployments",
             "fieldSelector=status.phase%3DRunning%2Cmetadata.name%3D%3Dgeo&watch=true",
         );
-        assert_eq!((watch.verb.as_str(), watch.name.as_deref()), ("watch", Some("geo")));
+        assert_eq!(
+            (watch.verb.as_str(), watch.name.as_deref()),
+            ("watch", Some("geo"))
+        );
         let other = info("GET", "/api/v1/pods", "fieldSelector=spec.nodeName%3Dn1");
         assert_eq!(other.name, None);
     }
@@ -300,12 +345,19 @@ mod tests {
             ("watch", "", "v1", Some("x"), "pods", None, None)
         );
         let named = info("GET", "/api/v1/watch/namespaces/x/pods/p", "");
-        assert_eq!((named.verb.as_str(), named.name.as_deref()), ("watch", Some("p")));
+        assert_eq!(
+            (named.verb.as_str(), named.name.as_deref()),
+            ("watch", Some("p"))
+        );
     }
 
     #[test]
     fn query_decoding_survives_malformed_escapes() {
-        let i = info("GET", "/api/v1/pods", "fieldSelector=metadata.name%3D%E2%9C%93&watch");
+        let i = info(
+            "GET",
+            "/api/v1/pods",
+            "fieldSelector=metadata.name%3D%E2%9C%93&watch",
+        );
         assert_eq!(i.name.as_deref(), Some("✓"));
         assert_eq!(i.verb, "list");
     }

@@ -59,11 +59,7 @@ impl AuditLog {
 
     /// A log on the clock's own now (to the simulated second).
     pub fn on_clock(clock: Clock, sink: AuditSink) -> Arc<AuditLog> {
-        AuditLog::new(
-            Arc::new(move || clock.read().virtual_now_ns),
-            clock,
-            sink,
-        )
+        AuditLog::new(Arc::new(move || clock.read().virtual_now_ns), clock, sink)
     }
 
     fn next_id(&self) -> String {
@@ -225,7 +221,9 @@ mod tests {
             .insert(ConnectInfo(SocketAddr::from(([10, 0, 0, 7], 51000))));
         let res = router.clone().oneshot(req).await.unwrap();
         let status = res.status();
-        let body = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+        let body = axum::body::to_bytes(res.into_body(), 1 << 20)
+            .await
+            .unwrap();
         (status, String::from_utf8(body.to_vec()).unwrap())
     }
 
@@ -238,7 +236,10 @@ mod tests {
             &kube,
             "/api/v1/namespaces/x/pods/p",
             &[
-                ("user-agent", "kubectl/v1.32.4 (linux/amd64) kubernetes/4cb5f07"),
+                (
+                    "user-agent",
+                    "kubectl/v1.32.4 (linux/amd64) kubernetes/4cb5f07",
+                ),
                 ("kubectl-command", "kubectl get"),
             ],
         )
@@ -264,14 +265,20 @@ mod tests {
         assert_eq!(kj["responseStatus"]["reason"], "NotFound");
         assert_eq!(kj["responseStatus"]["code"], 404);
         assert_eq!(kj["sourceIPs"], serde_json::json!(["10.0.0.7"]));
-        assert_eq!(kj["annotations"]["faultline.dev/kubectl-command"], "kubectl get");
+        assert_eq!(
+            kj["annotations"]["faultline.dev/kubectl-command"],
+            "kubectl get"
+        );
         assert_eq!(kj["stage"], "ResponseComplete");
         assert_eq!(k.exchange.received_ns, 5_000_000_000);
         let pj = p.to_json();
         assert_eq!(pj["annotations"]["faultline.dev/api"], "prometheus");
         assert_eq!(pj["annotations"]["faultline.dev/query"], "up");
         assert_eq!(pj["userAgent"], "curl/8");
-        assert_eq!(pj["sourceIPs"], serde_json::json!(["192.0.2.1", "10.0.0.7"]));
+        assert_eq!(
+            pj["sourceIPs"],
+            serde_json::json!(["192.0.2.1", "10.0.0.7"])
+        );
         assert_eq!(p.to_row().source_ip.as_deref(), Some("192.0.2.1"));
         assert!(p.exchange.latency_ns >= 0);
     }
@@ -298,7 +305,10 @@ mod tests {
         let events = events.lock().unwrap();
         assert_eq!(events.len(), 1);
         let j = events[0].to_json();
-        assert_eq!((j["verb"].as_str(), j["responseStatus"]["code"].as_u64()), (Some("get"), Some(404)));
+        assert_eq!(
+            (j["verb"].as_str(), j["responseStatus"]["code"].as_u64()),
+            (Some("get"), Some(404))
+        );
         assert!(j.get("objectRef").is_none());
     }
 

@@ -382,7 +382,10 @@ mod tests {
         assert_eq!(j["requestReceivedTimestamp"], "2023-11-14T22:13:21.123456Z");
         assert_eq!(j["stageTimestamp"], "2023-11-14T22:13:21.223456Z");
         assert_eq!(j["annotations"][ANNOTATION_API], "kubernetes");
-        assert_eq!(j["annotations"][ANNOTATION_KUBECTL_COMMAND], "kubectl scale");
+        assert_eq!(
+            j["annotations"][ANNOTATION_KUBECTL_COMMAND],
+            "kubectl scale"
+        );
         assert_eq!(j["annotations"][ANNOTATION_KUBECTL_SESSION], "5d0c");
         let row = e.to_row();
         assert_eq!(row.verb, "patch");
@@ -467,7 +470,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!((v1.reason, v1.message.as_str()), (None, "bad service"));
-        let v3 = Failure::from_body(br#"{"error":{"httpCode":400,"message":"malformed"}}"#).unwrap();
+        let v3 =
+            Failure::from_body(br#"{"error":{"httpCode":400,"message":"malformed"}}"#).unwrap();
         assert_eq!(v3.message, "malformed");
         let loki = Failure::from_body(b"parse error : unexpected IDENTIFIER\n").unwrap();
         assert_eq!(loki.message, "parse error : unexpected IDENTIFIER");
@@ -509,7 +513,12 @@ mod tests {
 
     #[test]
     fn credentials_make_the_user_authenticated_and_dry_runs_are_marked() {
-        let mut x = exchange("PATCH", "/api/v1/namespaces/x/services/geo", "dryRun=All", 200);
+        let mut x = exchange(
+            "PATCH",
+            "/api/v1/namespaces/x/services/geo",
+            "dryRun=All",
+            200,
+        );
         x.authenticated = true;
         let j = AuditEvent::new(Api::Kubernetes, "id".into(), x).to_json();
         assert_eq!(

@@ -188,13 +188,13 @@ impl Probe {
                 ));
             }
         }
-        if let (Some(max), Some(now)) = (health.max_p99_latency, mean(entry)) {
-            if now > max.as_secs_f64() {
-                out.push(format!(
-                    "service {entry}'s p99 latency is {:.0} ms (at most {max} expected)",
-                    now * 1000.0
-                ));
-            }
+        if let (Some(max), Some(now)) = (health.max_p99_latency, mean(entry))
+            && now > max.as_secs_f64()
+        {
+            out.push(format!(
+                "service {entry}'s p99 latency is {:.0} ms (at most {max} expected)",
+                now * 1000.0
+            ));
         }
         out
     }

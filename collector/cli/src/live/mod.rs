@@ -156,7 +156,11 @@ impl LiveEnv {
             clock,
         ));
         let routers = [
-            audited(kube_router(Arc::new(kube)), Api::Kubernetes, audit_log.clone()),
+            audited(
+                kube_router(Arc::new(kube)),
+                Api::Kubernetes,
+                audit_log.clone(),
+            ),
             audited(
                 prometheus::router(stores.metrics.clone(), stores.alerts.clone(), clock),
                 Api::Prometheus,
@@ -371,9 +375,9 @@ async fn listen(
         urls.push(format!("http://{local}"));
         // With the peer's address, which audit events record.
         let service = router.into_make_service_with_connect_info::<SocketAddr>();
-        servers.push(tokio::spawn(async move {
-            axum::serve(listener, service).await
-        }));
+        servers.push(tokio::spawn(
+            async move { axum::serve(listener, service).await },
+        ));
     }
     let [kubernetes, prometheus, jaeger, loki] =
         <[String; 4]>::try_from(urls).map_err(|_| anyhow::anyhow!("four listeners expected"))?;
