@@ -391,3 +391,30 @@ async fn listen(
         servers,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_placed_inside_the_second_the_world_stands_at() {
+        // Ten wall seconds ago at 1x: ten virtual seconds are due.
+        let Some(started) = Instant::now().checked_sub(Duration::from_secs(10)) else {
+            return;
+        };
+        let pace = Pace {
+            started,
+            virtual_start: 0,
+            speed: 1.0,
+        };
+        let due = pace.due();
+        assert!((10 * NS_PER_SEC..11 * NS_PER_SEC).contains(&due), "{due}");
+        // The world is behind: the request is placed at the end of the second it sees.
+        assert_eq!(pace.request_time(5 * NS_PER_SEC), 6 * NS_PER_SEC - 1);
+        // The world is on time: as far into the second as the wall clock says.
+        let t = pace.request_time(10 * NS_PER_SEC);
+        assert!((10 * NS_PER_SEC..11 * NS_PER_SEC).contains(&t), "{t}");
+        // Never before the second the world has reached.
+        assert_eq!(pace.request_time(20 * NS_PER_SEC), 20 * NS_PER_SEC);
+    }
+}
