@@ -2,101 +2,18 @@
 //! (strategic merge, merge and JSON patches, scale, rollout restart, set env, apply, create,
 //! replace, delete), server dry runs, conflicts and invalid writes, and the cluster reacting.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-use e2e::text;
-
-const NS: &str = "hotel-reservation";
-
-/// A running `collector env up` and the kubeconfig it wrote.
-struct Live {
-    child: Child,
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-    endpoints: serde_json::Value,
-    tmp: tempfile::TempDir,
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn up(problem: &str, extra: &[&str]) -> Live {
-    use std::io::BufRead;
-    let tmp = tempfile::tempdir().unwrap();
-    let kubeconfig = tmp.path().join("kubeconfig");
-    let mut child = Command::new(e2e::binary("collector"))
-        .args(["env", "up", "--problem", problem, "--seed", "3", "--json"])
-        .args(["--since-onset", "2m", "--speed", "5"])
-        .arg("--write-kubeconfig")
-        .arg(&kubeconfig)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("collector runs");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("ready line");
-    let endpoints: serde_json::Value = serde_json::from_str(&line)
-        .unwrap_or_else(|e| panic!("ready JSON expected, got {line:?}: {e}"));
-    Live {
-        child,
-        kubeconfig,
-        cache: tmp.path().join("kube-cache"),
-        endpoints,
-        tmp,
-    }
-}
-
-fn kubectl(l: &Live, args: &[&str]) -> Output {
-    Command::new("kubectl")
-        .env("KUBECONFIG", &l.kubeconfig)
-        .arg("--cache-dir")
-        .arg(&l.cache)
-        .args(args)
-        .output()
-        .expect("kubectl is installed (apt-get install kubectl, or bash tests/run)")
-}
+use e2e::live::{Live, NS, up, write};
 
 fn ok(l: &Live, args: &[&str]) -> String {
-    let out = kubectl(l, args);
-    assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
-    String::from_utf8(out.stdout).unwrap()
+    l.ok(args)
 }
 
 fn fails(l: &Live, args: &[&str]) -> String {
-    let out = kubectl(l, args);
-    assert!(
-        !out.status.success(),
-        "kubectl {args:?} should fail: {}",
-        text(&out)
-    );
-    String::from_utf8(out.stderr).unwrap()
+    l.fails(args)
 }
 
-/// Polls `get` until `done` holds: the cluster reacts in simulated seconds, not at once.
 fn until(l: &Live, args: &[&str], what: &str, done: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = ok(l, args);
-        if done(&out) {
-            return out;
-        }
-        assert!(Instant::now() < deadline, "{what}: still {out}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
+    l.until(args, what, done)
 }
 
 #[test]

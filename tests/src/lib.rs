@@ -1,6 +1,7 @@
 //! Helpers for end-to-end tests: locating the real binaries, running them, and recorded fixtures.
 
 pub mod fixture;
+pub mod live;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

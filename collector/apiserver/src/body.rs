@@ -66,11 +66,12 @@ pub fn decode(content_type: Option<&str>, bytes: &[u8]) -> Result<Value, Failure
         return Err(Failure::bad_request("the request body is empty"));
     }
     let value = match format {
+        // The apiserver's serializers' own prefixes (the parser's detail is serde's, not Go's).
         Format::Json => serde_json::from_slice::<Value>(bytes).map_err(|e| {
-            Failure::bad_request(format!("the request body is not valid JSON: {e}"))
+            Failure::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         })?,
         Format::Yaml => serde_norway::from_slice::<Value>(bytes).map_err(|e| {
-            Failure::bad_request(format!("the request body is not valid YAML: {e}"))
+            Failure::bad_request(format!("error converting YAML to JSON: yaml: {e}"))
         })?,
         Format::Protobuf => protobuf::decode(bytes)?,
     };
@@ -150,11 +151,21 @@ mod tests {
     fn undecodable_bodies_are_400_with_the_position() {
         let err = decode(Some("application/json"), b"{\n  \"kind\": ConfigMap\n}").unwrap_err();
         assert_eq!(err.code, 400);
-        assert!(err.message.contains("not valid JSON"), "{}", err.message);
+        assert!(
+            err.message
+                .starts_with("couldn't get version/kind; json parse error: "),
+            "{}",
+            err.message
+        );
         assert!(err.message.contains("line 2 column"), "{}", err.message);
         let err = decode(Some("application/yaml"), b"kind: a\n  bad: [\n").unwrap_err();
         assert_eq!(err.code, 400);
-        assert!(err.message.contains("not valid YAML"), "{}", err.message);
+        assert!(
+            err.message
+                .starts_with("error converting YAML to JSON: yaml: "),
+            "{}",
+            err.message
+        );
         assert!(err.message.contains("line 2"), "{}", err.message);
         let err = decode(None, b"[1, 2]").unwrap_err();
         assert_eq!(

@@ -1,5 +1,6 @@
 //! The control plane: deployment and replicaset reconciliation (rolling updates), statefulsets,
-//! the scheduler, the endpoints controller, the node lifecycle controller and quota accounting.
+//! the scheduler, the endpoints and EndpointSlice controllers, the node lifecycle controller (with
+//! the taint a cordon brings) and quota accounting.
 //! Each pass reads the objects as they are and moves them one step toward their spec, emitting the
 //! events the real controllers emit.
 
@@ -17,6 +18,7 @@ pub fn reconcile(w: &mut World) {
     level_triggered(w, "replicaset", objects_only(replicasets));
     schedule(w);
     level_triggered(w, "endpoints", objects_only(endpoints));
+    level_triggered(w, "endpointslice", objects_only(endpoint_slices));
     level_triggered(w, "resourcequota", objects_only(quotas));
     level_triggered(
         w,
@@ -745,14 +747,7 @@ fn node_misfit(
         if t.effect == "PreferNoSchedule" {
             continue;
         }
-        let tolerated = pod.spec.tolerations.iter().any(|tol| {
-            let key_ok = if tol.operator == "Exists" {
-                tol.key.is_none() || tol.key.as_deref() == Some(t.key.as_str())
-            } else {
-                tol.key.as_deref() == Some(t.key.as_str()) && tol.value == t.value
-            };
-            key_ok && (tol.effect.is_none() || tol.effect.as_deref() == Some(t.effect.as_str()))
-        });
+        let tolerated = pod.spec.tolerations.iter().any(|tol| tol.tolerates(t));
         if !tolerated {
             return Some(format!(
                 "1 node(s) had untolerated taint {{{}: {}}}",
@@ -1024,12 +1019,193 @@ fn endpoints(w: &mut World) {
     }
 }
 
+/// What the EndpointSlice controller writes for one Service: the ports (each Service port's name,
+/// `""` when unnamed, and the container port its targetPort resolves to) and one endpoint per pod
+/// with an IP, terminating pods included with their conditions (ready only when serving and not
+/// terminating).
+fn slice_contents(w: &World, k: &Key, svc: &Service) -> (Vec<SlicePort>, Vec<SliceEndpoint>) {
+    let pods: Vec<&Pod> = w
+        .pods_selected(&k.0, &svc.selector)
+        .filter(|p| p.pod_ip.is_some() && !matches!(p.phase.as_str(), "Succeeded" | "Failed"))
+        .collect();
+    let ports = svc
+        .ports
+        .iter()
+        .filter_map(|sp| {
+            let port = pods
+                .iter()
+                .find_map(|p| resolve_target_port(p, &sp.target_port))?;
+            Some(SlicePort {
+                name: Some(sp.name.clone().unwrap_or_default()),
+                protocol: Some(sp.protocol.clone()),
+                port: Some(port),
+                app_protocol: None,
+            })
+        })
+        .collect();
+    let endpoints = pods
+        .iter()
+        .map(|p| {
+            let terminating = p.meta.deleted_at.is_some();
+            let node = p.spec.node_name.clone();
+            let zone = node
+                .as_ref()
+                .and_then(|n| w.nodes.get(n))
+                .and_then(|n| n.meta.labels.get("topology.kubernetes.io/zone"))
+                .cloned();
+            SliceEndpoint {
+                addresses: p.pod_ip.iter().cloned().collect(),
+                conditions: SliceConditions {
+                    ready: Some(p.ready() && !terminating),
+                    serving: Some(p.ready()),
+                    terminating: Some(terminating),
+                },
+                hostname: None,
+                target_ref: Some(SliceTarget {
+                    kind: "Pod".into(),
+                    namespace: Some(k.0.clone()),
+                    name: p.meta.name.clone(),
+                    uid: Some(p.meta.uid.clone()),
+                }),
+                node_name: node,
+                zone,
+            }
+        })
+        .collect();
+    (ports, endpoints)
+}
+
+/// A new controller-managed slice for the Service at `k`: `generateName` `<service>-` completed
+/// with five characters, the Service's labels plus the two the controller owns, the Service as
+/// its controller.
+fn new_slice(w: &mut World, k: &Key, svc: &Service) -> (Key, EndpointSlice) {
+    // The apiserver keeps a generated name within 63 characters: a base of at most 58.
+    let mut prefix = format!("{}-", k.1);
+    prefix.truncate(58);
+    let name = format!("{prefix}{}", util::name_suffix(&mut w.slice_rng, 5));
+    let mut labels = svc.meta.labels.clone();
+    labels.insert(SLICE_SERVICE_LABEL.into(), k.1.clone());
+    labels.insert(SLICE_MANAGED_BY_LABEL.into(), SLICE_CONTROLLER.into());
+    let meta = Meta {
+        name: name.clone(),
+        namespace: Some(k.0.clone()),
+        uid: util::uuid(&mut w.slice_rng),
+        created: w.now,
+        labels,
+        owner: Some(OwnerRef {
+            kind: Kind::Service,
+            name: k.1.clone(),
+            uid: svc.meta.uid.clone(),
+        }),
+        generation: 1,
+        generate_name: Some(prefix),
+        ..Meta::default()
+    };
+    let slice = EndpointSlice {
+        meta,
+        address_type: "IPv4".into(),
+        endpoints: vec![],
+        ports: vec![],
+    };
+    (key(&k.0, &name), slice)
+}
+
+/// The EndpointSlice controller: one slice per Service with a selector, kept equal to what
+/// [`slice_contents`] finds (a new generation per change), removed with its Service or selector.
+///
+/// Slices are derived objects nothing in the simulation reads, so their changes are marked for
+/// emission without counting as actions ([`World::touch_derived`]): datasets recorded before
+/// slices existed keep every other row (only resource versions shift).
+fn endpoint_slices(w: &mut World) {
+    let mut wanted: BTreeMap<String, Key> = BTreeMap::new();
+    let services: Vec<Key> = w
+        .services
+        .iter()
+        .filter(|(_, s)| !s.selector.is_empty())
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in services {
+        let svc = w.services[&k].clone();
+        let (ports, endpoints) = slice_contents(w, &k, &svc);
+        let existing = w
+            .endpoint_slices
+            .iter()
+            .find(|(sk, s)| {
+                sk.0 == k.0 && s.controller_managed() && s.meta.is_owned_by(&svc.meta.uid)
+            })
+            .map(|(sk, _)| sk.clone());
+        let sk = match existing {
+            Some(sk) => sk,
+            None => {
+                let (sk, slice) = new_slice(w, &k, &svc);
+                w.endpoint_slices.insert(sk.clone(), slice);
+                w.touch_derived(Kind::EndpointSlice, &sk);
+                sk
+            }
+        };
+        wanted.insert(svc.meta.uid.clone(), sk.clone());
+        if let Some(slice) = w.endpoint_slices.get_mut(&sk)
+            && (slice.ports != ports || slice.endpoints != endpoints)
+        {
+            slice.ports = ports;
+            slice.endpoints = endpoints;
+            slice.meta.generation += 1;
+            w.touch_derived(Kind::EndpointSlice, &sk);
+        }
+    }
+    // Managed slices of Services that are gone, lost their selector, or have a newer slice.
+    let stale: Vec<Key> = w
+        .endpoint_slices
+        .iter()
+        .filter(|(sk, s)| {
+            s.controller_managed()
+                && s.meta
+                    .owner
+                    .as_ref()
+                    .is_none_or(|o| wanted.get(&o.uid) != Some(*sk))
+        })
+        .map(|(sk, _)| sk.clone())
+        .collect();
+    for sk in stale {
+        w.endpoint_slices.remove(&sk);
+        w.touch_derived(Kind::EndpointSlice, &sk);
+    }
+}
+
+/// The taint that mirrors `spec.unschedulable` (a cordon), as the node lifecycle controller keeps
+/// it: added while the node is unschedulable, removed when it is uncordoned.
+const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+
+fn unschedulable_taint(w: &mut World, name: &str) {
+    let Some(node) = w.nodes.get_mut(name) else {
+        return;
+    };
+    let tainted = node
+        .taints
+        .iter()
+        .any(|t| t.key == UNSCHEDULABLE_TAINT && t.effect == "NoSchedule");
+    if node.unschedulable == tainted {
+        return;
+    }
+    if node.unschedulable {
+        node.taints.push(Taint {
+            key: UNSCHEDULABLE_TAINT.into(),
+            value: None,
+            effect: "NoSchedule".into(),
+        });
+    } else {
+        node.taints.retain(|t| t.key != UNSCHEDULABLE_TAINT);
+    }
+    w.touch(Kind::Node, &key("", name));
+}
+
 /// Node heartbeats, NotReady after the grace period, pod readiness on lost nodes, and taint-based
 /// eviction after the pods' 300 s toleration.
 fn node_lifecycle(w: &mut World) {
     let now = w.now;
     let names: Vec<String> = w.nodes.keys().cloned().collect();
     for name in names {
+        unschedulable_taint(w, &name);
         let down = w.runtime.node(&name).kubelet_down;
         let node = w.nodes.get_mut(&name).expect("listed");
         if !down {

@@ -629,6 +629,16 @@ fn endpoints(v: &Value) -> R<Endpoints> {
     Ok(e)
 }
 
+fn endpoint_slice(v: &Value) -> R<EndpointSlice> {
+    let o = root(v)?;
+    Ok(EndpointSlice {
+        meta: meta(&o)?,
+        address_type: o.str("addressType")?.unwrap_or_default(),
+        endpoints: o.typed("endpoints")?.unwrap_or_default(),
+        ports: o.typed("ports")?.unwrap_or_default(),
+    })
+}
+
 fn config_map(v: &Value) -> R<ConfigMap> {
     let o = root(v)?;
     Ok(ConfigMap {
@@ -819,6 +829,7 @@ from_api! {
     ReplicaSet => replicaset;
     Service => service;
     Endpoints => endpoints;
+    EndpointSlice => endpoint_slice;
     ConfigMap => config_map;
     Secret => secret;
     Pvc => pvc;
@@ -924,7 +935,9 @@ mod tests {
             n += round_trip_all::<ReplicaSet>(&w, &app);
             n += round_trip_all::<Pod>(&w, &app);
             n += round_trip_all::<Endpoints>(&w, &app);
+            n += round_trip_all::<EndpointSlice>(&w, &app);
             assert!(!w.pods.is_empty() && !w.endpoints.is_empty(), "{app}");
+            assert_eq!(w.endpoint_slices.len(), w.endpoints.len(), "{app}");
             assert!(n > 30, "{app}: only {n} objects");
         }
     }

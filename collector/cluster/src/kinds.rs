@@ -124,6 +124,10 @@ pub trait Objects: Sync {
     /// Removes the object (not touched); whether there was one.
     fn remove(&self, w: &mut World, k: &Key) -> bool;
 
+    /// Why `body` does not decode as the kind's type, if it does not (the field paths and what
+    /// was expected).
+    fn decode_error(&self, body: &Value) -> Option<Vec<Cause>>;
+
     /// A client's create in namespace `ns` (ignored for cluster-scoped kinds): the new key.
     /// See [`writes::create`].
     fn create(&self, w: &mut World, ns: &str, body: &Value) -> Result<Key, Failure>;
@@ -158,6 +162,10 @@ impl<T: Strategy> Objects for Of<T> {
 
     fn remove(&self, w: &mut World, k: &Key) -> bool {
         w.remove_object::<T>(k).is_some()
+    }
+
+    fn decode_error(&self, body: &Value) -> Option<Vec<Cause>> {
+        T::from_api(body).err()
     }
 
     fn create(&self, w: &mut World, ns: &str, body: &Value) -> Result<Key, Failure> {
@@ -289,6 +297,79 @@ kinds! {
     ReplicaSet => ReplicaSet, replicasets, "apps/v1", "replicasets", namespaced, whole;
     Pod => Pod, pods, "v1", "pods", namespaced, whole;
     Endpoints => Endpoints, endpoints, "v1", "endpoints", namespaced, whole;
+    EndpointSlice => EndpointSlice, endpoint_slices, "discovery.k8s.io/v1", "endpointslices", namespaced, whole;
+}
+
+/// The fields of `ObjectMeta` a client may write.
+const META_FIELDS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+impl Kind {
+    /// The top-level fields of the kind's API type besides `apiVersion`, `kind` and `metadata`.
+    pub fn fields(self) -> &'static [&'static str] {
+        match self {
+            Kind::ConfigMap => &["data", "binaryData", "immutable"],
+            Kind::Secret => &["data", "stringData", "type", "immutable"],
+            Kind::ServiceAccount => &[
+                "secrets",
+                "imagePullSecrets",
+                "automountServiceAccountToken",
+            ],
+            Kind::Role => &["rules"],
+            Kind::RoleBinding => &["subjects", "roleRef"],
+            Kind::NetworkPolicy => &["spec"],
+            Kind::Endpoints => &["subsets"],
+            Kind::EndpointSlice => &["addressType", "endpoints", "ports"],
+            Kind::Namespace
+            | Kind::Node
+            | Kind::PersistentVolumeClaim
+            | Kind::ResourceQuota
+            | Kind::Service
+            | Kind::Deployment
+            | Kind::StatefulSet
+            | Kind::ReplicaSet
+            | Kind::Pod => &["spec", "status"],
+        }
+    }
+
+    /// The fields of a written object that its API type does not have, as the apiserver's strict
+    /// decoder names them (`spec` typos are not seen: only the top level and `metadata` are
+    /// checked).
+    pub fn unknown_fields(self, body: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(o) = body.as_object() {
+            for k in o.keys() {
+                if !matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
+                    && !self.fields().contains(&k.as_str())
+                {
+                    out.push(k.clone());
+                }
+            }
+        }
+        if let Some(m) = body.get("metadata").and_then(Value::as_object) {
+            for k in m.keys() {
+                if !META_FIELDS.contains(&k.as_str()) {
+                    out.push(format!("metadata.{k}"));
+                }
+            }
+        }
+        out
+    }
 }
 
 /// What a revert writes back into a live object of a kind declared `spec`: the part faults change,
@@ -402,6 +483,22 @@ mod tests {
         assert!(w.remove_object::<Namespace>(&ns_key).is_some());
         assert!(w.object::<ConfigMap>(&cm_key).is_none());
         assert!(w.namespaces.is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_are_named_with_their_path() {
+        let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labelz": {}},
+                          "data": {"a": "1"}, "spec": {}});
+        assert_eq!(
+            Kind::ConfigMap.unknown_fields(&body),
+            vec!["spec".to_string(), "metadata.labelz".to_string()]
+        );
+        assert!(
+            Kind::Deployment
+                .unknown_fields(&json!({"metadata": {"name": "d", "finalizers": []}, "spec": {}}))
+                .is_empty()
+        );
+        assert!(Kind::ALL.iter().all(|k| !k.fields().is_empty()));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! returns ([`objects`]); the one list of kinds and the generic access to an object of any kind
 //! ([`kinds`]); the world that holds every object, the virtual clock, the seeded generator and the
 //! hidden runtime conditions faults act on ([`world`], [`runtime`]); the controllers that reconcile
-//! deployments, replica sets, stateful sets, scheduling, endpoints, node lifecycle and quotas
+//! deployments, replica sets, stateful sets, scheduling, endpoints and endpoint slices, node
+//! lifecycle and quotas
 //! ([`controllers`]); and the bootstrap that builds an application's objects ([`bootstrap`]).
 //!
 //! Kept apart from `sim` so that what reads or writes objects (the simulator, and the writable

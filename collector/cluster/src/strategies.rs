@@ -438,3 +438,42 @@ impl Strategy for ServiceAccount {}
 impl Strategy for Role {}
 impl Strategy for RoleBinding {}
 impl Strategy for Endpoints {}
+
+impl Strategy for EndpointSlice {
+    /// The registry counts a generation for any change of what the slice routes to.
+    fn new_generation(&self, old: &EndpointSlice) -> bool {
+        (&self.address_type, &self.endpoints, &self.ports)
+            != (&old.address_type, &old.endpoints, &old.ports)
+    }
+
+    fn validate(&self, out: &mut Causes) {
+        const TYPES: [&str; 3] = ["FQDN", "IPv4", "IPv6"];
+        if self.address_type.is_empty() {
+            out.push(validate::required("addressType", None));
+        } else if !TYPES.contains(&self.address_type.as_str()) {
+            out.push(validate::not_supported(
+                "addressType",
+                &self.address_type,
+                &TYPES,
+            ));
+        }
+        for (i, e) in self.endpoints.iter().enumerate() {
+            if e.addresses.is_empty() {
+                out.push(validate::required(
+                    &format!("endpoints[{i}].addresses"),
+                    Some("must contain at least 1 address"),
+                ));
+            }
+        }
+    }
+
+    fn validate_update(&self, old: &EndpointSlice, out: &mut Causes) {
+        if self.address_type != old.address_type {
+            out.push(validate::invalid(
+                "addressType",
+                &Value::from(self.address_type.as_str()),
+                "field is immutable",
+            ));
+        }
+    }
+}

@@ -13,11 +13,17 @@ use super::objects::*;
 use super::runtime::Runtime;
 use super::util::{self, NS_PER_SEC};
 
+/// Mixed into the seed of [`World::slice_rng`] so that its draws differ from the main stream's.
+const SLICE_STREAM: u64 = 0x5eed_511c_e5ee_d511;
+
 /// Everything the simulator knows about the cluster at one instant.
 #[derive(Debug, Clone)]
 pub struct World {
     pub now: i64,
     pub rng: ChaCha8Rng,
+    /// Names and uids of EndpointSlices. A stream of its own: slices came to the model after
+    /// datasets were recorded, and drawing them from `rng` would move every later name and uid.
+    pub slice_rng: ChaCha8Rng,
     rv: u64,
     // One map per kind of the list in `kinds.rs`, reached generically through `Object` (typed) or
     // `Kind::objects` (by kind value).
@@ -29,6 +35,7 @@ pub struct World {
     pub pods: BTreeMap<Key, Pod>,
     pub services: BTreeMap<Key, Service>,
     pub endpoints: BTreeMap<Key, Endpoints>,
+    pub endpoint_slices: BTreeMap<Key, EndpointSlice>,
     pub configmaps: BTreeMap<Key, ConfigMap>,
     pub secrets: BTreeMap<Key, Secret>,
     pub service_accounts: BTreeMap<Key, ServiceAccount>,
@@ -99,6 +106,7 @@ impl World {
         World {
             now: start_ns,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            slice_rng: ChaCha8Rng::seed_from_u64(seed ^ SLICE_STREAM),
             rv: 1000,
             namespaces: BTreeMap::new(),
             nodes: BTreeMap::new(),
@@ -108,6 +116,7 @@ impl World {
             pods: BTreeMap::new(),
             services: BTreeMap::new(),
             endpoints: BTreeMap::new(),
+            endpoint_slices: BTreeMap::new(),
             configmaps: BTreeMap::new(),
             secrets: BTreeMap::new(),
             service_accounts: BTreeMap::new(),
@@ -160,6 +169,13 @@ impl World {
         self.dirty.insert((kind, key.clone()));
         self.epoch += 1;
         self.actions += 1;
+    }
+
+    /// Marks a derived object (an EndpointSlice) changed for the next flush without counting an
+    /// action or a new epoch: nothing in the simulation reads these objects, so no cache or
+    /// controller pass needs to see the change, and the simulation runs as it did without them.
+    pub fn touch_derived(&mut self, kind: Kind, key: &Key) {
+        self.dirty.insert((kind, key.clone()));
     }
 
     /// Forgets what was emitted and marks every object changed, so the next flush reports the
@@ -397,6 +413,30 @@ impl World {
     /// Index of a node in name order (for pod CIDRs).
     pub fn node_index(&self, node: &str) -> usize {
         self.nodes.keys().position(|n| n == node).unwrap_or(0) + 1
+    }
+
+    /// Whether a RoleBinding of namespace `ns` grants ServiceAccount `sa` a Role naming
+    /// `resource` (the simulation's RBAC: resources only, any verb).
+    pub fn rbac_allows(&self, ns: &str, sa: &str, resource: &str) -> bool {
+        self.role_bindings
+            .values()
+            .filter(|b| b.meta.namespace.as_deref() == Some(ns))
+            .any(|b| {
+                let subject = b.body["subjects"]
+                    .as_array()
+                    .is_some_and(|subs| subs.iter().any(|s| s["name"] == sa));
+                let role = b.body["roleRef"]["name"].as_str().unwrap_or_default();
+                let grants = self.roles.get(&key(ns, role)).is_some_and(|r| {
+                    r.body["rules"].as_array().is_some_and(|rules| {
+                        rules.iter().any(|rule| {
+                            rule["resources"]
+                                .as_array()
+                                .is_some_and(|res| res.iter().any(|x| x == resource))
+                        })
+                    })
+                });
+                subject && grants
+            })
     }
 
     /// Pods a label selector picks in a namespace.

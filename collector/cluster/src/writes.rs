@@ -963,4 +963,159 @@ mod tests {
             )
         );
     }
+
+    /// Gives the selected pods what their kubelet would: an address and readiness.
+    fn run_pods(w: &mut World, app: &str) {
+        let now = w.now;
+        let keys: Vec<Key> = w
+            .pods
+            .iter()
+            .filter(|(_, p)| p.meta.labels.get("app").map(String::as_str) == Some(app))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (i, k) in keys.iter().enumerate() {
+            let p = w.pods.get_mut(k).unwrap();
+            p.pod_ip = Some(format!("10.244.9.{}", i + 2));
+            p.phase = "Running".into();
+            set_condition(&mut p.conditions, "Ready", true, None, None, now);
+            w.touch(Kind::Pod, k);
+        }
+    }
+
+    #[test]
+    fn endpoint_slices_follow_their_service_and_its_pods() {
+        let mut w = world();
+        create::<Deployment>(&mut w, NS, &deployment("slice-web", "nginx:1.27")).unwrap();
+        let svc = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "slice-web", "labels": {"tier": "front"}},
+            "spec": {"selector": {"app": "slice-web"}, "ports": [{"port": 80, "targetPort": 8080}]}});
+        let sk = create::<Service>(&mut w, NS, &svc).unwrap();
+        settle(&mut w, 3);
+        let slices = |w: &World| -> Vec<EndpointSlice> {
+            w.objects::<EndpointSlice>()
+                .filter(|s| s.service() == Some("slice-web"))
+                .cloned()
+                .collect()
+        };
+        // A Service whose pods have no address yet has an empty slice.
+        let first = slices(&w);
+        assert_eq!(first.len(), 1);
+        assert!(first[0].endpoints.is_empty());
+        assert_eq!(first[0].to_json()["endpoints"], Value::Null);
+        run_pods(&mut w, "slice-web");
+        settle(&mut w, 1);
+        let slice = slices(&w).remove(0);
+        assert_eq!(
+            slice.meta.name, first[0].meta.name,
+            "the same slice, updated"
+        );
+        assert!(slice.meta.generation > first[0].meta.generation);
+        let suffix = slice.meta.name.strip_prefix("slice-web-").unwrap();
+        assert_eq!(suffix.len(), 5);
+        assert_eq!(slice.meta.generate_name.as_deref(), Some("slice-web-"));
+        assert_eq!(
+            slice.meta.labels["tier"], "front",
+            "the Service's labels come along"
+        );
+        assert!(slice.controller_managed());
+        let svc_uid = w.services[&sk].meta.uid.clone();
+        assert!(slice.meta.is_owned_by(&svc_uid));
+        assert_eq!(slice.address_type, "IPv4");
+        assert_eq!(
+            slice.ports,
+            vec![SlicePort {
+                name: Some(String::new()),
+                protocol: Some("TCP".into()),
+                port: Some(8080),
+                app_protocol: None,
+            }]
+        );
+        assert_eq!(slice.endpoints.len(), 2);
+        let e = &slice.endpoints[0];
+        assert_eq!(
+            (
+                e.conditions.ready,
+                e.conditions.serving,
+                e.conditions.terminating
+            ),
+            (Some(true), Some(true), Some(false))
+        );
+        assert_eq!(e.target_ref.as_ref().unwrap().kind, "Pod");
+        // A terminating pod stays, serving but not ready.
+        let victim = key(NS, &e.target_ref.as_ref().unwrap().name);
+        delete::<Pod>(&mut w, &victim, DeleteOptions::default()).unwrap();
+        settle(&mut w, 1);
+        let slice = slices(&w).remove(0);
+        let gone = slice
+            .endpoints
+            .iter()
+            .find(|x| x.target_ref.as_ref().unwrap().name == victim.1)
+            .expect("the terminating pod is still listed");
+        assert_eq!(
+            (
+                gone.conditions.ready,
+                gone.conditions.serving,
+                gone.conditions.terminating
+            ),
+            (Some(false), Some(true), Some(true))
+        );
+        // The round trip through the API's JSON keeps everything.
+        let back = EndpointSlice::from_api(&slice.to_json()).unwrap();
+        assert_eq!(back, slice);
+        // A slice deleted by a client is made again under a new name.
+        delete::<EndpointSlice>(&mut w, &key(NS, &slice.meta.name), DeleteOptions::default())
+            .unwrap();
+        settle(&mut w, 1);
+        let again = slices(&w);
+        assert_eq!(again.len(), 1);
+        assert_ne!(again[0].meta.name, slice.meta.name);
+        // The slice goes with its Service.
+        delete::<Service>(&mut w, &sk, DeleteOptions::default()).unwrap();
+        settle(&mut w, 2);
+        assert!(slices(&w).is_empty());
+    }
+
+    #[test]
+    fn a_cordon_taints_the_node_and_keeps_new_pods_off_it() {
+        let mut w = world();
+        let names: Vec<String> = w.nodes.keys().cloned().collect();
+        let cordoned = names.last().unwrap().clone();
+        let mut node = w.nodes[&cordoned].to_json();
+        node["spec"]["unschedulable"] = json!(true);
+        assert!(update::<Node>(&mut w, &key("", &cordoned), &node).unwrap());
+        settle(&mut w, 1);
+        let taint_keys = |w: &World| -> Vec<String> {
+            w.nodes[&cordoned]
+                .taints
+                .iter()
+                .map(|t| t.key.clone())
+                .collect()
+        };
+        assert!(taint_keys(&w).contains(&"node.kubernetes.io/unschedulable".to_string()));
+        let t = w.nodes[&cordoned]
+            .taints
+            .iter()
+            .find(|t| t.key == "node.kubernetes.io/unschedulable")
+            .unwrap();
+        assert_eq!(t.effect, "NoSchedule");
+        create::<Deployment>(&mut w, NS, &deployment("spread", "nginx:1.27")).unwrap();
+        settle(&mut w, 4);
+        let placed: Vec<&str> = w
+            .pods
+            .values()
+            .filter(|p| p.meta.labels.get("app").map(String::as_str) == Some("spread"))
+            .filter_map(|p| p.spec.node_name.as_deref())
+            .collect();
+        assert_eq!(placed.len(), 2);
+        assert!(!placed.contains(&cordoned.as_str()), "{placed:?}");
+        // Uncordon: the taint goes.
+        let mut node = w.nodes[&cordoned].to_json();
+        node["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("unschedulable");
+        assert!(update::<Node>(&mut w, &key("", &cordoned), &node).unwrap());
+        settle(&mut w, 1);
+        assert!(!taint_keys(&w).contains(&"node.kubernetes.io/unschedulable".to_string()));
+    }
 }

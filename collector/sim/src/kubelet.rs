@@ -417,26 +417,7 @@ fn init_outcome(w: &World, pod: &Pod, c: &Container) -> InitOutcome {
         } else {
             "pods"
         };
-        let allowed = w
-            .role_bindings
-            .values()
-            .filter(|b| b.meta.namespace.as_deref() == Some(&ns))
-            .any(|b| {
-                let subject_ok = b.body["subjects"]
-                    .as_array()
-                    .is_some_and(|subs| subs.iter().any(|s| s["name"] == sa.as_str()));
-                let role = b.body["roleRef"]["name"].as_str().unwrap_or_default();
-                let role_ok = w.roles.get(&key(&ns, role)).is_some_and(|r| {
-                    r.body["rules"].as_array().is_some_and(|rules| {
-                        rules.iter().any(|rule| {
-                            rule["resources"]
-                                .as_array()
-                                .is_some_and(|res| res.iter().any(|x| x == resource))
-                        })
-                    })
-                });
-                subject_ok && role_ok
-            });
+        let allowed = w.rbac_allows(&ns, sa, resource);
         if allowed {
             return InitOutcome::Done;
         }

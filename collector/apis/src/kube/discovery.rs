@@ -40,6 +40,34 @@ pub fn aggregated_content_type(version: &str) -> String {
     format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList")
 }
 
+/// What discovery says of a subresource: the kind it answers with (from another group for
+/// `eviction` and `scale`; empty group and version mean the resource's own) and its verbs.
+struct Subresource<'a> {
+    group: &'static str,
+    version: &'static str,
+    kind: &'a str,
+    verbs: &'static [&'static str],
+}
+
+fn subresource<'a>(r: &'a Resource, sub: &str) -> Subresource<'a> {
+    const READ: &[&str] = &["get"];
+    const READ_WRITE: &[&str] = &["get", "patch", "update"];
+    let (group, version, kind, verbs) = match sub {
+        // kubectl drain checks that `pods/eviction` names group policy and version v1.
+        "eviction" => ("policy", "v1", "Eviction", &["create"][..]),
+        "scale" => ("autoscaling", "v1", "Scale", READ_WRITE),
+        "log" => ("", "", "Pod", READ),
+        "status" => ("", "", r.kind.as_str(), READ_WRITE),
+        _ => ("", "", r.kind.as_str(), READ),
+    };
+    Subresource {
+        group,
+        version,
+        kind,
+        verbs,
+    }
+}
+
 fn discovery_resource(r: &Resource) -> Value {
     let mut v = json!({
         "resource": r.plural,
@@ -59,12 +87,8 @@ fn discovery_resource(r: &Resource) -> Value {
             .subresources
             .iter()
             .map(|sub| {
-                let kind = match sub.as_str() {
-                    "scale" => "Scale",
-                    "log" => "Pod",
-                    _ => r.kind.as_str(),
-                };
-                json!({"subresource": sub, "responseKind": {"group": "", "version": "", "kind": kind}, "verbs": ["get"]})
+                let f = subresource(r, sub);
+                json!({"subresource": sub, "responseKind": {"group": f.group, "version": f.version, "kind": f.kind}, "verbs": f.verbs})
             })
             .collect();
     }
@@ -169,13 +193,20 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
         }
         out.push(v);
         for sub in &r.subresources {
-            out.push(json!({
+            let f = subresource(r, sub);
+            let mut v = json!({
                 "name": format!("{}/{sub}", r.plural),
                 "singularName": "",
                 "namespaced": r.namespaced,
-                "kind": if sub == "log" { "Pod" } else { r.kind.as_str() },
-                "verbs": ["get"],
-            }));
+                "kind": f.kind,
+                "verbs": f.verbs,
+            });
+            // The legacy list names the group and version only where they are not the list's.
+            if !f.version.is_empty() {
+                v["group"] = f.group.into();
+                v["version"] = f.version.into();
+            }
+            out.push(v);
         }
     }
     let group_version = if group.is_empty() {
@@ -227,6 +258,43 @@ mod tests {
                 .any(|r| r["name"] == "deployments/scale")
         );
         assert!(resource_list(&reg, "nope", "v1").is_none());
+        // What kubectl drain looks for before it evicts, and the scale verbs kubectl scale needs.
+        let core = resource_list(&reg, "", "v1").unwrap();
+        let eviction = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "pods/eviction")
+            .expect("pods/eviction listed");
+        assert_eq!(
+            (&eviction["group"], &eviction["version"], &eviction["kind"]),
+            (&json!("policy"), &json!("v1"), &json!("Eviction"))
+        );
+        assert_eq!(eviction["verbs"], json!(["create"]));
+        let scale = apps["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "deployments/scale")
+            .unwrap();
+        assert_eq!(scale["verbs"], json!(["get", "patch", "update"]));
+        assert_eq!(scale["group"], "autoscaling");
+        let core_v2 = aggregated(&reg, true, "v2");
+        let aggregated_pods = &core_v2["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "pods")
+            .unwrap()["subresources"];
+        assert!(
+            aggregated_pods
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["subresource"] == "eviction"
+                    && s["responseKind"]["group"] == "policy"
+                    && s["verbs"] == json!(["create"]))
+        );
         assert_eq!(
             api_group(&reg, "apps").unwrap()["preferredVersion"]["version"],
             "v1"

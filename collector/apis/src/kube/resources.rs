@@ -330,7 +330,8 @@ impl Registry {
                 short_names: short.iter().map(|s| s.to_string()).collect(),
                 categories: if *all { vec!["all".into()] } else { vec![] },
                 subresources: match *k {
-                    "Pod" => vec!["log".into(), "status".into()],
+                    // `kubectl drain` evicts only when discovery lists `pods/eviction`.
+                    "Pod" => vec!["eviction".into(), "log".into(), "status".into()],
                     "Deployment" | "ReplicaSet" | "StatefulSet" => {
                         vec!["scale".into(), "status".into()]
                     }

@@ -40,6 +40,8 @@ pub struct WriteRequest {
     pub dry_run: bool,
     pub field_manager: Option<String>,
     pub force: bool,
+    /// `fieldValidation=Strict`: fields the object's type does not have are a 400.
+    pub strict: bool,
     pub user_agent: String,
 }
 
@@ -61,13 +63,23 @@ pub fn failure(f: &Failure) -> Response {
     json_response(code, &f.to_json())
 }
 
-/// Query options of a write; an unknown dryRun value is a 400, as the apiserver answers.
-fn options(query: &str) -> Result<(bool, Option<String>, bool), Failure> {
-    let (mut dry_run, mut manager, mut force) = (false, None, false);
+/// A write's query options.
+#[derive(Debug, Default)]
+struct Options {
+    dry_run: bool,
+    field_manager: Option<String>,
+    force: bool,
+    strict: bool,
+}
+
+/// Query options of a write; an unknown dryRun or fieldValidation value is a 400, as the
+/// apiserver answers.
+fn options(query: &str) -> Result<Options, Failure> {
+    let mut o = Options::default();
     for (k, v) in form_urlencoded::parse(query.as_bytes()) {
         match k.as_ref() {
             "dryRun" => match v.as_ref() {
-                "All" => dry_run = true,
+                "All" => o.dry_run = true,
                 "" => {}
                 other => {
                     return Err(Failure::bad_request(format!(
@@ -75,12 +87,21 @@ fn options(query: &str) -> Result<(bool, Option<String>, bool), Failure> {
                     )));
                 }
             },
-            "fieldManager" => manager = Some(v.into_owned()),
-            "force" => force = matches!(v.as_ref(), "true" | "1"),
+            "fieldManager" => o.field_manager = Some(v.into_owned()),
+            "force" => o.force = matches!(v.as_ref(), "true" | "1"),
+            "fieldValidation" => match v.as_ref() {
+                "Strict" => o.strict = true,
+                "Warn" | "Ignore" | "" => {}
+                other => {
+                    return Err(Failure::bad_request(format!(
+                        "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
+                    )));
+                }
+            },
             _ => {}
         }
     }
-    Ok((dry_run, manager, force))
+    Ok(o)
 }
 
 /// Serves one write on `res` (the path already resolved by the dispatcher).
@@ -117,17 +138,29 @@ pub async fn serve(
             ));
         }
     };
-    let (mut dry_run, field_manager, force) = match options(query) {
+    let Options {
+        mut dry_run,
+        field_manager,
+        force,
+        strict,
+    } = match options(query) {
         Ok(o) => o,
         Err(e) => return failure(&e),
     };
-    // `kubectl delete --dry-run=server` puts dryRun in the DeleteOptions body.
-    if verb == Verb::Delete
+    // `kubectl delete --dry-run=server` puts dryRun in the DeleteOptions body, and
+    // `kubectl drain --dry-run=server` in the Eviction's `deleteOptions`.
+    let options_in_body = match (verb, subresource) {
+        (Verb::Delete, _) => Some(""),
+        (Verb::Create, Some("eviction")) => Some("/deleteOptions"),
+        _ => None,
+    };
+    if let Some(pointer) = options_in_body
         && !body.is_empty()
         && let Ok(v) = serde_json::from_slice::<Value>(&body)
     {
-        dry_run |= v["dryRun"]
-            .as_array()
+        dry_run |= v
+            .pointer(&format!("{pointer}/dryRun"))
+            .and_then(Value::as_array)
             .is_some_and(|a| a.iter().any(|x| x == "All"));
     }
     let text = |h: header::HeaderName| {
@@ -147,6 +180,7 @@ pub async fn serve(
         dry_run,
         field_manager,
         force,
+        strict,
         user_agent: text(header::USER_AGENT).unwrap_or_default(),
     };
     // The writer locks the simulation: keep it off the async threads.

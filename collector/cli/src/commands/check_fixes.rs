@@ -34,12 +34,11 @@ pub fn run(
         listen: "127.0.0.1:0".parse()?,
         out: None,
     };
-    let state = crate::live::mitigation::state_assertions;
     let runtime = tokio::runtime::Runtime::new()?;
     let mut proofs: Vec<FixProof> = vec![];
     for p in selected {
         bar.set_message(p.id.clone());
-        let proof = runtime.block_on(proof::prove(catalog, p, &opts, &state))?;
+        let proof = runtime.block_on(proof::prove(catalog, p, &opts, &oracle::failure_reasons))?;
         if json {
             println!("{}", serde_json::to_string(&proof)?);
         } else {

@@ -234,8 +234,3 @@ impl Probe {
         })
     }
 }
-
-/// The problem's state assertions on the world: the reasons of those that fail.
-pub fn state_assertions(_sim: &Sim, _problem: &ProblemSpec) -> Vec<String> {
-    Vec::new()
-}

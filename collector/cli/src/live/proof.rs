@@ -39,8 +39,8 @@ pub struct FixProof {
     pub secs: f64,
 }
 
-/// The install hint for a missing kubectl.
-pub const KUBECTL_MISSING: &str = "kubectl not found on PATH: install it, e.g. `curl -LO https://dl.k8s.io/release/v1.33.0/bin/linux/amd64/kubectl && install kubectl /usr/local/bin/`";
+/// The install hint for a missing kubectl or jq (the shell's exit code 127).
+pub const KUBECTL_MISSING: &str = "a reference fix needs kubectl and jq on PATH: `apt-get install kubectl jq` (or `bash tests/run`, which installs them)";
 
 /// Runs the proof of `problem` on a live environment of seed `seed`.
 pub async fn prove(

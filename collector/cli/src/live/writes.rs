@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use apis::kube::writes::{ClusterWriter, Verb, WriteReply, WriteRequest, scale_of};
 use apiserver::patch::{self, PatchType};
-use apiserver::status::Failure;
+use apiserver::status::{Cause, Failure};
 use serde_json::{Value, json};
 use sim::kinds::Kind;
-use sim::objects::key;
+use sim::objects::{Key, key};
 use sim::world::World;
 use sim::writes::{DeleteOptions, Propagation};
 
@@ -77,6 +77,7 @@ impl ClusterWriter for LiveCluster {
         let (k, code, deleted) = match (req.verb, req.name.as_deref(), req.subresource.as_deref()) {
             (Verb::Create, None, None) => {
                 let mut body = decode(&req)?;
+                strict_fields(&req, kind, &body)?;
                 patch::record_update(None, &mut body, &manager, None, &time);
                 let k = kind.objects().create(world, &ns, &body)?;
                 (k, 201, None)
@@ -99,58 +100,14 @@ impl ClusterWriter for LiveCluster {
                 Some(name),
                 sub @ (None | Some("status") | Some("scale")),
             ) => {
-                let k = key(&ns, name);
-                let Some((current, _)) = kind.objects().render(world, &k) else {
-                    return Err(Failure::not_found(
-                        &req.resource.plural,
-                        &req.resource.group,
-                        name,
-                    ));
-                };
                 let served = served_rv(name);
-                let mut base = current.clone();
-                set_rv(&mut base, served.as_deref());
-                if sub == Some("scale") {
-                    base = scale_of(&base);
-                }
-                let mut new = match req.verb {
-                    Verb::Update => decode(&req)?,
-                    _ => patched(&req, &base, kind, &manager, &time)?,
+                let at = Target {
+                    kind,
+                    ns: &ns,
+                    name,
+                    sub,
                 };
-                // A resourceVersion the client sent must be the served one (409 otherwise).
-                if let Some(rv) = new
-                    .pointer("/metadata/resourceVersion")
-                    .and_then(Value::as_str)
-                    && served.as_deref().is_some_and(|s| s != rv)
-                {
-                    return Err(Failure::conflict(
-                        &req.resource.plural,
-                        &req.resource.group,
-                        name,
-                    ));
-                }
-                if sub == Some("scale") {
-                    let replicas = new
-                        .pointer("/spec/replicas")
-                        .cloned()
-                        .unwrap_or(Value::Null);
-                    new = current.clone();
-                    new["spec"]["replicas"] = replicas;
-                }
-                strip_rv(&mut new);
-                if req
-                    .content_type
-                    .as_deref()
-                    .and_then(PatchType::from_content_type)
-                    != Some(PatchType::Apply)
-                {
-                    patch::record_update(Some(&current), &mut new, &manager, sub, &time);
-                }
-                match sub {
-                    Some("status") => kind.objects().update_status(world, &k, &new)?,
-                    _ => kind.objects().update(world, &k, &new)?,
-                };
-                (k, 200, None)
+                update(world, &req, at, served.as_deref(), &manager, &time)?
             }
             (Verb::Delete, Some(name), None) => {
                 let k = key(&ns, name);
@@ -194,9 +151,18 @@ impl ClusterWriter for LiveCluster {
         if req.subresource.as_deref() == Some("scale") {
             body = scale_of(&body);
         } else if req.verb == Verb::Delete
-            && !matches!(kind, Kind::Pod | Kind::Service | Kind::Namespace)
+            && !matches!(
+                kind,
+                Kind::Pod
+                    | Kind::Service
+                    | Kind::Namespace
+                    | Kind::PersistentVolumeClaim
+                    | Kind::ServiceAccount
+                    | Kind::ResourceQuota
+            )
         {
-            // Most kinds answer a delete with a Status, pods and a few others with the object.
+            // Most kinds answer a delete with a Status; those whose registry returns the deleted
+            // object (pods, services, namespaces, claims, service accounts, quotas) with it.
             body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                 "details": {"name": k.1, "group": kind.group(), "kind": kind.resource(),
                             "uid": body.pointer("/metadata/uid").cloned().unwrap_or(Value::Null)}});
@@ -236,6 +202,155 @@ fn patched(
         }
         _ => patch::patch(base, &req.body, ty, kind.name()),
     }
+}
+
+/// A patch whose result is not of the kind's type (a list where a map belongs) is the patch's
+/// fault: 422 Invalid on field `patch`, as the apiserver's patch handler answers when the patched
+/// object does not convert (a PUT of the same body is a 400 from the decoder instead).
+fn patched_shape(kind: Kind, patched: &Value) -> Result<(), Failure> {
+    let Some(causes) = kind.objects().decode_error(patched) else {
+        return Ok(());
+    };
+    let detail: Vec<String> = causes
+        .iter()
+        .map(|c| format!("{}: {}", c.field, c.message))
+        .collect();
+    let shown = serde_json::to_string(&patched.to_string()).unwrap_or_default();
+    Err(Failure::invalid(
+        "",
+        "",
+        "",
+        vec![Cause::new(
+            "FieldValueInvalid",
+            "patch",
+            format!("Invalid value: {shown}: {}", detail.join(", ")),
+        )],
+    ))
+}
+
+/// Under `fieldValidation=Strict`, fields the kind's type does not have are a 400 with the
+/// strict decoder's words.
+fn strict_fields(req: &WriteRequest, kind: Kind, object: &Value) -> Result<(), Failure> {
+    let unknown = kind.unknown_fields(object);
+    if !req.strict || unknown.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    Err(Failure::bad_request(format!(
+        "strict decoding error: {}",
+        named.join(", ")
+    )))
+}
+
+/// What a write names: the kind, namespace, object name and subresource.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    kind: Kind,
+    ns: &'a str,
+    name: &'a str,
+    sub: Option<&'a str>,
+}
+
+/// A PUT or PATCH of an object (or of its `status` or `scale`); a server-side apply of a
+/// missing object creates it. `served` is the resourceVersion clients were last shown.
+fn update(
+    world: &mut World,
+    req: &WriteRequest,
+    at: Target<'_>,
+    served: Option<&str>,
+    manager: &str,
+    time: &str,
+) -> Result<(Key, u16, Option<Value>), Failure> {
+    let Target {
+        kind, name, sub, ..
+    } = at;
+    let k = key(at.ns, name);
+    let is_apply = req
+        .content_type
+        .as_deref()
+        .and_then(PatchType::from_content_type)
+        == Some(PatchType::Apply);
+    let Some((current, _)) = kind.objects().render(world, &k) else {
+        if is_apply && sub.is_none() {
+            return apply_create(world, req, at, manager, time);
+        }
+        return Err(Failure::not_found(
+            &req.resource.plural,
+            &req.resource.group,
+            name,
+        ));
+    };
+    let mut base = current.clone();
+    set_rv(&mut base, served);
+    if sub == Some("scale") {
+        base = scale_of(&base);
+    }
+    let mut new = match req.verb {
+        Verb::Update => decode(req)?,
+        _ => patched(req, &base, kind, manager, time)?,
+    };
+    // A resourceVersion the client sent must be the served one (409 otherwise).
+    if let Some(rv) = new
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        && served.is_some_and(|s| s != rv)
+    {
+        return Err(Failure::conflict(
+            &req.resource.plural,
+            &req.resource.group,
+            name,
+        ));
+    }
+    if sub == Some("scale") {
+        let replicas = new
+            .pointer("/spec/replicas")
+            .cloned()
+            .unwrap_or(Value::Null);
+        new = current.clone();
+        new["spec"]["replicas"] = replicas;
+    }
+    strip_rv(&mut new);
+    if sub != Some("scale") {
+        if req.verb == Verb::Patch {
+            patched_shape(kind, &new)?;
+        }
+        strict_fields(req, kind, &new)?;
+    }
+    if !is_apply {
+        patch::record_update(Some(&current), &mut new, manager, sub, time);
+    }
+    match sub {
+        Some("status") => kind.objects().update_status(world, &k, &new)?,
+        _ => kind.objects().update(world, &k, &new)?,
+    };
+    Ok((k, 200, None))
+}
+
+/// Server-side apply of an object that does not exist yet creates it, as the apiserver does.
+fn apply_create(
+    world: &mut World,
+    req: &WriteRequest,
+    at: Target<'_>,
+    manager: &str,
+    time: &str,
+) -> Result<(Key, u16, Option<Value>), Failure> {
+    let config = apiserver::body::decode(Some("application/yaml"), &req.body)?;
+    let mut body = patch::apply(None, &config, manager, req.force, time)?;
+    let named = body.pointer("/metadata/name").and_then(Value::as_str);
+    if named != Some(at.name) {
+        return Err(Failure::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({})",
+            named.unwrap_or(""),
+            at.name
+        )));
+    }
+    strip_rv(&mut body);
+    strict_fields(req, at.kind, &body)?;
+    let k = at.kind.objects().create(world, at.ns, &body)?;
+    Ok((k, 201, None))
 }
 
 fn set_rv(v: &mut Value, rv: Option<&str>) {

@@ -4,6 +4,8 @@
 //! Included by several test and bench targets, each using a part of it.
 #![allow(dead_code)]
 
+pub mod load;
+
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -115,6 +117,74 @@ impl Drop for Replay {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `collector env up --problem PROBLEM --json --write-kubeconfig DIR/kubeconfig EXTRA..`,
+/// stopped when dropped.
+pub struct LiveEnv {
+    pub child: Child,
+    pub endpoints: Value,
+    pub kubeconfig: PathBuf,
+    /// From spawning to the ready line.
+    pub ready_after: Duration,
+}
+
+impl LiveEnv {
+    pub fn start(problem: &str, dir: &Path, extra: &[&str]) -> LiveEnv {
+        let started = Instant::now();
+        let kubeconfig = dir.join("kubeconfig");
+        let mut child = collector()
+            .args(["env", "up", "--problem", problem, "--json"])
+            .arg("--write-kubeconfig")
+            .arg(&kubeconfig)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("collector env up starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("ready line");
+        let ready_after = started.elapsed();
+        let endpoints = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("ready JSON expected, got {line:?}: {e}"));
+        LiveEnv {
+            child,
+            endpoints,
+            kubeconfig,
+            ready_after,
+        }
+    }
+
+    pub fn url(&self, api: &str) -> String {
+        self.endpoints[api]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {api} endpoint in {}", self.endpoints))
+            .to_string()
+    }
+}
+
+impl Drop for LiveEnv {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// CPU time (user + system) a process has used, from /proc.
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command (which may hold spaces) are space-separated; utime and stime are
+    // the 14th and 15th fields, counted in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
 /// A numeric setting of a bench from the environment.

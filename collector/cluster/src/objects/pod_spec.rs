@@ -361,6 +361,18 @@ pub struct Toleration {
     pub toleration_seconds: Option<i64>,
 }
 
+impl Toleration {
+    /// Whether this toleration lets a pod stay on (or be scheduled to) a node with `t`.
+    pub fn tolerates(&self, t: &Taint) -> bool {
+        let key_ok = if self.operator == "Exists" {
+            self.key.is_none() || self.key.as_deref() == Some(t.key.as_str())
+        } else {
+            self.key.as_deref() == Some(t.key.as_str()) && self.value == t.value
+        };
+        key_ok && (self.effect.is_none() || self.effect.as_deref() == Some(t.effect.as_str()))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelSelector {

@@ -1,4 +1,4 @@
-//! Services and the Endpoints the endpoints controller keeps for them.
+//! Services, and the Endpoints and EndpointSlices their controllers keep for them.
 
 use super::*;
 
@@ -125,5 +125,110 @@ impl Endpoints {
             v["subsets"] = Value::Array(subsets);
         }
         v
+    }
+}
+
+/// `kubernetes.io/service-name`: the label that ties an EndpointSlice to its Service (what
+/// `kubectl describe svc` selects slices by).
+pub const SLICE_SERVICE_LABEL: &str = "kubernetes.io/service-name";
+/// `endpointslice.kubernetes.io/managed-by`: which controller owns a slice.
+pub const SLICE_MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+/// The value the EndpointSlice controller writes in [`SLICE_MANAGED_BY_LABEL`].
+pub const SLICE_CONTROLLER: &str = "endpointslice-controller.k8s.io";
+
+/// One endpoint of an EndpointSlice, with the API's field names (`discovery.k8s.io/v1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SliceEndpoint {
+    pub addresses: Vec<String>,
+    #[serde(default)]
+    pub conditions: SliceConditions,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ref: Option<SliceTarget>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+}
+
+/// An endpoint's conditions. The API leaves each optional (unknown); the controller sets all three.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SliceConditions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminating: Option<bool>,
+}
+
+/// The object behind an endpoint (a Pod, for slices the controller keeps).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SliceTarget {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+}
+
+/// A port every endpoint of a slice serves. The controller writes the Service port's name, `""`
+/// for an unnamed one, as the real controller does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlicePort {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_protocol: Option<String>,
+}
+
+/// `discovery.k8s.io/v1` EndpointSlice: what `kubectl describe svc` reads a Service's endpoints
+/// from. The endpoints controller keeps one per selecting Service (see `controllers.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointSlice {
+    pub meta: Meta,
+    pub address_type: String,
+    pub endpoints: Vec<SliceEndpoint>,
+    pub ports: Vec<SlicePort>,
+}
+
+impl EndpointSlice {
+    pub fn to_json(&self) -> Value {
+        // Neither list is `omitempty` in the API types: an empty slice shows `null`, as a
+        // Service that selects no pod yet shows in a real cluster.
+        let list = |v: Value, empty: bool| if empty { Value::Null } else { v };
+        json!({
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": self.meta.to_json(true),
+            "addressType": self.address_type,
+            "endpoints": list(json!(self.endpoints), self.endpoints.is_empty()),
+            "ports": list(json!(self.ports), self.ports.is_empty()),
+        })
+    }
+
+    /// The Service this slice serves, by its label.
+    pub fn service(&self) -> Option<&str> {
+        self.meta
+            .labels
+            .get(SLICE_SERVICE_LABEL)
+            .map(String::as_str)
+    }
+
+    /// Whether the EndpointSlice controller manages this slice (clients may write their own).
+    pub fn controller_managed(&self) -> bool {
+        self.meta
+            .labels
+            .get(SLICE_MANAGED_BY_LABEL)
+            .map(String::as_str)
+            == Some(SLICE_CONTROLLER)
     }
 }

@@ -1,4 +1,4 @@
-//! Services, Endpoints and NetworkPolicies.
+//! Services, Endpoints, EndpointSlices and NetworkPolicies.
 
 use serde_json::Value;
 
@@ -101,6 +101,64 @@ fn endpoints(v: &Value, now_ns: i64) -> Vec<Value> {
         or_none(eps.join(","))
     };
     vec![name.into(), shown.into(), created.into()]
+}
+
+pub(super) const ENDPOINT_SLICE: Printer = Printer {
+    columns: &[
+        NAME,
+        col(
+            "AddressType",
+            0,
+            "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type.",
+        ),
+        col(
+            "Ports",
+            0,
+            "ports specifies the list of network ports exposed by each endpoint in this slice.",
+        ),
+        col(
+            "Endpoints",
+            0,
+            "endpoints is a list of unique endpoints in this slice.",
+        ),
+        AGE,
+    ],
+    cells: endpoint_slice,
+};
+
+/// The first three items and a count of the rest, `<unset>` when there are none (the printer's
+/// `listWithMoreString`).
+fn first_three(items: Vec<String>) -> String {
+    match items.len() {
+        0 => "<unset>".into(),
+        1..=3 => items.join(","),
+        n => format!("{} + {} more...", items[..3].join(","), n - 3),
+    }
+}
+
+fn endpoint_slice(v: &Value, now_ns: i64) -> Vec<Value> {
+    let ports: Vec<String> = arr(v, "/ports")
+        .iter()
+        .map(
+            |p| match (p.get("port").and_then(Value::as_i64), s(p, "/name")) {
+                (Some(port), _) => port.to_string(),
+                (None, "") => "*".into(),
+                (None, name) => name.into(),
+            },
+        )
+        .collect();
+    let addresses: Vec<String> = arr(v, "/endpoints")
+        .iter()
+        .flat_map(|e| arr(e, "/addresses"))
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect();
+    vec![
+        name_of(v).into(),
+        s(v, "/addressType").into(),
+        first_three(ports).into(),
+        first_three(addresses).into(),
+        created_age(v, now_ns).into(),
+    ]
 }
 
 pub(super) const NETWORK_POLICY: Printer = Printer {

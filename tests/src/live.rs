@@ -1,0 +1,126 @@
+//! A running `collector env up` for end-to-end tests: the process, the kubeconfig it wrote, and
+//! helpers that drive the real `kubectl` against it. Several test files share it (kubectl,
+//! kube-rs, raw HTTP), so each starts its environment the same way.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::text;
+
+/// The namespace of the hotel-reservation problems.
+pub const NS: &str = "hotel-reservation";
+
+/// A running `collector env up` and the kubeconfig it wrote.
+pub struct Live {
+    child: Child,
+    pub kubeconfig: PathBuf,
+    pub cache: PathBuf,
+    /// The ready line it printed (`kubernetes`, `ready_secs`, ...).
+    pub endpoints: serde_json::Value,
+    pub tmp: tempfile::TempDir,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `collector env up --problem PROBLEM` (seed 3, two minutes past onset, five times real
+/// speed) and waits for its ready line.
+pub fn up(problem: &str, extra: &[&str]) -> Live {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let kubeconfig = tmp.path().join("kubeconfig");
+    let mut child = Command::new(crate::binary("collector"))
+        .args(["env", "up", "--problem", problem, "--seed", "3", "--json"])
+        .args(["--since-onset", "2m", "--speed", "5"])
+        .arg("--write-kubeconfig")
+        .arg(&kubeconfig)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("collector runs");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("ready line");
+    let endpoints: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("ready JSON expected, got {line:?}: {e}"));
+    Live {
+        child,
+        kubeconfig,
+        cache: tmp.path().join("kube-cache"),
+        endpoints,
+        tmp,
+    }
+}
+
+impl Live {
+    /// The Kubernetes API's base URL (`http://127.0.0.1:PORT`).
+    pub fn url(&self) -> String {
+        self.endpoints["kubernetes"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no kubernetes endpoint in {}", self.endpoints))
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .env("KUBECONFIG", &self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args)
+            .output()
+            .expect("kubectl is installed (apt-get install kubectl, or bash tests/run)")
+    }
+
+    /// Runs kubectl, which must succeed; its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl, which must fail; its stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} should fail: {}",
+            text(&out)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// Polls kubectl until `done` holds: the cluster reacts in simulated seconds, not at once.
+    pub fn until(&self, args: &[&str], what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let out = self.ok(args);
+            if done(&out) {
+                return out;
+            }
+            assert!(Instant::now() < deadline, "{what}: still {out}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// Writes `text` to `dir/name`; the path as a string for kubectl's `-f`.
+pub fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("writing a manifest");
+    p.to_str().expect("a UTF-8 path").to_string()
+}
+
+/// Text with every run of spaces made one: kubectl aligns describe columns per section.
+pub fn squeezed(s: &str) -> String {
+    s.split(' ')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
