@@ -12,8 +12,8 @@ use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampNanosecondT
 use arrow_array::{Array, ArrayRef, MapArray, RecordBatch};
 use arrow_schema::ArrowError;
 use schemas::tables::{
-    AlertRow, ChangeType, EventRow, Labels, LogRow, MetricMeta, MetricSample, ObjectRow, Row,
-    SpanRow, Table, columns as col,
+    AlertRow, AuditRow, ChangeType, EventRow, Labels, LogRow, MetricMeta, MetricSample, ObjectRow,
+    Row, SpanRow, Table, columns as col,
 };
 use std::cmp::Ordering;
 
@@ -41,6 +41,7 @@ pub fn cmp_rows(a: &Row, b: &Row) -> Ordering {
         (Row::Alert(a), Row::Alert(b)) => {
             (&a.alertname, &a.labels, a.time_ns).cmp(&(&b.alertname, &b.labels, b.time_ns))
         }
+        (Row::Audit(a), Row::Audit(b)) => (a.time_ns, &a.audit_id).cmp(&(b.time_ns, &b.audit_id)),
         _ => a.table().cmp(&b.table()),
     }
 }
@@ -270,8 +271,98 @@ pub fn encode(table: Table, rows: &[Row]) -> Result<RecordBatch, ArrowError> {
                 fin(value),
             ]
         }
+        Table::Audit => encode_audit(rows)?,
     };
     RecordBatch::try_new(table.schema(), columns)
+}
+
+/// The columns of an `audit` batch.
+fn encode_audit(rows: &[Row]) -> Result<Vec<ArrayRef>, ArrowError> {
+    let (mut time, mut id, mut api, mut verb, mut uri) = (ts(), sb(), sb(), sb(), sb());
+    let (mut agent, mut ip, mut group, mut version) = (sb(), sb(), sb(), sb());
+    let (mut resource, mut ns, mut name, mut sub) = (sb(), sb(), sb(), sb());
+    let (mut code, mut latency, mut event) = (Int32Builder::new(), Int64Builder::new(), sb());
+    for r in rows_of!(rows, Audit, Table::Audit) {
+        let r: &AuditRow = r?;
+        time.append_value(r.time_ns);
+        id.append_value(&r.audit_id);
+        api.append_value(&r.api);
+        verb.append_value(&r.verb);
+        uri.append_value(&r.request_uri);
+        agent.append_option(r.user_agent.as_deref());
+        ip.append_option(r.source_ip.as_deref());
+        group.append_option(r.api_group.as_deref());
+        version.append_option(r.api_version.as_deref());
+        resource.append_option(r.resource.as_deref());
+        ns.append_option(r.namespace.as_deref());
+        name.append_option(r.name.as_deref());
+        sub.append_option(r.subresource.as_deref());
+        code.append_value(r.code);
+        latency.append_value(r.latency_ns);
+        event.append_value(&r.event);
+    }
+    Ok(vec![
+        fin(time),
+        fin(id),
+        fin(api),
+        fin(verb),
+        fin(uri),
+        fin(agent),
+        fin(ip),
+        fin(group),
+        fin(version),
+        fin(resource),
+        fin(ns),
+        fin(name),
+        fin(sub),
+        fin(code),
+        fin(latency),
+        fin(event),
+    ])
+}
+
+/// The rows of an `audit` batch.
+fn decode_audit(c: &Cols<'_>, n: usize) -> Result<Vec<Row>, ArrowError> {
+    use col::audit as a;
+    let names = [
+        a::AUDIT_ID,
+        a::API,
+        a::VERB,
+        a::REQUEST_URI,
+        a::USER_AGENT,
+        a::SOURCE_IP,
+        a::API_GROUP,
+        a::API_VERSION,
+        a::RESOURCE,
+        a::NAMESPACE,
+        a::NAME,
+        a::SUBRESOURCE,
+        a::EVENT,
+    ];
+    let s: Vec<StrCol> = names.iter().map(|n| c.str(n)).collect::<Result<_, _>>()?;
+    let (time, code, latency) = (c.ts(a::TIME)?, c.i32(a::CODE)?, c.i64(a::LATENCY)?);
+    Ok((0..n)
+        .map(|i| {
+            Row::Audit(AuditRow {
+                time_ns: time.value(i),
+                audit_id: s[0].get(i),
+                api: s[1].get(i),
+                verb: s[2].get(i),
+                request_uri: s[3].get(i),
+                user_agent: s[4].opt(i),
+                source_ip: s[5].opt(i),
+                api_group: s[6].opt(i),
+                api_version: s[7].opt(i),
+                resource: s[8].opt(i),
+                namespace: s[9].opt(i),
+                name: s[10].opt(i),
+                subresource: s[11].opt(i),
+                code: code.value(i),
+                latency_ns: latency.value(i),
+                event: s[12].get(i),
+            })
+        })
+        .collect())
 }
 
 fn sb() -> StringBuilder {
@@ -701,6 +792,7 @@ pub fn decode(table: Table, batch: &RecordBatch) -> Result<Vec<Row>, ArrowError>
                 })
                 .collect()
         }
+        Table::Audit => decode_audit(&c, n)?,
     };
     Ok(rows)
 }

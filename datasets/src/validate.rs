@@ -4,7 +4,8 @@
 //! listed files (anything else, a ground truth above all, must not sit where replay serves it); per
 //! table: size, SHA-256, Parquet structure, column names and types, row count, sort order, times
 //! inside the window; across tables: every log's pod is among the objects, every span's parent is in
-//! its trace.
+//! its trace. The optional `audit` table is checked like the others when the manifest lists it, and
+//! each of its events must be an `audit.k8s.io/v1` Event carrying the row's audit id.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
@@ -409,12 +410,35 @@ fn check_table(
                     );
                 }
             }
+            if let Row::Audit(a) = &row
+                && let Err(message) = check_audit_event(a)
+            {
+                c.add("audit", file, Some("event"), Some(index), message);
+            }
             refs.see(&row, index);
             previous = Some(row);
             index += 1;
         }
     }
     c.report.rows_checked += index;
+}
+
+/// An audit row's `event` must be the audit event it was promoted from.
+fn check_audit_event(a: &schemas::tables::AuditRow) -> Result<(), String> {
+    let event: serde_json::Value =
+        serde_json::from_str(&a.event).map_err(|e| format!("is not JSON: {e}"))?;
+    let field = |name: &str| event.get(name).and_then(|v| v.as_str()).unwrap_or("");
+    if field("apiVersion") != "audit.k8s.io/v1" || field("kind") != "Event" {
+        return Err("expected an audit.k8s.io/v1 Event".to_string());
+    }
+    if field("auditID") != a.audit_id {
+        return Err(format!(
+            "auditID is {:?}, the row's audit_id is {:?}",
+            field("auditID"),
+            a.audit_id
+        ));
+    }
+    Ok(())
 }
 
 /// Compares names, types and nullability column by column (metadata aside).

@@ -5,6 +5,9 @@
 //! order straight into the Parquet file. Everything is written inside a hidden sibling directory that
 //! is renamed into place only after every file and the manifest are fsynced, so a crash never leaves
 //! something a reader would take for a dataset.
+//!
+//! Every required table is written, empty or not; an optional table (`audit`) is written when it got
+//! rows or was asked for with [`DatasetWriter::include`], so a dataset without it stays as it was.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -76,6 +79,8 @@ pub struct DatasetWriter {
     tmp_dir: PathBuf,
     config: WriterConfig,
     buffers: BTreeMap<Table, TableBuffer>,
+    /// Optional tables to write even if they get no rows.
+    included: Vec<Table>,
     finished: bool,
 }
 
@@ -112,12 +117,30 @@ impl DatasetWriter {
             final_dir: dir.to_path_buf(),
             tmp_dir,
             config,
-            buffers: Table::ALL
-                .iter()
-                .map(|t| (*t, TableBuffer::default()))
+            buffers: Table::every()
+                .map(|t| (t, TableBuffer::default()))
                 .collect(),
+            included: Vec::new(),
             finished: false,
         })
+    }
+
+    /// Writes an optional table even if it gets no rows: "recorded, nothing happened" rather
+    /// than "not recorded". Required tables are always written.
+    pub fn include(&mut self, table: Table) {
+        if table.is_optional() && !self.included.contains(&table) {
+            self.included.push(table);
+        }
+    }
+
+    /// Whether `finish` writes the table's file.
+    fn writes(&self, table: Table) -> bool {
+        !table.is_optional()
+            || self.included.contains(&table)
+            || self
+                .buffers
+                .get(&table)
+                .is_some_and(|b| !b.rows.is_empty() || !b.runs.is_empty())
     }
 
     /// Adds one row to its table.
@@ -191,7 +214,10 @@ impl DatasetWriter {
     /// Sorts and writes every table, writes the manifest, and moves the directory into place.
     pub fn finish(mut self, info: DatasetInfo) -> Result<Manifest> {
         let mut tables = BTreeMap::new();
-        for table in Table::ALL {
+        for table in Table::every() {
+            if !self.writes(table) {
+                continue;
+            }
             let path = self.tmp_dir.join(table.file_name());
             let mut file = TableFileWriter::create(&path, table, self.config.file)?;
             let buffer = self

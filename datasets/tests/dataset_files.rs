@@ -246,3 +246,100 @@ fn polars_reads_every_table_with_the_documented_types() {
         assert_eq!(df.height() as u64, ds.entry(table).unwrap().rows, "{table}");
     }
 }
+
+/// One audit row, `i` seconds into the window, its event carrying its id.
+fn audit_row(i: i64, audit_id: &str) -> schemas::tables::AuditRow {
+    schemas::tables::AuditRow {
+        time_ns: START_NS + i * 1_000_000_000,
+        audit_id: audit_id.into(),
+        api: "kubernetes".into(),
+        verb: "patch".into(),
+        request_uri: "/api/v1/namespaces/x/services/geo".into(),
+        user_agent: Some("kubectl/v1.32.4".into()),
+        source_ip: Some("127.0.0.1".into()),
+        api_group: Some(String::new()),
+        api_version: Some("v1".into()),
+        resource: Some("services".into()),
+        namespace: Some("x".into()),
+        name: Some("geo".into()),
+        subresource: None,
+        code: 200,
+        latency_ns: 1_234_567,
+        event: serde_json::json!({
+            "kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": audit_id
+        })
+        .to_string(),
+    }
+}
+
+#[test]
+fn the_audit_table_is_written_only_when_there_is_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A dataset without requests has no audit table, and is valid.
+    let plain = tmp.path().join("plain");
+    let manifest = write(&plain, mixed_rows(5), WriterConfig::default());
+    assert!(!manifest.tables.contains_key(&Table::Audit));
+    assert!(!plain.join("audit.parquet").exists());
+    assert!(validate(&plain).is_valid());
+    // Asked for, it is written even empty: recorded, and nothing was requested.
+    let empty = tmp.path().join("empty");
+    let mut w = DatasetWriter::create(&empty).unwrap();
+    w.extend(mixed_rows(5)).unwrap();
+    w.include(Table::Audit);
+    let manifest = w.finish(info()).unwrap();
+    assert_eq!(manifest.tables[&Table::Audit].rows, 0);
+    assert!(validate(&empty).is_valid());
+    // Rows come back sorted by time, then audit id.
+    let full = tmp.path().join("full");
+    let audit = [
+        audit_row(3, "00000000-0000-4000-8000-000000000003"),
+        audit_row(1, "00000000-0000-4000-8000-000000000002"),
+        audit_row(1, "00000000-0000-4000-8000-000000000001"),
+    ];
+    let mut rows = mixed_rows(5);
+    rows.extend(audit.map(Row::Audit));
+    write(&full, scrambled(rows), WriterConfig::default());
+    let back = Dataset::open(&full)
+        .unwrap()
+        .read_rows(Table::Audit)
+        .unwrap();
+    let ids: Vec<String> = back
+        .into_iter()
+        .map(|r| match r {
+            Row::Audit(a) => a.audit_id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "00000000-0000-4000-8000-000000000001",
+            "00000000-0000-4000-8000-000000000002",
+            "00000000-0000-4000-8000-000000000003"
+        ]
+    );
+    let report = validate(&full);
+    assert!(report.is_valid(), "{:?}", report.findings);
+}
+
+#[test]
+fn an_audit_event_that_disagrees_with_its_row_is_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    let mut bad = audit_row(2, "id-2");
+    bad.event = bad.event.replace("id-2", "id-9");
+    let mut not_json = audit_row(3, "id-3");
+    not_json.event = "{".into();
+    let mut rows = mixed_rows(5);
+    rows.extend([audit_row(1, "id-1"), bad, not_json].map(Row::Audit));
+    write(&dir, rows, WriterConfig::default());
+    let report = validate(&dir);
+    let audit: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.file == "audit.parquet")
+        .collect();
+    assert_eq!(audit.len(), 2, "{:?}", report.findings);
+    assert!(audit[0].message.contains("id-9") && audit[0].row == Some(1));
+    assert!(audit[1].message.contains("not JSON") && audit[1].row == Some(2));
+}

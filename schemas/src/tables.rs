@@ -1,5 +1,9 @@
-//! The six signal tables (plus metric metadata) of dataset format v1: their Arrow schemas, file names,
-//! sort keys, and the plain row types that producers fill.
+//! The six signal tables (plus metric metadata) of dataset format v1, and the optional `audit` table
+//! of a live run: their Arrow schemas, file names, sort keys, and the plain row types that producers
+//! fill.
+//!
+//! The `audit` table is evaluator data: every request an agent made to the APIs of a live environment
+//! (`collector env up`), as Kubernetes audit events. Only live runs have it; the APIs never serve it.
 //!
 //! Conventions: every timestamp is `Timestamp(Nanosecond, "UTC")`; durations are `Int64` nanoseconds;
 //! labels and attributes are `Map<Utf8, Utf8>` (Arrow's canonical `entries`/`key`/`value` names, so
@@ -113,9 +117,29 @@ pub mod columns {
         pub const ACTIVE_AT: &str = "active_at";
         pub const VALUE: &str = "value";
     }
+    /// Columns of the `audit` table, in schema order.
+    pub mod audit {
+        pub const TIME: &str = "time";
+        pub const AUDIT_ID: &str = "audit_id";
+        pub const API: &str = "api";
+        pub const VERB: &str = "verb";
+        pub const REQUEST_URI: &str = "request_uri";
+        pub const USER_AGENT: &str = "user_agent";
+        pub const SOURCE_IP: &str = "source_ip";
+        pub const API_GROUP: &str = "api_group";
+        pub const API_VERSION: &str = "api_version";
+        pub const RESOURCE: &str = "resource";
+        pub const NAMESPACE: &str = "namespace";
+        pub const NAME: &str = "name";
+        pub const SUBRESOURCE: &str = "subresource";
+        pub const CODE: &str = "code";
+        pub const LATENCY: &str = "latency";
+        pub const EVENT: &str = "event";
+    }
 }
 
-/// A table of the dataset.
+/// A table of the dataset. Every dataset holds the tables of [`Table::ALL`]; only live runs hold
+/// `Audit` ([`Table::OPTIONAL`]).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
@@ -128,9 +152,11 @@ pub enum Table {
     MetricMetadata,
     Spans,
     Alerts,
+    Audit,
 }
 
 impl Table {
+    /// The tables every dataset holds.
     pub const ALL: [Table; 7] = [
         Table::Objects,
         Table::Events,
@@ -141,6 +167,19 @@ impl Table {
         Table::Alerts,
     ];
 
+    /// Tables a dataset may hold or not: a reader finds them in the manifest or knows they were
+    /// not recorded.
+    pub const OPTIONAL: [Table; 1] = [Table::Audit];
+
+    /// Every table a dataset can hold: the required ones, then the optional ones.
+    pub fn every() -> impl Iterator<Item = Table> {
+        Table::ALL.into_iter().chain(Table::OPTIONAL)
+    }
+
+    pub fn is_optional(self) -> bool {
+        Table::OPTIONAL.contains(&self)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Table::Objects => "objects",
@@ -150,6 +189,7 @@ impl Table {
             Table::MetricMetadata => "metric_metadata",
             Table::Spans => "spans",
             Table::Alerts => "alerts",
+            Table::Audit => "audit",
         }
     }
 
@@ -180,6 +220,8 @@ impl Table {
             Table::MetricMetadata => &[metric_metadata::METRIC],
             Table::Spans => &[spans::SERVICE, spans::NAME, spans::START, spans::SPAN_ID],
             Table::Alerts => &[alerts::ALERTNAME, alerts::LABELS, alerts::TIME],
+            // Audit ids are issued in arrival order, so they order the requests of one instant.
+            Table::Audit => &[audit::TIME, audit::AUDIT_ID],
         }
     }
 
@@ -191,6 +233,7 @@ impl Table {
             Table::Logs => Some(columns::logs::TIME),
             Table::Metrics => Some(columns::metrics::TIME),
             Table::Alerts => Some(columns::alerts::TIME),
+            Table::Audit => Some(columns::audit::TIME),
             Table::Spans => Some(columns::spans::START),
             Table::MetricMetadata => None,
         }
@@ -279,6 +322,25 @@ impl Table {
                 ts(alerts::ACTIVE_AT, true),
                 Field::new(alerts::VALUE, DataType::Float64, true),
             ],
+            Table::Audit => vec![
+                ts(audit::TIME, false),
+                utf8(audit::AUDIT_ID, false),
+                utf8(audit::API, false),
+                utf8(audit::VERB, false),
+                utf8(audit::REQUEST_URI, false),
+                utf8(audit::USER_AGENT, true),
+                utf8(audit::SOURCE_IP, true),
+                utf8(audit::API_GROUP, true),
+                utf8(audit::API_VERSION, true),
+                utf8(audit::RESOURCE, true),
+                utf8(audit::NAMESPACE, true),
+                utf8(audit::NAME, true),
+                utf8(audit::SUBRESOURCE, true),
+                Field::new(audit::CODE, DataType::Int32, false),
+                Field::new(audit::LATENCY, DataType::Int64, false)
+                    .with_metadata([(FIELD_UNIT, "ns")]),
+                utf8(audit::EVENT, false),
+            ],
         };
         let metadata = [
             (META_TABLE.to_string(), self.name().to_string()),
@@ -301,13 +363,10 @@ impl fmt::Display for Table {
 impl FromStr for Table {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Table::ALL
-            .into_iter()
-            .find(|t| t.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Table::ALL.iter().map(|t| t.name()).collect();
-                format!("unknown table `{s}`: expected one of {}", names.join(", "))
-            })
+        Table::every().find(|t| t.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Table::every().map(|t| t.name()).collect();
+            format!("unknown table `{s}`: expected one of {}", names.join(", "))
+        })
     }
 }
 
@@ -479,6 +538,38 @@ pub struct AlertRow {
     pub value: Option<f64>,
 }
 
+/// One request an agent made to an API of a live environment, as a Kubernetes audit event
+/// (`audit.k8s.io/v1` `Event`, level `Metadata`) with its most asked-for fields promoted to columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRow {
+    /// When the request was received, on the simulation's clock (as every other table's times).
+    pub time_ns: i64,
+    /// The event's `auditID`.
+    pub audit_id: String,
+    /// The API the request went to: `kubernetes`, `prometheus`, `jaeger` or `loki`.
+    pub api: String,
+    /// The Kubernetes verb (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
+    /// `deletecollection`), or the lowercased HTTP method of a request that names no resource.
+    pub verb: String,
+    /// Path and query, as sent.
+    pub request_uri: String,
+    pub user_agent: Option<String>,
+    pub source_ip: Option<String>,
+    /// `objectRef` of a Kubernetes resource request (the core group is `""`).
+    pub api_group: Option<String>,
+    pub api_version: Option<String>,
+    pub resource: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+    /// The HTTP status code answered.
+    pub code: i32,
+    /// Wall-clock time from receiving the request to the response's head being ready.
+    pub latency_ns: i64,
+    /// The whole audit event as JSON.
+    pub event: String,
+}
+
 /// A row of any table, for producers that emit a mix of signals into one sink.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Row {
@@ -489,6 +580,7 @@ pub enum Row {
     MetricMeta(MetricMeta),
     Span(SpanRow),
     Alert(AlertRow),
+    Audit(AuditRow),
 }
 
 impl Row {
@@ -501,6 +593,7 @@ impl Row {
             Row::MetricMeta(_) => Table::MetricMetadata,
             Row::Span(_) => Table::Spans,
             Row::Alert(_) => Table::Alerts,
+            Row::Audit(_) => Table::Audit,
         }
     }
 
@@ -513,6 +606,7 @@ impl Row {
             Row::Metric(r) => Some(r.time_ns),
             Row::Span(r) => Some(r.start_ns),
             Row::Alert(r) => Some(r.time_ns),
+            Row::Audit(r) => Some(r.time_ns),
             Row::MetricMeta(_) => None,
         }
     }
@@ -546,6 +640,7 @@ row_conversions!(
     MetricMeta => MetricMeta,
     Span => SpanRow,
     Alert => AlertRow,
+    Audit => AuditRow,
 );
 
 #[cfg(test)]
@@ -554,7 +649,7 @@ mod tests {
 
     #[test]
     fn every_table_names_its_sort_columns() {
-        for t in Table::ALL {
+        for t in Table::every() {
             let schema = t.schema();
             for col in t.sort_key() {
                 assert!(
@@ -565,11 +660,20 @@ mod tests {
             assert_eq!(t.name().parse::<Table>().unwrap(), t);
         }
         assert!("nope".parse::<Table>().unwrap_err().contains("objects"));
+        assert_eq!("audit".parse::<Table>(), Ok(Table::Audit));
+    }
+
+    #[test]
+    fn only_the_audit_table_is_optional() {
+        assert!(Table::Audit.is_optional());
+        assert!(Table::ALL.iter().all(|t| !t.is_optional()));
+        assert!(!Table::ALL.contains(&Table::Audit));
+        assert_eq!(Table::every().count(), Table::ALL.len() + 1);
     }
 
     #[test]
     fn time_columns_carry_units() {
-        for t in Table::ALL {
+        for t in Table::every() {
             for f in t.schema().fields() {
                 if matches!(f.data_type(), DataType::Timestamp(..)) {
                     assert_eq!(f.metadata().get(FIELD_UNIT).map(String::as_str), Some("ns"));

@@ -7,8 +7,11 @@
 //!   server-side apply) and the field ownership (`managedFields`) they maintain.
 //! - [`body`]: a request body (JSON, YAML or Kubernetes protobuf, by Content-Type) as API JSON.
 //! - [`protobuf`]: request bodies kubectl sends as Kubernetes protobuf, decoded to API JSON.
+//! - [`request_info`]: the verb and object a request is about (list, watch, get, patch ... of which
+//!   resource), as the apiserver resolves them for authorization and audit.
 
 pub mod body;
 pub mod patch;
 pub mod protobuf;
+pub mod request_info;
 pub mod status;

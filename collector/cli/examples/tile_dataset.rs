@@ -366,6 +366,7 @@ fn shifted(row: &Row, copy: u64, shift: i64, growth: f64) -> Row {
             a.time_ns += shift;
             a.active_at_ns = a.active_at_ns.map(|t| t + shift);
         }
+        Row::Audit(a) => a.time_ns += shift,
     }
     row
 }

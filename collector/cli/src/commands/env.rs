@@ -124,11 +124,17 @@ fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
         }
         use std::io::Write;
         std::io::stdout().flush()?;
+        // Ctrl-C stops early even with --for: the run is still written.
+        let ctrl_c = tokio::signal::ctrl_c();
         match args.run_for {
-            Some(d) => tokio::time::sleep(std::time::Duration::from_millis(d.as_millis())).await,
-            None => tokio::signal::ctrl_c()
-                .await
-                .context("waiting for Ctrl-C")?,
+            Some(d) => {
+                let run_for = std::time::Duration::from_millis(d.as_millis());
+                tokio::select! {
+                    _ = tokio::time::sleep(run_for) => {}
+                    stopped = ctrl_c => stopped.context("waiting for Ctrl-C")?,
+                }
+            }
+            None => ctrl_c.await.context("waiting for Ctrl-C")?,
         }
         if let Some(dir) = env.stop().await? {
             eprintln!("dataset written: {}", dir.display());

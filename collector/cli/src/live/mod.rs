@@ -7,6 +7,10 @@
 //! routing each simulated second's rows into the live stores every API reads; clients' writes
 //! change the same world under the same lock. When the environment stops, everything it
 //! produced can be written as a normal dataset, ground truth beside it.
+//!
+//! Every request to the four APIs is recorded as a Kubernetes audit event (`apis::audit`). The
+//! events wait in memory, out of every API's reach, and become the dataset's `audit` table when
+//! the run is kept (without `--out` nothing is recorded).
 
 pub mod mitigation;
 pub mod proof;
@@ -16,6 +20,7 @@ mod writes;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +31,8 @@ use tokio::net::TcpListener;
 
 use crate::replay::Endpoints;
 use crate::run::problem::{Options, ProblemRun};
+use apis::audit::layer::{AuditLog, AuditSink, audited};
+use apis::audit::{Api, AuditEvent};
 use apis::jaeger::{self, JaegerFacade};
 use apis::kube::{KubeFacade, router as kube_router};
 use apis::loki::{self, LokiFacade};
@@ -59,6 +66,32 @@ pub struct LiveEnv {
     stop: Arc<AtomicBool>,
     ticker: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
     servers: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+    /// The audit events, when the run is kept.
+    audit: Option<mpsc::Receiver<AuditEvent>>,
+}
+
+/// How virtual time follows the wall clock: `speed` virtual seconds per wall second from
+/// `virtual_start` at `started`. The simulation steps whole seconds as they fall due; the pace
+/// places a request within the second it arrived in.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    started: Instant,
+    virtual_start: i64,
+    speed: f64,
+}
+
+impl Pace {
+    /// The virtual time due at this instant of the wall clock.
+    fn due(&self) -> i64 {
+        self.virtual_start + (self.started.elapsed().as_secs_f64() * self.speed * 1e9) as i64
+    }
+
+    /// The virtual time of a request arriving now: inside the simulated second the world stands
+    /// at (`sim_now`), as far into it as the wall clock says (the world may be behind).
+    fn request_time(&self, sim_now: i64) -> i64 {
+        self.due()
+            .clamp(sim_now, sim_now.saturating_add(NS_PER_SEC - 1))
+    }
 }
 
 impl LiveEnv {
@@ -100,6 +133,12 @@ impl LiveEnv {
         let now = LiveNow::leak(virtual_now);
         // Served times are wall-clock times at 1x: shifted by the distance between the two now.
         let clock = Clock::live(now, real_now_ns() - virtual_now);
+        let pace = Pace {
+            started: Instant::now(),
+            virtual_start: virtual_now,
+            speed: opts.speed,
+        };
+        let (audit_log, audit) = audit_log(clock, now, pace, opts.out.is_some());
         let run = Arc::new(Mutex::new(run));
         let mut kube =
             KubeFacade::new(stores.objects.clone(), stores.logs.clone(), clock, &kinds());
@@ -117,19 +156,26 @@ impl LiveEnv {
             clock,
         ));
         let routers = [
-            kube_router(Arc::new(kube)),
-            prometheus::router(stores.metrics.clone(), stores.alerts.clone(), clock),
-            jaeger::router(traces),
-            loki::router(logs),
+            audited(
+                kube_router(Arc::new(kube)),
+                Api::Kubernetes,
+                audit_log.clone(),
+            ),
+            audited(
+                prometheus::router(stores.metrics.clone(), stores.alerts.clone(), clock),
+                Api::Prometheus,
+                audit_log.clone(),
+            ),
+            audited(jaeger::router(traces), Api::Jaeger, audit_log.clone()),
+            audited(loki::router(logs), Api::Loki, audit_log),
         ];
         let (endpoints, servers) = listen(opts.listen, routers).await?;
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {
             let (run, stores, stop) = (run.clone(), stores.clone(), stop.clone());
-            let speed = opts.speed;
             std::thread::Builder::new()
                 .name("live-ticker".into())
-                .spawn(move || tick(&run, &stores, now, speed, &stop))
+                .spawn(move || tick(&run, &stores, now, pace, &stop))
                 .context("starting the simulation thread")?
         };
         Ok(LiveEnv {
@@ -141,6 +187,7 @@ impl LiveEnv {
             stop,
             ticker: Some(ticker),
             servers,
+            audit,
         })
     }
 
@@ -179,9 +226,15 @@ impl LiveEnv {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        let Some(writer) = writer else {
+        let Some(mut writer) = writer else {
             return Ok(None);
         };
+        writer.include(schemas::tables::Table::Audit);
+        if let Some(audit) = &self.audit {
+            for event in audit.try_iter() {
+                writer.push(schemas::tables::Row::Audit(event.to_row()))?;
+            }
+        }
         let run = self.run.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let out = self
             .out
@@ -190,6 +243,31 @@ impl LiveEnv {
         let dir = finish_dataset(writer, &run, &out)?;
         Ok(Some(dir))
     }
+}
+
+/// The audit log the four APIs share, and where its events wait until the run is written (none
+/// when the run is not kept: events are then dropped as they come).
+fn audit_log(
+    clock: Clock,
+    now: &'static LiveNow,
+    pace: Pace,
+    keep: bool,
+) -> (Arc<AuditLog>, Option<mpsc::Receiver<AuditEvent>>) {
+    let (sink, events): (AuditSink, _) = if keep {
+        let (tx, rx) = mpsc::channel();
+        // A send on an unbounded channel never waits; it fails only once the environment has
+        // stopped reading, when the event has nowhere to go anyway.
+        (
+            Arc::new(move |e: AuditEvent| {
+                let _ = tx.send(e);
+            }),
+            Some(rx),
+        )
+    } else {
+        (Arc::new(|_: AuditEvent| {}), None)
+    };
+    let request_time = Arc::new(move || pace.request_time(now.get()));
+    (AuditLog::new(request_time, clock, sink), events)
 }
 
 /// The kinds the simulated cluster can hold, served even while none exists.
@@ -206,14 +284,12 @@ fn tick(
     run: &Mutex<ProblemRun>,
     stores: &LiveStores,
     now: &LiveNow,
-    speed: f64,
+    pace: Pace,
     stop: &AtomicBool,
 ) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let virtual_start = now.get();
     let mut rows = Vec::new();
     while !stop.load(Ordering::Acquire) {
-        let due = virtual_start + (started.elapsed().as_secs_f64() * speed * 1e9) as i64;
+        let due = pace.due();
         let behind = {
             let mut run = run.lock().unwrap_or_else(|e| e.into_inner());
             if run.sim.now() + NS_PER_SEC <= due {
@@ -233,7 +309,7 @@ fn tick(
         }
         // Nothing due: wait for the next simulated second (or a stop), in short naps so that a
         // stop is noticed quickly.
-        let wait = Duration::from_secs_f64((1.0 / speed).min(0.05));
+        let wait = Duration::from_secs_f64((1.0 / pace.speed).min(0.05));
         std::thread::sleep(wait);
     }
     Ok(())
@@ -297,8 +373,10 @@ async fn listen(
             .with_context(|| format!("cannot listen on {addr}"))?;
         let local = listener.local_addr()?;
         urls.push(format!("http://{local}"));
+        // With the peer's address, which audit events record.
+        let service = router.into_make_service_with_connect_info::<SocketAddr>();
         servers.push(tokio::spawn(
-            async move { axum::serve(listener, router).await },
+            async move { axum::serve(listener, service).await },
         ));
     }
     let [kubernetes, prometheus, jaeger, loki] =
@@ -312,4 +390,31 @@ async fn listen(
         },
         servers,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_placed_inside_the_second_the_world_stands_at() {
+        // Ten wall seconds ago at 1x: ten virtual seconds are due.
+        let Some(started) = Instant::now().checked_sub(Duration::from_secs(10)) else {
+            return;
+        };
+        let pace = Pace {
+            started,
+            virtual_start: 0,
+            speed: 1.0,
+        };
+        let due = pace.due();
+        assert!((10 * NS_PER_SEC..11 * NS_PER_SEC).contains(&due), "{due}");
+        // The world is behind: the request is placed at the end of the second it sees.
+        assert_eq!(pace.request_time(5 * NS_PER_SEC), 6 * NS_PER_SEC - 1);
+        // The world is on time: as far into the second as the wall clock says.
+        let t = pace.request_time(10 * NS_PER_SEC);
+        assert!((10 * NS_PER_SEC..11 * NS_PER_SEC).contains(&t), "{t}");
+        // Never before the second the world has reached.
+        assert_eq!(pace.request_time(20 * NS_PER_SEC), 20 * NS_PER_SEC);
+    }
 }

@@ -58,6 +58,8 @@ impl LiveStores {
                 Row::Metric(m) => samples.push(m),
                 Row::MetricMeta(m) => meta.push(m),
                 Row::Alert(a) => alerts.push(a),
+                // Requests are evaluator data: no API serves them.
+                Row::Audit(_) => {}
             }
         }
         self.objects

@@ -32,7 +32,8 @@ impl Tables {
                 Row::Metric(m) => t.metrics.push(m),
                 Row::Span(s) => t.spans.push(s),
                 Row::Alert(a) => t.alerts.push(a),
-                Row::MetricMeta(_) => {}
+                // Metadata and request records say nothing of what an agent can see.
+                Row::MetricMeta(_) | Row::Audit(_) => {}
             }
         }
         t
