@@ -112,6 +112,27 @@ fn kubectl_writes_of_every_shape_change_the_live_cluster() {
         ok(&l, &["-n", NS, "auth", "can-i", "delete", "pods"]).trim(),
         "yes"
     );
+    // autoscale: a protobuf HorizontalPodAutoscaler, stored and served back.
+    let hpa = [
+        "-n",
+        NS,
+        "autoscale",
+        "deploy/geo",
+        "--min=1",
+        "--max=3",
+        "--cpu-percent=80",
+    ];
+    assert!(ok(&l, &hpa).contains("autoscaled"));
+    let max = [
+        "-n",
+        NS,
+        "get",
+        "hpa",
+        "geo",
+        "-o",
+        "jsonpath={.spec.maxReplicas}",
+    ];
+    assert_eq!(ok(&l, &max), "3");
     // scale: merge patch on the scale subresource; the ReplicaSet makes the pods.
     assert!(ok(&l, &["-n", NS, "scale", "deploy/geo", "--replicas=3"]).contains("scaled"));
     until(

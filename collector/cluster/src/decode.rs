@@ -840,6 +840,7 @@ from_api! {
     ServiceAccount => |v| simple(v).map(|(meta, body)| ServiceAccount { meta, body });
     Role => |v| simple(v).map(|(meta, body)| Role { meta, body });
     RoleBinding => |v| simple(v).map(|(meta, body)| RoleBinding { meta, body });
+    HorizontalPodAutoscaler => |v| simple(v).map(|(meta, body)| HorizontalPodAutoscaler { meta, body });
 }
 
 #[cfg(test)]

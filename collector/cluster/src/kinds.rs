@@ -291,6 +291,7 @@ kinds! {
     PersistentVolumeClaim => Pvc, pvcs, "v1", "persistentvolumeclaims", namespaced, whole;
     ResourceQuota => ResourceQuota, quotas, "v1", "resourcequotas", namespaced, whole;
     NetworkPolicy => NetworkPolicy, netpols, "networking.k8s.io/v1", "networkpolicies", namespaced, whole;
+    HorizontalPodAutoscaler => HorizontalPodAutoscaler, autoscalers, "autoscaling/v2", "horizontalpodautoscalers", namespaced, whole;
     Service => Service, services, "v1", "services", namespaced, spec;
     Deployment => Deployment, deployments, "apps/v1", "deployments", namespaced, spec;
     StatefulSet => StatefulSet, statefulsets, "apps/v1", "statefulsets", namespaced, spec;
@@ -343,6 +344,7 @@ impl Kind {
             | Kind::Deployment
             | Kind::StatefulSet
             | Kind::ReplicaSet
+            | Kind::HorizontalPodAutoscaler
             | Kind::Pod => &["spec", "status"],
         }
     }

@@ -436,6 +436,7 @@ impl Strategy for NetworkPolicy {
 
 impl Strategy for ServiceAccount {}
 impl Strategy for Role {}
+impl Strategy for HorizontalPodAutoscaler {}
 impl Strategy for RoleBinding {}
 impl Strategy for Endpoints {}
 

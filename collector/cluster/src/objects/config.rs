@@ -65,7 +65,15 @@ macro_rules! simple_objects {
     )*};
 }
 
-simple_objects!(Namespace, ServiceAccount, Role, RoleBinding);
+// HorizontalPodAutoscalers are stored and served as written (`kubectl autoscale`); the model
+// has no metrics pipeline to act on them, like a cluster without metrics-server.
+simple_objects!(
+    Namespace,
+    ServiceAccount,
+    Role,
+    RoleBinding,
+    HorizontalPodAutoscaler
+);
 
 impl ConfigMap {
     pub fn to_json(&self) -> Value {
