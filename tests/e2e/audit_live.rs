@@ -2,111 +2,23 @@
 //! and the dataset written when it stops holds every request as an audit event (the `audit`
 //! table), and the deployment controller's Events for the agent's scale and template change.
 
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
+use e2e::live::Live;
 use e2e::text;
 use schemas::tables::{AuditRow, EventRow, Row, Table};
 
 const NS: &str = "hotel-reservation";
 
-/// A running `collector env up --out`, stopped with Ctrl-C (SIGINT) so that it writes the run.
-struct Live {
-    child: Child,
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-    out: PathBuf,
-    prometheus: String,
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `problem` live, its files (kubeconfig, kubectl's cache, the run) under `dir`.
-fn up(problem: &str, dir: &Path) -> Live {
-    let kubeconfig = dir.join("kubeconfig");
-    let out = dir.join("run");
-    // --for is long: the test stops the environment itself once done, as Ctrl-C would.
-    let mut child = Command::new(e2e::binary("collector"))
-        .args(["env", "up", "--problem", problem, "--seed", "3", "--json"])
-        .args(["--since-onset", "2m", "--speed", "5", "--for", "10m"])
-        .arg("--write-kubeconfig")
-        .arg(&kubeconfig)
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("collector runs");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("ready line");
-    let endpoints: serde_json::Value = serde_json::from_str(&line)
-        .unwrap_or_else(|e| panic!("ready JSON expected, got {line:?}: {e}"));
-    let prometheus = endpoints["prometheus"]
-        .as_str()
-        .expect("a prometheus endpoint")
-        .to_string();
-    Live {
-        child,
-        kubeconfig,
-        cache: dir.join("kube-cache"),
-        out,
-        prometheus,
-    }
+/// Starts `problem` live, writing its run to `out` when stopped. --for is long: the test stops
+/// the environment itself once done, as Ctrl-C would.
+fn up(problem: &str, out: &Path) -> Live {
+    e2e::live::up(problem, &["--for", "10m", "--out", out.to_str().unwrap()])
 }
 
 fn ok(l: &Live, args: &[&str]) -> String {
-    let out = Command::new("kubectl")
-        .env("KUBECONFIG", &l.kubeconfig)
-        .arg("--cache-dir")
-        .arg(&l.cache)
-        .args(args)
-        .output()
-        .expect("kubectl is installed (apt-get install kubectl, or bash tests/run)");
-    assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Polls kubectl until `done` holds: the cluster reacts in simulated seconds, not at once.
-fn until(l: &Live, args: &[&str], what: &str, done: impl Fn(&str) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = ok(l, args);
-        if done(&out) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what}: still {out}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Stops the environment as Ctrl-C does and waits for it to write the dataset.
-fn stop(mut l: Live) -> PathBuf {
-    let pid = l.child.id().to_string();
-    let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
-    assert!(sent.success(), "SIGINT to {pid}");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = l.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "env up did not stop");
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let mut stderr = String::new();
-    if let Some(mut e) = l.child.stderr.take() {
-        std::io::Read::read_to_string(&mut e, &mut stderr).unwrap();
-    }
-    assert!(status.success(), "env up: {status:?}\n{stderr}");
-    l.out.join("dataset")
+    l.ok(args)
 }
 
 fn rows<T: TryFrom<Row>>(dataset: &Path, table: Table) -> Vec<T> {
@@ -122,7 +34,12 @@ fn rows<T: TryFrom<Row>>(dataset: &Path, table: Table) -> Vec<T> {
 #[test]
 fn every_request_of_a_live_session_is_in_the_audit_table() {
     let tmp = tempfile::tempdir().unwrap();
-    let l = up("hotel-geo-target-port", tmp.path());
+    let out = tmp.path().join("run");
+    let l = up("hotel-geo-target-port", &out);
+    let prometheus = l.endpoints["prometheus"]
+        .as_str()
+        .expect("a prometheus endpoint")
+        .to_string();
     ok(&l, &["-n", NS, "get", "pods"]);
     let patched = ok(
         &l,
@@ -141,14 +58,13 @@ fn every_request_of_a_live_session_is_in_the_audit_table() {
     assert!(ok(&l, &["-n", NS, "set", "env", "deploy/search", "FOO=bar"]).contains("env updated"));
     let query = Command::new("curl")
         .args(["-sf", "--get", "--data-urlencode", "query=up"])
-        .arg(format!("{}/api/v1/query", l.prometheus))
+        .arg(format!("{prometheus}/api/v1/query"))
         .output()
         .expect("curl is installed");
     assert!(query.status.success(), "curl: {}", text(&query));
     assert!(String::from_utf8_lossy(&query.stdout).contains("\"success\""));
     // The controller's Events, as the agent would look for them.
-    until(
-        &l,
+    l.until(
         &[
             "-n",
             NS,
@@ -163,7 +79,8 @@ fn every_request_of_a_live_session_is_in_the_audit_table() {
                 && o.contains("Scaled up replica set search-")
         },
     );
-    let dataset = stop(l);
+    l.stop();
+    let dataset = out.join("dataset");
 
     let audit: Vec<AuditRow> = rows(&dataset, Table::Audit);
     let kubectl: Vec<&AuditRow> = audit

@@ -59,6 +59,23 @@ pub fn up(problem: &str, extra: &[&str]) -> Live {
 }
 
 impl Live {
+    /// Stops the environment as Ctrl-C does and waits until it has exited (having written its
+    /// run, when started with `--out`); it must exit successfully.
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+        assert!(sent.success(), "SIGINT to {pid}");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "env up did not stop");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert!(status.success(), "env up: {status:?}");
+    }
+
     /// The Kubernetes API's base URL (`http://127.0.0.1:PORT`).
     pub fn url(&self) -> String {
         self.endpoints["kubernetes"]
