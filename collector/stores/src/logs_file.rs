@@ -176,13 +176,16 @@ impl LogSource for FileLogs {
         let Some(want) = range.last else {
             return self.read(&units, key, range);
         };
-        // The last lines: whole steps of units from the end until enough lines are in.
+        // The last lines: steps of units from the end until enough lines are in. The first step
+        // is sized to the lines wanted (`--tail=100` of a busy container decodes a page or two,
+        // not its whole log); each further step doubles, up to TAIL_STEP_ROWS.
         let mut parts: Vec<Vec<Line>> = Vec::new();
         let (mut end, mut found) = (units.len(), 0);
+        let mut step = want.saturating_mul(2).clamp(1024, TAIL_STEP_ROWS);
         while end > 0 && found < want {
             let mut start = end;
             let mut rows = 0;
-            while start > 0 && rows < TAIL_STEP_ROWS {
+            while start > 0 && rows < step {
                 start -= 1;
                 rows += units[start].rows.len();
             }
@@ -190,6 +193,7 @@ impl LogSource for FileLogs {
             found += part.len();
             parts.push(part);
             end = start;
+            step = step.saturating_mul(2).min(TAIL_STEP_ROWS);
         }
         let lines: Vec<Line> = parts.into_iter().rev().flatten().collect();
         Ok(range.cut(lines))
