@@ -61,6 +61,15 @@ pub fn nodes_running(w: &World, app: &AppSpec, service: &str) -> Vec<String> {
 /// Ends the conditions whose holders are gone. Called once a second, before the workload reads
 /// the runtime.
 pub fn expire(w: &mut World, app: &AppSpec) {
+    // Called every simulated second: nothing to look at unless some condition has a holder.
+    let held = !w.runtime.links.is_empty()
+        || w.runtime
+            .services
+            .values()
+            .any(|rt| rt.process_since.is_some() || rt.disk_read_errors > 0.0);
+    if !held {
+        return;
+    }
     let (ended_processes, ended_disks, ended_links) = {
         let procs = processes(w, app);
         let none = Vec::new();
