@@ -503,18 +503,7 @@ pub fn service(w: &mut World, app: &AppSpec, s: &ServiceSpec) {
         }
     }
     if let Some(sa) = &s.service_account {
-        let k = key(ns, sa);
-        if !w.service_accounts.contains_key(&k) {
-            let meta = w.meta(Some(ns), sa, app.common_labels.clone());
-            w.service_accounts.insert(
-                k.clone(),
-                ServiceAccount {
-                    meta,
-                    body: json!({}),
-                },
-            );
-            w.touch(Kind::ServiceAccount, &k);
-        }
+        service_account(w, ns, sa, &app.common_labels);
     }
     for v in &s.volumes {
         let k = key(ns, &v.claim);
@@ -580,11 +569,16 @@ pub fn service_object(w: &mut World, app: &AppSpec, s: &ServiceSpec) {
 /// The `default` ServiceAccount the service account controller gives every namespace, unless the
 /// namespace has one.
 pub fn default_service_account(w: &mut World, ns: &str) {
-    let k = key(ns, "default");
+    service_account(w, ns, "default", &Labels::new());
+}
+
+/// Creates ServiceAccount `name` in `ns` unless it exists.
+fn service_account(w: &mut World, ns: &str, name: &str, labels: &Labels) {
+    let k = key(ns, name);
     if w.service_accounts.contains_key(&k) {
         return;
     }
-    let meta = w.meta(Some(ns), "default", Labels::new());
+    let meta = w.meta(Some(ns), name, labels.clone());
     w.service_accounts.insert(
         k.clone(),
         ServiceAccount {
