@@ -321,6 +321,20 @@ const META_FIELDS: &[&str] = &[
 ];
 
 impl Kind {
+    /// Whether a DELETE answers with the deleted object (the registries with
+    /// `ReturnDeletedObject`); the others answer with a Status.
+    pub fn returns_deleted_object(self) -> bool {
+        matches!(
+            self,
+            Kind::Pod
+                | Kind::Service
+                | Kind::Namespace
+                | Kind::PersistentVolumeClaim
+                | Kind::ServiceAccount
+                | Kind::ResourceQuota
+        )
+    }
+
     /// The top-level fields of the kind's API type besides `apiVersion`, `kind` and `metadata`.
     pub fn fields(self) -> &'static [&'static str] {
         match self {

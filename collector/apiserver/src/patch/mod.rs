@@ -213,7 +213,7 @@ fn rejected() -> Failure {
 }
 
 /// 422 `Invalid` on field `patch`: the patched object does not have the type's shape.
-pub(crate) fn shape_error(value: &Value, detail: &str) -> Failure {
+pub fn shape_error(value: &Value, detail: &str) -> Failure {
     let shown = serde_json::to_string(&value.to_string()).unwrap_or_default();
     Failure::invalid(
         "",

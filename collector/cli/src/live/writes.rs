@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use apis::kube::writes::{ClusterWriter, Verb, WriteReply, WriteRequest, scale_of};
 use apiserver::patch::{self, PatchType};
-use apiserver::status::{Cause, Failure};
+use apiserver::status::Failure;
 use serde_json::{Value, json};
 use sim::kinds::Kind;
 use sim::objects::{Key, key};
@@ -150,19 +150,7 @@ impl ClusterWriter for LiveCluster {
         }
         if req.subresource.as_deref() == Some("scale") {
             body = scale_of(&body);
-        } else if req.verb == Verb::Delete
-            && !matches!(
-                kind,
-                Kind::Pod
-                    | Kind::Service
-                    | Kind::Namespace
-                    | Kind::PersistentVolumeClaim
-                    | Kind::ServiceAccount
-                    | Kind::ResourceQuota
-            )
-        {
-            // Most kinds answer a delete with a Status; those whose registry returns the deleted
-            // object (pods, services, namespaces, claims, service accounts, quotas) with it.
+        } else if req.verb == Verb::Delete && !kind.returns_deleted_object() {
             body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                 "details": {"name": k.1, "group": kind.group(), "kind": kind.resource(),
                             "uid": body.pointer("/metadata/uid").cloned().unwrap_or(Value::Null)}});
@@ -215,17 +203,7 @@ fn patched_shape(kind: Kind, patched: &Value) -> Result<(), Failure> {
         .iter()
         .map(|c| format!("{}: {}", c.field, c.message))
         .collect();
-    let shown = serde_json::to_string(&patched.to_string()).unwrap_or_default();
-    Err(Failure::invalid(
-        "",
-        "",
-        "",
-        vec![Cause::new(
-            "FieldValueInvalid",
-            "patch",
-            format!("Invalid value: {shown}: {}", detail.join(", ")),
-        )],
-    ))
+    Err(patch::shape_error(patched, &detail.join(", ")))
 }
 
 /// Under `fieldValidation=Strict`, fields the kind's type does not have are a 400 with the
