@@ -3,10 +3,16 @@
 //! Example: `cargo run -p schemas --bin faultline-schemas -- schemas/json`
 
 fn main() {
+    const USAGE: &str = "usage: faultline-schemas DIR\nexample: faultline-schemas schemas/json";
     let Some(dir) = std::env::args().nth(1) else {
-        eprintln!("usage: faultline-schemas DIR\nexample: faultline-schemas schemas/json");
+        eprintln!("{USAGE}");
         std::process::exit(2);
     };
+    if dir.starts_with('-') {
+        // --help, -h: never taken for a directory name.
+        println!("Writes the JSON Schema of every faultline document into DIR.\n{USAGE}");
+        std::process::exit(if dir == "--help" || dir == "-h" { 0 } else { 2 });
+    }
     let dir = std::path::Path::new(&dir);
     if let Err(e) = std::fs::create_dir_all(dir) {
         eprintln!("cannot create {}: {e}", dir.display());
