@@ -11,6 +11,7 @@ pub mod env;
 pub mod live;
 pub mod replay;
 pub mod run;
+pub mod session;
 
 use commands::{capture, dataset, env as env_cmd, problems, snapshot, sweep};
 

@@ -12,6 +12,8 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::env::load_dataset;
+use apis::audit::Api;
+use apis::audit::layer::{AuditLog, AuditSink, audited};
 use apis::jaeger::{self, JaegerFacade};
 use apis::kube::feed::ObjectFeed;
 use apis::kube::{KubeFacade, router as kube_router};
@@ -64,6 +66,22 @@ pub struct Replay {
 impl Replay {
     /// Loads the dataset and starts listening.
     pub async fn start(opts: &ReplayOptions) -> anyhow::Result<Replay> {
+        Replay::start_audited(opts, None).await
+    }
+
+    /// Stops serving.
+    pub fn stop(self) {
+        for s in &self.servers {
+            s.abort();
+        }
+    }
+
+    /// Like [`Replay::start`], every request recorded in `audit` (sessions record what an agent
+    /// asked).
+    pub async fn start_audited(
+        opts: &ReplayOptions,
+        audit: Option<AuditSink>,
+    ) -> anyhow::Result<Replay> {
         let dir = opts.dataset.clone();
         let obs = tokio::task::spawn_blocking(move || load_dataset(&dir))
             .await
@@ -92,6 +110,11 @@ impl Replay {
             Clock::shifted(now_ns)
         } else {
             Clock::frozen(now_ns)
+        };
+        let audit = audit.map(|sink| AuditLog::on_clock(clock, sink));
+        let audit_as = |router: axum::Router, api: Api| match &audit {
+            Some(log) => audited(router, api, log.clone()),
+            None => router,
         };
         let objects = Arc::new(ObjectFeed::fixed(
             Arc::unwrap_or_clone(obs.timeline),
@@ -128,16 +151,37 @@ impl Replay {
             metric_directory.open()
         });
         let mut servers = Vec::new();
-        let kubernetes = serve(opts.listen, 0, kube_router(kube), &mut servers).await?;
-        let prometheus = serve(
+        let kubernetes = serve(
             opts.listen,
-            1,
-            prometheus::router(metrics, Arc::new(std::sync::RwLock::new(alerts)), clock),
+            0,
+            audit_as(kube_router(kube), Api::Kubernetes),
             &mut servers,
         )
         .await?;
-        let jaeger = serve(opts.listen, 2, jaeger::router(traces), &mut servers).await?;
-        let loki = serve(opts.listen, 3, loki::router(logs), &mut servers).await?;
+        let prometheus = serve(
+            opts.listen,
+            1,
+            audit_as(
+                prometheus::router(metrics, Arc::new(std::sync::RwLock::new(alerts)), clock),
+                Api::Prometheus,
+            ),
+            &mut servers,
+        )
+        .await?;
+        let jaeger = serve(
+            opts.listen,
+            2,
+            audit_as(jaeger::router(traces), Api::Jaeger),
+            &mut servers,
+        )
+        .await?;
+        let loki = serve(
+            opts.listen,
+            3,
+            audit_as(loki::router(logs), Api::Loki),
+            &mut servers,
+        )
+        .await?;
         Ok(Replay {
             endpoints: Endpoints {
                 kubernetes,
@@ -181,8 +225,10 @@ async fn serve(
 ) -> anyhow::Result<String> {
     let listener = bind(base, offset).await?;
     let addr = listener.local_addr()?;
+    // With the peer's address, which an audit log records.
+    let service = app.into_make_service_with_connect_info::<SocketAddr>();
     servers.push(tokio::spawn(
-        async move { axum::serve(listener, app).await },
+        async move { axum::serve(listener, service).await },
     ));
     Ok(format!("http://{addr}"))
 }

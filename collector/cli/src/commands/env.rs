@@ -136,7 +136,7 @@ fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
             }
             None => ctrl_c.await.context("waiting for Ctrl-C")?,
         }
-        if let Some(dir) = env.stop().await? {
+        if let Some(dir) = env.stop().await?.dataset {
             eprintln!("dataset written: {}", dir.display());
         }
         Ok(ExitCode::SUCCESS)

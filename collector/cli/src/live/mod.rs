@@ -204,9 +204,24 @@ impl LiveEnv {
         self.run.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// The ground truth, kept in memory (it is written beside the dataset when the run stops).
+    pub fn ground_truth(&self) -> schemas::GroundTruth {
+        ground_truth_of(&self.run.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The application the problem runs in.
+    pub fn app(&self) -> problems::AppSpec {
+        self.run
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .sim
+            .app
+            .clone()
+    }
+
     /// Stops the clock and the APIs; writes the dataset and ground truth when asked to keep
-    /// the run. Returns the dataset directory, if any.
-    pub async fn stop(mut self) -> anyhow::Result<Option<PathBuf>> {
+    /// the run.
+    pub async fn stop(mut self) -> anyhow::Result<Stopped> {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.ticker.take() {
             let result = tokio::task::spawn_blocking(move || t.join())
@@ -227,13 +242,12 @@ impl LiveEnv {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         let Some(mut writer) = writer else {
-            return Ok(None);
+            return Ok(Stopped::default());
         };
         writer.include(schemas::tables::Table::Audit);
-        if let Some(audit) = &self.audit {
-            for event in audit.try_iter() {
-                writer.push(schemas::tables::Row::Audit(event.to_row()))?;
-            }
+        let audit: Vec<AuditEvent> = self.audit.iter().flat_map(|a| a.try_iter()).collect();
+        for event in &audit {
+            writer.push(schemas::tables::Row::Audit(event.to_row()))?;
         }
         let run = self.run.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let out = self
@@ -241,8 +255,20 @@ impl LiveEnv {
             .clone()
             .context("a dataset is written only with --out")?;
         let dir = finish_dataset(writer, &run, &out)?;
-        Ok(Some(dir))
+        Ok(Stopped {
+            dataset: Some(dir),
+            audit,
+        })
     }
+}
+
+/// What a stopped environment leaves.
+#[derive(Debug, Default)]
+pub struct Stopped {
+    /// The dataset directory, when the run was kept.
+    pub dataset: Option<PathBuf>,
+    /// Every request the APIs answered, in order (kept runs only).
+    pub audit: Vec<AuditEvent>,
 }
 
 /// The audit log the four APIs share, and where its events wait until the run is written (none
@@ -346,14 +372,18 @@ fn finish_dataset(
             virtual_now: outcome.window.end,
         })
         .with_context(|| format!("cannot finish dataset {}", dir.display()))?;
-    let gt = run
-        .problem
-        .ground_truth(&app.namespace, outcome.window.start);
+    let gt = ground_truth_of(run);
     datasets::write_atomically(
         &out.join("ground_truth.json"),
         &serde_json::to_vec_pretty(&gt)?,
     )?;
     Ok(dir)
+}
+
+/// The ground truth of what runs: the problem's, placed in the app's namespace and the run's window.
+fn ground_truth_of(run: &ProblemRun) -> schemas::GroundTruth {
+    run.problem
+        .ground_truth(&run.sim.app.namespace, run.outcome().window.start)
 }
 
 /// Binds one listener per API (the path spaces overlap), consecutive ports from `listen`.

@@ -1,0 +1,154 @@
+//! The agent under evaluation: a shell command line started in its own process group, in its own
+//! working directory, with the session's environment; its stdout and stderr are stored as they
+//! come (and echoed when asked). Ending it ends the whole group, so nothing it started lingers.
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+use rustix::process::{Pid, Signal};
+use tokio::io::{AsyncRead, AsyncWriteExt};
+use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
+
+/// Environment variables never passed on to an agent: the session's own settings and the judge's
+/// credentials are not the agent's business.
+const WITHHELD_PREFIXES: [&str; 2] = ["FAULTLINE_", "JUDGE_"];
+
+/// How to start the agent.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// Run with `sh -c`.
+    pub command: String,
+    pub cwd: PathBuf,
+    /// Set on top of this process's environment (minus the withheld variables).
+    pub env: Vec<(String, String)>,
+    /// Where its output streams are stored.
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+    /// Also copy its output to this process's stderr.
+    pub echo: bool,
+}
+
+/// A running agent.
+pub struct Agent {
+    child: Child,
+    pgid: i32,
+    streams: Vec<JoinHandle<std::io::Result<()>>>,
+}
+
+impl Agent {
+    pub fn spawn(launch: &Launch) -> anyhow::Result<Agent> {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(&launch.command)
+            .current_dir(&launch.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group, so that ending it reaches everything it started.
+            .process_group(0)
+            .kill_on_drop(true);
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if WITHHELD_PREFIXES.iter().any(|p| key.starts_with(p)) {
+                cmd.env_remove(key.as_ref());
+            }
+        }
+        cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start the agent `{}`", launch.command))?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .context("the agent exited before it could be tracked")?;
+        let mut streams = Vec::new();
+        if let Some(out) = child.stdout.take() {
+            streams.push(store(out, &launch.stdout, launch.echo)?);
+        }
+        if let Some(err) = child.stderr.take() {
+            streams.push(store(err, &launch.stderr, launch.echo)?);
+        }
+        Ok(Agent {
+            child,
+            pgid,
+            streams,
+        })
+    }
+
+    /// Waits for the agent to exit.
+    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.child.wait().await
+    }
+
+    /// Ends the agent's process group: SIGTERM, then SIGKILL after `grace`. Returns its status,
+    /// once its output streams are stored.
+    pub async fn end(mut self, grace: Duration) -> anyhow::Result<ExitStatus> {
+        let status = match self.child.try_wait()? {
+            Some(status) => status,
+            None => {
+                signal_group(self.pgid, Signal::TERM);
+                match tokio::time::timeout(grace, self.child.wait()).await {
+                    Ok(status) => status?,
+                    Err(_) => {
+                        signal_group(self.pgid, Signal::KILL);
+                        self.child.wait().await?
+                    }
+                }
+            }
+        };
+        // Whatever is left of the group (a background job of the agent's) goes too.
+        signal_group(self.pgid, Signal::KILL);
+        for s in self.streams {
+            s.await.context("storing the agent's output")??;
+        }
+        Ok(status)
+    }
+}
+
+fn signal_group(pgid: i32, signal: Signal) {
+    // A group that is gone already (ESRCH) is what was wanted.
+    if let Some(pid) = Pid::from_raw(pgid) {
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
+}
+
+/// Copies a stream to a file (and to stderr when echoing) until it closes.
+fn store(
+    mut from: impl AsyncRead + Unpin + Send + 'static,
+    path: &Path,
+    echo: bool,
+) -> anyhow::Result<JoinHandle<std::io::Result<()>>> {
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    let mut file = tokio::fs::File::from_std(file);
+    Ok(tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = from.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            file.write_all(&buf[..n]).await?;
+            if echo {
+                use std::io::Write;
+                // Whole chunks to a locked stderr: the agent's lines stay in one piece.
+                std::io::stderr().lock().write_all(&buf[..n])?;
+            }
+        }
+        file.flush().await
+    }))
+}
+
+/// How an exit status reads in a record.
+pub fn describe(status: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "ended".into(),
+    }
+}

@@ -1,0 +1,213 @@
+//! The environment a session hands its agent: a live problem in the simulator (writable, graded
+//! by the mitigation oracle) or a recorded dataset served as if it were happening now (read-only,
+//! diagnosis only). Either way: four API endpoints, an application, an audit of every request,
+//! and a ground truth that reaches the run directory only once the agent has ended.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
+
+use anyhow::Context;
+use apis::audit::AuditEvent;
+use apis::audit::layer::AuditSink;
+use problems::{Catalog, Dur, ProblemSpec};
+
+use super::submit::AppInfo;
+use crate::live::mitigation::{self, Verdict};
+use crate::live::{LiveEnv, LiveOptions};
+use crate::replay::{Endpoints, Replay, ReplayOptions};
+use crate::run::problem::ProblemRun;
+
+/// What the session runs against.
+#[derive(Debug, Clone)]
+pub enum Target {
+    Live {
+        problem: Box<ProblemSpec>,
+        seed: u64,
+        no_noise: bool,
+        /// Virtual seconds per wall second.
+        speed: f64,
+        /// How long the failure has been going on when the agent starts.
+        since_onset: Dur,
+    },
+    /// A dataset directory (`DIR/dataset`, with `DIR/ground_truth.json` beside it, as `collector
+    /// snapshot` writes them).
+    Replay { dataset: PathBuf },
+}
+
+/// A started environment.
+pub enum Env {
+    Live(LiveEnv),
+    Replay {
+        replay: Replay,
+        app: AppInfo,
+        truth: judge::truth::LoadedTruth,
+        truth_file: PathBuf,
+        audit: mpsc::Receiver<AuditEvent>,
+    },
+}
+
+/// What a stopped environment leaves.
+pub struct Ended {
+    pub dataset: Option<PathBuf>,
+    pub audit: Vec<AuditEvent>,
+}
+
+impl Env {
+    /// Starts the environment; a live one keeps its dataset in `out`.
+    pub async fn start(catalog: &Catalog, target: &Target, out: &Path) -> anyhow::Result<Env> {
+        match target {
+            Target::Live {
+                problem,
+                seed,
+                no_noise,
+                speed,
+                since_onset,
+            } => {
+                let opts = LiveOptions {
+                    seed: *seed,
+                    speed: *speed,
+                    since_onset: *since_onset,
+                    no_noise: *no_noise,
+                    listen: "127.0.0.1:0".parse()?,
+                    out: Some(out.to_path_buf()),
+                };
+                Ok(Env::Live(LiveEnv::start(catalog, problem, &opts).await?))
+            }
+            Target::Replay { dataset } => start_replay(dataset).await,
+        }
+    }
+
+    pub fn endpoints(&self) -> &Endpoints {
+        match self {
+            Env::Live(env) => &env.endpoints,
+            Env::Replay { replay, .. } => &replay.endpoints,
+        }
+    }
+
+    /// Whether the agent is to mitigate (a recording cannot be fixed).
+    pub fn mitigates(&self) -> bool {
+        matches!(self, Env::Live(_))
+    }
+
+    pub fn problem_id(&self) -> String {
+        match self {
+            Env::Live(env) => env.problem.id.clone(),
+            Env::Replay { truth, .. } => truth.problem_id.clone(),
+        }
+    }
+
+    pub fn app(&self) -> AppInfo {
+        match self {
+            Env::Live(env) => {
+                let app = env.app();
+                AppInfo {
+                    app_name: app.name.clone(),
+                    namespaces: vec![app.namespace.clone()],
+                    namespace: app.namespace,
+                    descriptions: app.description.trim().to_string(),
+                }
+            }
+            Env::Replay { app, .. } => app.clone(),
+        }
+    }
+
+    /// The ground truth the diagnosis is judged against (in memory: the agent cannot find it).
+    pub fn truth(&self) -> judge::truth::LoadedTruth {
+        match self {
+            Env::Live(env) => judge::truth::LoadedTruth {
+                problem_id: env.problem.id.clone(),
+                truth: env.ground_truth(),
+                origin: "the live problem".into(),
+            },
+            Env::Replay { truth, .. } => truth.clone(),
+        }
+    }
+
+    /// A copy of the live world at this instant, to grade.
+    pub fn fork(&self) -> Option<ProblemRun> {
+        match self {
+            Env::Live(env) => Some(env.fork()),
+            Env::Replay { .. } => None,
+        }
+    }
+
+    /// Stops serving; writes the live run's dataset and ground truth into `out`, or copies the
+    /// replayed dataset's ground truth there.
+    pub async fn stop(self, out: &Path) -> anyhow::Result<Ended> {
+        match self {
+            Env::Live(env) => {
+                let stopped = env.stop().await?;
+                Ok(Ended {
+                    dataset: stopped.dataset,
+                    audit: stopped.audit,
+                })
+            }
+            Env::Replay {
+                replay,
+                truth_file,
+                audit,
+                ..
+            } => {
+                replay.stop();
+                let bytes = std::fs::read(&truth_file)
+                    .with_context(|| format!("cannot read {}", truth_file.display()))?;
+                datasets::write_atomically(&out.join(super::GROUND_TRUTH_FILE), &bytes)?;
+                Ok(Ended {
+                    dataset: None,
+                    audit: audit.try_iter().collect(),
+                })
+            }
+        }
+    }
+}
+
+/// Grades the mitigation on a fork, off the async threads (it simulates up to minutes of time).
+pub async fn grade(fork: ProblemRun) -> anyhow::Result<Verdict> {
+    tokio::task::spawn_blocking(move || mitigation::grade(&fork, &oracle::failure_reasons))
+        .await
+        .context("grading the mitigation")?
+}
+
+/// Serves a dataset shifted so that its end is now, every request audited.
+async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
+    let dir = dataset.parent().unwrap_or(Path::new("."));
+    let truth_file = dir.join(super::GROUND_TRUTH_FILE);
+    let loaded = judge::truth::load(&truth_file).with_context(|| {
+        format!(
+            "a replay session needs the dataset's ground truth at {}",
+            truth_file.display()
+        )
+    })?;
+    let truth = loaded
+        .into_values()
+        .next()
+        .map(Arc::unwrap_or_clone)
+        .with_context(|| format!("{}: no ground truth inside", truth_file.display()))?;
+    let manifest = datasets::reader::read_manifest(dataset)
+        .with_context(|| format!("cannot read the dataset {}", dataset.display()))?;
+    let namespace = manifest.namespaces.first().cloned().unwrap_or_default();
+    let app = AppInfo {
+        app_name: manifest.application.clone().unwrap_or_default(),
+        namespaces: manifest.namespaces.clone(),
+        namespace,
+        descriptions: String::new(),
+    };
+    let (tx, audit) = mpsc::channel();
+    let opts = ReplayOptions {
+        dataset: dataset.to_path_buf(),
+        listen: "127.0.0.1:0".parse()?,
+        at: None,
+        time_shift: true,
+    };
+    let sink: AuditSink = Arc::new(move |e: AuditEvent| {
+        let _ = tx.send(e);
+    });
+    let replay = Replay::start_audited(&opts, Some(sink)).await?;
+    Ok(Env::Replay {
+        replay,
+        app,
+        truth,
+        truth_file,
+        audit,
+    })
+}

@@ -1,0 +1,430 @@
+//! A session (`collector live`): one agent, one problem, start to finish. The environment starts
+//! (a live problem, or a dataset replayed as if it were happening now), the agent is handed its
+//! task, a kubeconfig, the URLs of the APIs and of the submission API, and runs in its own process
+//! group under a time limit. Its diagnosis is judged as soon as it is submitted; its mitigation is
+//! graded on a fork of the world taken at the instant it is submitted (or when the time runs out
+//! or the agent ends). Then the agent is ended, the environment stopped and the run written:
+//! dataset with the audit of every request, ground truth, the agent's output streams, the
+//! trajectory, and `run.json` last.
+//!
+//! The agent works in a fresh directory that holds only its task and kubeconfig; nothing it can
+//! read names the problem (the ground truth reaches the run directory after the agent has ended).
+
+pub mod agent;
+mod diagnosis;
+pub mod env;
+pub mod prompt;
+pub mod record;
+pub mod stages;
+pub mod submit;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use chrono::Utc;
+use problems::Catalog;
+use schemas::AgentOutput;
+use schemas::run_result::{
+    AgentUsage, DiagnosisRecord, MitigationRecord, RUN_RESULT_VERSION, RunMode, RunResult,
+    SessionEnd,
+};
+use tokio::sync::mpsc;
+
+use agent::{Agent, Launch};
+pub use diagnosis::Judging;
+pub use env::Target;
+use env::{Env, Ended};
+use stages::{Progress, Stage};
+use submit::{SubmitState, Submission};
+
+/// The ground truth's file name in a run (and beside a dataset).
+pub const GROUND_TRUTH_FILE: &str = "ground_truth.json";
+
+/// The agent under evaluation.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    /// Names the agent in records and leaderboards.
+    pub name: String,
+    /// A shell command line.
+    pub command: String,
+    /// Extra environment for it.
+    pub env: Vec<(String, String)>,
+    /// A prompt template replacing the built-in one (see [`prompt::PLACEHOLDERS`]).
+    pub prompt: Option<String>,
+}
+
+/// One session.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    pub agent: AgentSpec,
+    pub target: Target,
+    /// Wall-clock time the agent has.
+    pub time_limit: Duration,
+    /// The run directory.
+    pub out: PathBuf,
+    pub trial: String,
+    /// Copy the agent's output to stderr as it comes.
+    pub echo: bool,
+    pub judging: Judging,
+}
+
+/// How long an agent has to exit after SIGTERM before it is killed.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// What happened while the agent ran.
+#[derive(Default)]
+struct Log {
+    diagnosis: Option<(AgentOutput, Duration)>,
+    /// The judging of the diagnosis, running while the agent goes on.
+    judged: Option<tokio::task::JoinHandle<DiagnosisRecord>>,
+    /// The fork taken when the mitigation was submitted, and when.
+    mitigation: Option<(crate::run::problem::ProblemRun, Duration)>,
+    usage: Option<AgentUsage>,
+    submissions: Vec<record::SubmittedStep>,
+}
+
+/// Runs one session to its end and writes the run. `interrupt` resolving (Ctrl-C) ends the session
+/// early: the agent is ended and the environment stopped, but no `run.json` is written, so the
+/// unfinished run is never read as a result. Returns the record written.
+pub async fn run(
+    catalog: &Catalog,
+    opts: &SessionOptions,
+    interrupt: impl Future<Output = ()>,
+) -> anyhow::Result<RunResult> {
+    let started_at = Utc::now();
+    prepare_run_dir(&opts.out)?;
+    let workdir = tempfile::Builder::new()
+        .prefix("agent-")
+        .tempdir()
+        .context("creating the agent's working directory")?;
+    let env = Env::start(catalog, &opts.target, &opts.out).await?;
+    let result = drive(&env, opts, workdir.path(), interrupt).await;
+    let ended = env.stop(&opts.out).await;
+    let (end, mut log, first_error) = match result {
+        Ok(done) => (Some(done.0), done.1, None),
+        Err(e) => (None, Log::default(), Some(e)),
+    };
+    let ended = ended?;
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let Some(end) = end else {
+        bail!("the session ended without a result")
+    };
+    if end.reason == SessionEnd::Interrupted {
+        bail!(
+            "interrupted: the agent was ended and the environment stopped; {} is unfinished (no {})",
+            opts.out.display(),
+            record::RUN_FILE
+        );
+    }
+    finish(opts, started_at, end, &mut log, ended, workdir.path()).await
+}
+
+/// How the agent's part ended.
+struct End {
+    reason: SessionEnd,
+    error: Option<String>,
+    mitigation: Option<MitigationRecord>,
+    ttm: Option<f64>,
+    prompt: String,
+    mode: RunMode,
+    problem_id: String,
+    seed: Option<u64>,
+    noise: Option<bool>,
+}
+
+/// Serves the submission API, runs the agent, follows its submissions until the session ends, and
+/// grades what is left to grade.
+async fn drive(
+    env: &Env,
+    opts: &SessionOptions,
+    workdir: &Path,
+    interrupt: impl Future<Output = ()>,
+) -> anyhow::Result<(End, Log)> {
+    let progress = Arc::new(Mutex::new(Progress::new(env.mitigates())));
+    let (tx, mut submissions) = mpsc::channel(4);
+    let submit_state = Arc::new(SubmitState {
+        progress: progress.clone(),
+        app: env.app(),
+        submissions: tx,
+    });
+    let (submit_url, submit_server) = serve(submit::router(submit_state)).await?;
+    let endpoints = env.endpoints();
+    let kubeconfig = workdir.join("kubeconfig");
+    std::fs::write(&kubeconfig, endpoints.kubeconfig())
+        .with_context(|| format!("writing {}", kubeconfig.display()))?;
+    let app = env.app();
+    let mcp_url = String::new();
+    let values: BTreeMap<&str, String> = [
+        ("app_name", app.app_name.clone()),
+        ("namespace", app.namespace.clone()),
+        ("description", app.descriptions.clone()),
+        ("kubeconfig", kubeconfig.display().to_string()),
+        ("kubernetes_url", endpoints.kubernetes.clone()),
+        ("prometheus_url", endpoints.prometheus.clone()),
+        ("jaeger_url", endpoints.jaeger.clone()),
+        ("loki_url", endpoints.loki.clone()),
+        ("submit_url", submit_url.clone()),
+        ("mcp_url", mcp_url.clone()),
+    ]
+    .into_iter()
+    .collect();
+    let template = opts
+        .agent
+        .prompt
+        .as_deref()
+        .unwrap_or(prompt::builtin(env.mitigates()));
+    let prompt_text = prompt::render(template, &values)?;
+    std::fs::write(workdir.join("prompt.md"), &prompt_text).context("writing the prompt")?;
+    let mut agent_env = vec![
+        ("KUBECONFIG".to_string(), kubeconfig.display().to_string()),
+        ("PROMETHEUS_URL".into(), endpoints.prometheus.clone()),
+        ("JAEGER_URL".into(), endpoints.jaeger.clone()),
+        ("LOKI_URL".into(), endpoints.loki.clone()),
+        ("FAULTLINE_SUBMIT_URL".into(), submit_url),
+        ("FAULTLINE_PROMPT_FILE".into(), workdir.join("prompt.md").display().to_string()),
+    ];
+    if !mcp_url.is_empty() {
+        agent_env.push(("FAULTLINE_MCP_URL".into(), mcp_url));
+    }
+    agent_env.extend(opts.agent.env.iter().cloned());
+    let launch = Launch {
+        command: opts.agent.command.clone(),
+        cwd: workdir.to_path_buf(),
+        env: agent_env,
+        stdout: opts.out.join("agent.stdout"),
+        stderr: opts.out.join("agent.stderr"),
+        echo: opts.echo,
+    };
+    let mut agent = Agent::spawn(&launch)?;
+    let t0 = Instant::now();
+    lock(&progress).start();
+    let mut log = Log::default();
+    let truth = Arc::new(env.truth());
+    let limit = tokio::time::sleep(opts.time_limit);
+    tokio::pin!(limit, interrupt);
+    let (reason, error) = loop {
+        tokio::select! {
+            Some(s) = submissions.recv() => {
+                on_submission(env, opts, &mut log, s, t0, &truth);
+                if lock(&progress).finished() {
+                    break (SessionEnd::Submitted, None);
+                }
+            }
+            status = agent.wait() => {
+                let status = status.context("waiting for the agent")?;
+                break if status.success() {
+                    (SessionEnd::AgentExited, Some("the agent exited before submitting every stage".to_string()))
+                } else {
+                    (SessionEnd::AgentFailed, Some(format!("the agent failed: {}", agent::describe(&status))))
+                };
+            }
+            () = &mut limit => break (SessionEnd::TimeLimit, Some(format!("time limit of {:?} reached", opts.time_limit))),
+            () = &mut interrupt => break (SessionEnd::Interrupted, Some("interrupted".into())),
+        }
+    };
+    lock(&progress).tear_down();
+    // A mitigation not submitted is graded as the world stands when the agent's time is over.
+    let pending_fork = match (&log.mitigation, reason) {
+        (None, r) if r != SessionEnd::Interrupted => env.fork().map(|f| (f, t0.elapsed())),
+        _ => None,
+    };
+    let status = agent.end(GRACE).await?;
+    tracing::debug!("agent ended: {}", agent::describe(&status));
+    submit_server.abort();
+    let mitigation = grade_mitigation(&mut log, pending_fork).await?;
+    let ttm = mitigation
+        .as_ref()
+        .filter(|(m, _)| m.success)
+        .map(|(_, at)| at.as_secs_f64());
+    let (problem_id, seed, noise, mode) = match &opts.target {
+        Target::Live {
+            problem,
+            seed,
+            no_noise,
+            ..
+        } => (problem.id.clone(), Some(*seed), Some(!no_noise), RunMode::Live),
+        Target::Replay { .. } => (env.problem_id(), None, None, RunMode::Replay),
+    };
+    let end = End {
+        reason,
+        error: if reason == SessionEnd::Submitted { None } else { error },
+        mitigation: mitigation.map(|(m, _)| m),
+        ttm,
+        prompt: prompt_text,
+        mode,
+        problem_id,
+        seed,
+        noise,
+    };
+    Ok((end, log))
+}
+
+/// Records a submission; the agent's request is answered once it is recorded (for a mitigation,
+/// once the world has been forked at that instant).
+fn on_submission(
+    env: &Env,
+    opts: &SessionOptions,
+    log: &mut Log,
+    s: Submission,
+    t0: Instant,
+    truth: &Arc<judge::truth::LoadedTruth>,
+) {
+    let at = s.at.saturating_duration_since(t0);
+    if let Some(usage) = s.usage {
+        log.usage = Some(usage);
+    }
+    log.submissions.push(record::SubmittedStep {
+        at: schemas::time::rfc3339_nanos(schemas::time::real_now_ns()),
+        stage: match s.stage {
+            Stage::Mitigation => "mitigation",
+            _ => "diagnosis",
+        },
+        solution: s.output.diagnosis.clone(),
+    });
+    match s.stage {
+        Stage::Mitigation => {
+            if let Some(fork) = env.fork() {
+                log.mitigation = Some((fork, at));
+            }
+        }
+        _ => {
+            let (output, judging, truth) = (s.output.clone(), opts.judging.clone(), truth.clone());
+            log.judged = Some(tokio::spawn(async move {
+                diagnosis::judge(&output, &truth, &judging).await
+            }));
+            log.diagnosis = Some((s.output, at));
+        }
+    }
+    let _ = s.recorded.send(());
+}
+
+/// Grades the submitted mitigation, or the world at the end when none was submitted.
+async fn grade_mitigation(
+    log: &mut Log,
+    pending: Option<(crate::run::problem::ProblemRun, Duration)>,
+) -> anyhow::Result<Option<(MitigationRecord, Duration)>> {
+    let (fork, at, submitted) = match (log.mitigation.take(), pending) {
+        (Some((fork, at)), _) => (fork, at, true),
+        (None, Some((fork, at))) => (fork, at, false),
+        (None, None) => return Ok(None),
+    };
+    let started = Instant::now();
+    let verdict = env::grade(fork).await?;
+    Ok(Some((
+        MitigationRecord {
+            submitted,
+            success: verdict.passed,
+            reasons: verdict.reasons,
+            recovered_after_secs: verdict.recovered_after_secs,
+            grading_secs: started.elapsed().as_secs_f64(),
+        },
+        at,
+    )))
+}
+
+/// Writes the records of a finished session: trajectory, then `run.json`.
+async fn finish(
+    opts: &SessionOptions,
+    started_at: chrono::DateTime<Utc>,
+    end: End,
+    log: &mut Log,
+    ended: Ended,
+    _workdir: &Path,
+) -> anyhow::Result<RunResult> {
+    let diagnosis = match log.judged.take() {
+        Some(task) => task.await.context("judging the diagnosis")?,
+        None => DiagnosisRecord::default(),
+    };
+    let usage = log.usage.clone();
+    let trajectory = record::trajectory(
+        &opts.trial,
+        &opts.agent.name,
+        &end.prompt,
+        &ended.audit,
+        &log.submissions,
+        usage.as_ref(),
+    );
+    datasets::write_atomically(
+        &opts.out.join(record::TRAJECTORY_FILE),
+        &serde_json::to_vec_pretty(&trajectory)?,
+    )?;
+    let mut files = BTreeMap::new();
+    files.insert("trajectory".to_string(), record::TRAJECTORY_FILE.to_string());
+    files.insert("stdout".to_string(), "agent.stdout".to_string());
+    files.insert("stderr".to_string(), "agent.stderr".to_string());
+    if ended.dataset.is_some() {
+        files.insert("dataset".to_string(), "dataset".to_string());
+    }
+    let run = RunResult {
+        schema_version: RUN_RESULT_VERSION,
+        agent: opts.agent.name.clone(),
+        problem_id: end.problem_id,
+        trial: opts.trial.clone(),
+        mode: end.mode,
+        dataset_id: None,
+        started_at,
+        finished_at: Some(Utc::now()),
+        ground_truth: Some(GROUND_TRUTH_FILE.to_string()),
+        output: log.diagnosis.as_ref().map(|(o, _)| o.clone()),
+        error: end.error,
+        agent_usage: usage,
+        seed: end.seed,
+        noise: end.noise,
+        ended: Some(end.reason),
+        ttd_secs: log.diagnosis.as_ref().map(|(_, at)| at.as_secs_f64()),
+        ttm_secs: end.ttm,
+        diagnosis: Some(DiagnosisRecord {
+            submitted: log.diagnosis.is_some(),
+            ..diagnosis
+        }),
+        mitigation: end.mitigation,
+        api_requests: Some(record::count_requests(&ended.audit)),
+        files,
+    };
+    record::write_run(&opts.out, &run)?;
+    Ok(run)
+}
+
+/// Creates the run directory; refuses one that holds a finished run or anything else.
+fn prepare_run_dir(out: &Path) -> anyhow::Result<()> {
+    if out.join(record::RUN_FILE).exists() {
+        bail!(
+            "{} holds a finished run already: choose another --out or remove it",
+            out.display()
+        );
+    }
+    if out.exists()
+        && std::fs::read_dir(out)
+            .with_context(|| format!("cannot read {}", out.display()))?
+            .next()
+            .is_some()
+    {
+        bail!(
+            "{} is not empty (an unfinished run?): choose another --out or remove it",
+            out.display()
+        );
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))
+}
+
+/// Serves a router on a free loopback port.
+async fn serve(
+    router: axum::Router,
+) -> anyhow::Result<(String, tokio::task::JoinHandle<std::io::Result<()>>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("cannot listen on 127.0.0.1")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    Ok((url, server))
+}
+
+fn lock(p: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {
+    p.lock().unwrap_or_else(|e| e.into_inner())
+}

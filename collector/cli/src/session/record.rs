@@ -1,0 +1,180 @@
+//! What a session leaves in its run directory besides the dataset: the agent's requests counted
+//! (`api_requests` of `run.json`), its trajectory as an ATIF-style JSON document (the agent's
+//! task, every request it made to the session's APIs with the answer's status, its submissions),
+//! and `run.json` itself, written last and atomically: a run directory without `run.json` is
+//! unfinished, and nothing reads it as a result.
+
+use std::path::Path;
+
+use apis::audit::{Api, AuditEvent};
+use schemas::run_result::{AgentUsage, ApiRequests, RunResult};
+use serde_json::{Value, json};
+
+/// The file that marks a finished run.
+pub const RUN_FILE: &str = "run.json";
+/// The trajectory's file name.
+pub const TRAJECTORY_FILE: &str = "trajectory.json";
+
+/// Is this audited request a change to the cluster? Dry runs change nothing.
+fn is_write(e: &AuditEvent) -> bool {
+    e.api == Api::Kubernetes
+        && matches!(
+            e.info.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+        && !form_urlencoded::parse(e.exchange.query.as_bytes()).any(|(k, _)| k == "dryRun")
+}
+
+/// Counts the agent's reads and writes, per API.
+pub fn count_requests(events: &[AuditEvent]) -> ApiRequests {
+    let mut counts = ApiRequests::default();
+    for e in events {
+        if is_write(e) {
+            counts.writes += 1;
+        } else {
+            counts.reads += 1;
+        }
+        *counts.by_api.entry(e.api.name().to_string()).or_default() += 1;
+    }
+    counts
+}
+
+/// A submission as the trajectory shows it.
+pub struct SubmittedStep {
+    /// Wall-clock time, RFC 3339.
+    pub at: String,
+    pub stage: &'static str,
+    pub solution: String,
+}
+
+/// The trajectory, in the shape of ATIF (agent trajectory interchange format): a system step with
+/// the task, then one agent step per request (the tool call and its observation), in order, and
+/// the totals. Requests carry the wall-clock times the APIs served; submissions are merged in by
+/// time.
+pub fn trajectory(
+    session_id: &str,
+    agent: &str,
+    prompt: &str,
+    events: &[AuditEvent],
+    submissions: &[SubmittedStep],
+    usage: Option<&AgentUsage>,
+) -> Value {
+    let mut steps: Vec<(String, Value)> = Vec::with_capacity(events.len() + submissions.len());
+    for e in events {
+        let x = &e.exchange;
+        let at = schemas::time::rfc3339_nanos(x.received_ns + x.shift_ns);
+        let mut arguments = json!({"method": x.method, "uri": e.request_uri()});
+        if let Some(cmd) = &x.kubectl_command {
+            arguments["kubectl_command"] = cmd.as_str().into();
+        }
+        if let Some(ua) = &x.user_agent {
+            arguments["user_agent"] = ua.as_str().into();
+        }
+        let mut content = json!({"status": x.code});
+        if let Some(f) = &x.failure {
+            content["error"] = f.message.as_str().into();
+        }
+        let call = json!({
+            "tool_call_id": e.audit_id,
+            "function_name": format!("{}.{}", e.api.name(), e.info.verb),
+            "arguments": arguments,
+        });
+        let observation = json!({"results": [{"source_call_id": e.audit_id, "content": content}]});
+        steps.push((at, json!({"source": "agent", "tool_calls": [call], "observation": observation})));
+    }
+    for s in submissions {
+        let call = json!({
+            "tool_call_id": format!("submit-{}", s.stage),
+            "function_name": "submit",
+            "arguments": {"stage": s.stage, "solution": s.solution},
+        });
+        steps.push((s.at.clone(), json!({"source": "agent", "tool_calls": [call]})));
+    }
+    // RFC 3339 in UTC with a fixed width sorts as text; the sort is stable for equal times.
+    steps.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut all = vec![json!({"step_id": 1, "source": "system", "message": prompt})];
+    for (i, (at, mut step)) in steps.into_iter().enumerate() {
+        step["step_id"] = (i + 2).into();
+        step["timestamp"] = at.into();
+        all.push(step);
+    }
+    let usage = usage.cloned().unwrap_or_default();
+    json!({
+        "schema_version": "ATIF-v1.4",
+        "session_id": session_id,
+        "agent": {"name": agent},
+        "steps": all,
+        "final_metrics": {
+            "total_prompt_tokens": usage.input_tokens,
+            "total_completion_tokens": usage.output_tokens,
+            "total_cached_tokens": usage.cached_input_tokens,
+            "total_cost_usd": usage.cost_usd,
+            "total_steps": usage.steps,
+        },
+    })
+}
+
+/// Writes `run.json` (atomically: a reader sees the whole record or none).
+pub fn write_run(dir: &Path, run: &RunResult) -> anyhow::Result<()> {
+    let bytes = serde_json::to_vec_pretty(run)?;
+    datasets::write_atomically(&dir.join(RUN_FILE), &bytes)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apis::audit::Exchange;
+
+    fn event(api: Api, method: &str, path: &str, query: &str, at: i64) -> AuditEvent {
+        AuditEvent::new(
+            api,
+            format!("id-{at}"),
+            Exchange {
+                method: method.into(),
+                path: path.into(),
+                query: query.into(),
+                code: 200,
+                received_ns: at,
+                ..Exchange::default()
+            },
+        )
+    }
+
+    #[test]
+    fn writes_are_kubernetes_changes_that_are_not_dry_runs() {
+        let events = [
+            event(Api::Kubernetes, "GET", "/api/v1/namespaces/a/pods", "", 1),
+            event(Api::Kubernetes, "PATCH", "/api/v1/namespaces/a/services/geo", "", 2),
+            event(Api::Kubernetes, "PATCH", "/api/v1/namespaces/a/services/geo", "dryRun=All", 3),
+            event(Api::Kubernetes, "DELETE", "/api/v1/namespaces/a/pods/x", "", 4),
+            event(Api::Prometheus, "POST", "/api/v1/query", "", 5),
+        ];
+        let c = count_requests(&events);
+        assert_eq!((c.reads, c.writes), (3, 2));
+        assert_eq!(c.by_api["kubernetes"], 4);
+        assert_eq!(c.by_api["prometheus"], 1);
+    }
+
+    #[test]
+    fn the_trajectory_orders_requests_and_submissions_by_time() {
+        let events = [
+            event(Api::Kubernetes, "GET", "/api/v1/pods", "", 1_000_000_000),
+            event(Api::Loki, "GET", "/loki/api/v1/query_range", "query=x", 3_000_000_000),
+        ];
+        let subs = [SubmittedStep {
+            at: schemas::time::rfc3339_nanos(2_000_000_000),
+            stage: "diagnosis",
+            solution: "geo".into(),
+        }];
+        let t = trajectory("s", "a", "task", &events, &subs, None);
+        let steps = t["steps"].as_array().unwrap();
+        let names: Vec<&str> = steps[1..]
+            .iter()
+            .map(|s| s["tool_calls"][0]["function_name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["kubernetes.list", "submit", "loki.get"]);
+        assert_eq!(steps[0]["message"], "task");
+        assert_eq!(steps[3]["step_id"], 4);
+    }
+}

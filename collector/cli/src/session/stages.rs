@@ -1,0 +1,133 @@
+//! The stages of a session, SREGym's protocol: the agent diagnoses and submits a diagnosis, then
+//! mitigates and submits again; a replay session has the diagnosis stage only. IO-free: the
+//! submission API asks it what the stage is and whether a submission is accepted.
+
+use serde::Serialize;
+
+/// A stage as `GET /status` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Setup,
+    Diagnosis,
+    Mitigation,
+    TearingDown,
+    Done,
+}
+
+/// Where a session is in its protocol.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// The stages the agent works through, in order.
+    plan: Vec<Stage>,
+    /// Index into `plan` of the open stage; `plan.len()` once every stage was submitted.
+    next: usize,
+    /// False until the agent has been started.
+    started: bool,
+    /// Set when the session is ending for another reason (time limit, agent gone, interrupt).
+    tearing_down: bool,
+}
+
+/// Why a submission was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("every stage has been submitted")]
+    Done,
+    #[error("no stage is open for submissions (the session is {0})")]
+    Closed(&'static str),
+}
+
+impl Progress {
+    /// A live session: diagnosis, then mitigation. A replay: diagnosis only.
+    pub fn new(mitigation: bool) -> Progress {
+        let mut plan = vec![Stage::Diagnosis];
+        if mitigation {
+            plan.push(Stage::Mitigation);
+        }
+        Progress {
+            plan,
+            next: 0,
+            started: false,
+            tearing_down: false,
+        }
+    }
+
+    pub fn start(&mut self) {
+        self.started = true;
+    }
+
+    pub fn tear_down(&mut self) {
+        self.tearing_down = true;
+    }
+
+    pub fn stage(&self) -> Stage {
+        if self.next >= self.plan.len() {
+            Stage::Done
+        } else if self.tearing_down {
+            Stage::TearingDown
+        } else if !self.started {
+            Stage::Setup
+        } else {
+            self.plan[self.next]
+        }
+    }
+
+    /// Takes a submission for the open stage; returns that stage.
+    pub fn submit(&mut self) -> Result<Stage, Refusal> {
+        match self.stage() {
+            Stage::Done => Err(Refusal::Done),
+            Stage::Setup => Err(Refusal::Closed("setting up")),
+            Stage::TearingDown => Err(Refusal::Closed("tearing down")),
+            stage => {
+                self.next += 1;
+                Ok(stage)
+            }
+        }
+    }
+
+    /// Every stage has been submitted.
+    pub fn finished(&self) -> bool {
+        self.next >= self.plan.len()
+    }
+
+    /// Whether this session has a mitigation stage.
+    pub fn mitigates(&self) -> bool {
+        self.plan.contains(&Stage::Mitigation)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_session_takes_a_diagnosis_then_a_mitigation_then_nothing() {
+        let mut p = Progress::new(true);
+        assert_eq!(p.stage(), Stage::Setup);
+        assert_eq!(p.submit(), Err(Refusal::Closed("setting up")));
+        p.start();
+        assert_eq!(p.stage(), Stage::Diagnosis);
+        assert_eq!(p.submit(), Ok(Stage::Diagnosis));
+        assert_eq!(p.stage(), Stage::Mitigation);
+        assert!(!p.finished());
+        assert_eq!(p.submit(), Ok(Stage::Mitigation));
+        assert_eq!(p.stage(), Stage::Done);
+        assert!(p.finished());
+        assert_eq!(p.submit(), Err(Refusal::Done));
+    }
+
+    #[test]
+    fn a_replay_session_is_done_after_its_diagnosis_and_a_closing_session_refuses() {
+        let mut p = Progress::new(false);
+        p.start();
+        assert_eq!(p.submit(), Ok(Stage::Diagnosis));
+        assert_eq!(p.stage(), Stage::Done);
+        assert!(!p.mitigates());
+
+        let mut p = Progress::new(true);
+        p.start();
+        p.tear_down();
+        assert_eq!(p.stage(), Stage::TearingDown);
+        assert_eq!(p.submit(), Err(Refusal::Closed("tearing down")));
+    }
+}
