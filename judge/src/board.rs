@@ -450,7 +450,7 @@ fn noise_label(n: Option<bool>) -> &'static str {
 /// The board as plain text lines, for the terminal.
 pub fn text(board: &Board) -> String {
     let mut s = format!(
-        "{:<24} {:>5} {:>5} {:>7} {:>7} {:>7} {:>15} {:>15} {:>17} {:>9}\n",
+        "{:<24} {:>5} {:>5} {:>7} {:>7} {:>7} {:>15} {:>15} {:>17} {:>21}\n",
         "agent",
         "noise",
         "runs",
@@ -460,12 +460,12 @@ pub fn text(board: &Board) -> String {
         "ttd mean/med",
         "ttm mean/med",
         "tokens in/out",
-        "pass@k"
+        "pass@k diag/e2e"
     );
     for r in &board.rows {
         let _ = writeln!(
             s,
-            "{:<24} {:>5} {:>5} {:>7} {:>7} {:>7} {:>15} {:>15} {:>17} {:>9}",
+            "{:<24} {:>5} {:>5} {:>7} {:>7} {:>7} {:>15} {:>15} {:>17} {:>21}",
             r.agent,
             noise_label(r.noise),
             r.runs,
@@ -484,11 +484,11 @@ pub fn text(board: &Board) -> String {
                     .map_or("–".into(), |v| format!("{v:.0}"))
             ),
             format!(
-                "{} (k={})",
+                "{}/{} (k={})",
                 r.pass_at_k
-                    .e2e
-                    .or(r.pass_at_k.diagnosis)
+                    .diagnosis
                     .map_or("–".into(), |v| format!("{v:.3}")),
+                r.pass_at_k.e2e.map_or("–".into(), |v| format!("{v:.3}")),
                 r.pass_at_k.k
             ),
         );

@@ -148,7 +148,8 @@ pub fn load_truth(path: &Path, problem_id: &str) -> anyhow::Result<LoadedTruth> 
     )
 }
 
-/// Judges `output` against `truth` (see the module doc for what the record holds).
+/// Judges `output` against `truth` (see the module doc for what the record holds). Runs on the
+/// caller's Tokio runtime (the runner spawns its tasks there).
 pub async fn judge_diagnosis(
     output: &AgentOutput,
     truth: &LoadedTruth,
