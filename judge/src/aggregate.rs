@@ -1,7 +1,8 @@
 //! Statistics over judged items: per problem and overall (macro: problems weigh the same; micro:
 //! trials weigh the same), with mean, standard error, pass@1 and pass^k, and for the macro row a
 //! percentile-bootstrap 95% interval over problems. Agent errors count as 0; judge errors are counted and reported, never dropped
-//! silently and never scored.
+//! silently and never scored: a judge error counts for the scores the LLM gives (composite,
+//! dimensions, reasoning metrics) while its deterministic metrics are aggregated like any other.
 //!
 //! Differences from ITBench's aggregator, on purpose: the standard error always uses the sample
 //! standard deviation (ddof = 1; ITBench mixes ddof 0 per incident and 1 overall); errored trials are
@@ -16,8 +17,13 @@ use schemas::verdict::{AgentStats, JudgedItem, Stat, StatTable, VerdictStatus};
 const BOOTSTRAP_RESAMPLES: usize = 1000;
 const BOOTSTRAP_SEED: u64 = 0x5EED;
 
-/// One trial's scores by name; None for a judge error.
-type Trial = Option<BTreeMap<String, (f64, bool)>>;
+/// One trial: its scores by name, whether the agent's output was unreadable, and whether the judge
+/// model failed on it (then only its deterministic metrics are there).
+struct Trial {
+    scores: BTreeMap<String, (f64, bool)>,
+    agent_error: bool,
+    judge_error: bool,
+}
 
 /// Scores of an item by name, each with whether it counts as a pass.
 fn scores(item: &JudgedItem, threshold: f64) -> BTreeMap<String, (f64, bool)> {
@@ -79,6 +85,12 @@ pub fn pass_hat_k(n: usize, c: usize, k: usize) -> Option<f64> {
     (k >= 1 && n >= k).then(|| choose(c, k) / choose(n, k))
 }
 
+/// pass@k: the chance that at least one of k trials drawn without replacement from n (c passing)
+/// passes, 1 − C(n−c, k)/C(n, k); None when fewer than k trials.
+pub fn pass_at_k(n: usize, c: usize, k: usize) -> Option<f64> {
+    (k >= 1 && n >= k && c <= n).then(|| 1.0 - choose(n - c, k) / choose(n, k))
+}
+
 fn stat(values: &[f64], passes: usize, agent_errors: usize, judge_errors: usize, k: usize) -> Stat {
     Stat {
         n: values.len(),
@@ -96,27 +108,26 @@ fn stat(values: &[f64], passes: usize, agent_errors: usize, judge_errors: usize,
 /// Aggregates one agent's items. `k` for pass^k defaults to the smallest number of scored trials
 /// of any problem.
 pub fn agent_stats(items: &[&JudgedItem], threshold: f64, k: Option<usize>) -> AgentStats {
-    let mut by_problem: BTreeMap<&str, Vec<(Trial, bool)>> = BTreeMap::new();
+    let mut by_problem: BTreeMap<&str, Vec<Trial>> = BTreeMap::new();
     for it in items {
-        let trial = match it.status {
-            VerdictStatus::JudgeError => None,
-            _ => Some(scores(it, threshold)),
-        };
         by_problem
             .entry(it.item.problem_id.as_str())
             .or_default()
-            .push((trial, it.status == VerdictStatus::AgentError));
+            .push(Trial {
+                scores: scores(it, threshold),
+                agent_error: it.status == VerdictStatus::AgentError,
+                judge_error: it.status == VerdictStatus::JudgeError,
+            });
     }
     let names: std::collections::BTreeSet<String> = by_problem
         .values()
         .flatten()
-        .filter_map(|(t, _)| t.as_ref())
-        .flat_map(|t| t.keys().cloned())
+        .flat_map(|t| t.scores.keys().cloned())
         .collect();
     let k = k.unwrap_or_else(|| {
         by_problem
             .values()
-            .map(|ts| ts.iter().filter(|(t, _)| t.is_some()).count())
+            .map(|ts| ts.iter().filter(|t| !t.judge_error).count())
             .filter(|n| *n > 0)
             .min()
             .unwrap_or(1)
@@ -133,18 +144,21 @@ pub fn agent_stats(items: &[&JudgedItem], threshold: f64, k: Option<usize>) -> A
         for (pid, trials) in &by_problem {
             let mut values = Vec::new();
             let (mut passes, mut agent_errors, mut judge_errors) = (0, 0, 0);
-            for (t, agent_error) in trials {
-                match t {
-                    None => judge_errors += 1,
-                    Some(s) => {
-                        // An agent error has no score of its own: it is 0 and fails.
-                        let (v, p) = s.get(name).copied().unwrap_or((0.0, false));
-                        if *agent_error || s.contains_key(name) {
-                            values.push(v);
-                            passes += usize::from(p);
-                            agent_errors += usize::from(*agent_error);
-                        }
+            for t in trials {
+                match t.scores.get(name) {
+                    Some(&(v, p)) => {
+                        values.push(v);
+                        passes += usize::from(p);
+                        agent_errors += usize::from(t.agent_error);
                     }
+                    // The judge model gave no answer this score needs.
+                    None if t.judge_error => judge_errors += 1,
+                    // An agent error has no score of its own: it is 0 and fails.
+                    None if t.agent_error => {
+                        values.push(0.0);
+                        agent_errors += 1;
+                    }
+                    None => {}
                 }
             }
             // No interval per problem: a handful of trials gives no useful one, and resampling every
@@ -228,6 +242,11 @@ mod tests {
         assert_eq!(pass_hat_k(4, 3, 2), Some(0.5));
         assert_eq!(pass_hat_k(4, 3, 1), Some(0.75));
         assert_eq!(pass_hat_k(1, 1, 2), None);
+        // 1 of 4 passes: pass@2 = 1 - C(3,2)/C(4,2) = 1 - 3/6.
+        assert_eq!(pass_at_k(4, 1, 2), Some(0.5));
+        assert_eq!(pass_at_k(4, 0, 3), Some(0.0));
+        assert_eq!(pass_at_k(3, 2, 2), Some(1.0));
+        assert_eq!(pass_at_k(1, 1, 2), None);
         let ci = bootstrap_ci(&v).unwrap();
         assert!(ci[0] <= 0.75 && 0.75 <= ci[1] && ci[0] >= 0.0 && ci[1] <= 1.0);
         assert_eq!(bootstrap_ci(&[0.4, 0.4]), Some([0.4, 0.4]));

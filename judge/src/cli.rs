@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
+use schemas::verdict::JudgeResults;
 
 use crate::agree::{self, RaterKey};
+use crate::board::{self, Source};
 use crate::layout::{self, Scan};
-use crate::llm::{Llm, LlmConfig, StructuredMode};
+use crate::llm::{DEFAULT_BASE_URL, DEFAULT_MODEL, Llm, LlmConfig, StructuredMode};
 use crate::prices::PriceTable;
 use crate::report;
 use crate::rubric;
@@ -37,8 +39,12 @@ pub enum Command {
 Exit codes: 0 every item judged; 1 some items are judge errors (re-run to retry them) or bad input; 2 usage."
     )]
     Run(Box<RunArgs>),
-    /// Build a leaderboard (JSON and a static HTML page with plots) from judge runs.
-    #[command(after_help = "Example: judge report runs/react runs/baseline --out board/")]
+    /// Build the board (Diag/Mitig/E2E %, TTD, TTM, tokens, pass@k per agent and noise) and the
+    /// leaderboard (JSON and a static HTML page with plots) from judge runs or session run.json trees.
+    #[command(
+        after_help = "Example: judge report runs/react runs/baseline --out board/\n\
+         Example: judge report runs/board --out board/   (a tree of session run.json files: their in-session diagnosis records are used)"
+    )]
     Report(ReportArgs),
     /// Agreement between judges, samples or people: Cohen's and Fleiss' kappa, raw agreement, Gwet's AC1.
     #[command(
@@ -68,11 +74,7 @@ pub struct RunArgs {
     /// Compute only the deterministic metrics; make no LLM call.
     #[arg(long)]
     pub no_llm: bool,
-    #[arg(
-        long,
-        env = "JUDGE_BASE_URL",
-        default_value = "https://api.openai.com/v1"
-    )]
+    #[arg(long, env = "JUDGE_BASE_URL", default_value = DEFAULT_BASE_URL)]
     pub base_url: String,
     #[arg(
         long,
@@ -81,7 +83,7 @@ pub struct RunArgs {
         hide_env_values = true
     )]
     pub api_key: String,
-    #[arg(long, env = "JUDGE_MODEL", default_value = "gpt-4o-mini")]
+    #[arg(long, env = "JUDGE_MODEL", default_value = DEFAULT_MODEL)]
     pub model: String,
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f64,
@@ -138,15 +140,18 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Run directories (or their results.json).
+    /// Judge run directories (or their results.json), or trees of session run.json files.
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
-    /// Directory for leaderboard.json and index.html.
+    /// Directory for board.json, leaderboard.json (judge runs only) and index.html.
     #[arg(long)]
     pub out: PathBuf,
     /// Score to rank by (default: composite, or root_cause_entity_f1 without an LLM judge).
     #[arg(long)]
     pub metric: Option<String>,
+    /// k for the board's pass@k (default: fewest trials of any agent, problem and noise setting).
+    #[arg(long)]
+    pub k: Option<usize>,
     #[arg(long)]
     pub json: bool,
 }
@@ -273,40 +278,66 @@ pub async fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
 }
 
 pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let runs = args
+    let sources = args
         .runs
         .iter()
-        .map(|p| report::load_results(p))
+        .map(|p| board::load_source(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let metric = args
-        .metric
-        .clone()
-        .unwrap_or_else(|| report::default_metric(&runs));
-    let lb = report::leaderboard(&runs, &metric)?;
+    let board = board::build(&board::runs(&sources)?, args.k)?;
+    let results: Vec<JudgeResults> = sources
+        .into_iter()
+        .filter_map(|s| match s {
+            Source::Results(_, r) => Some(*r),
+            Source::Sessions(..) => None,
+        })
+        .collect();
+    // The leaderboard ranks judge runs by a score; session records carry no such scores.
+    let lb = if results.is_empty() {
+        None
+    } else {
+        let metric = args
+            .metric
+            .clone()
+            .unwrap_or_else(|| report::default_metric(&results));
+        Some(report::leaderboard(&results, &metric)?)
+    };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    write_json(&args.out.join("leaderboard.json"), &lb)?;
+    let board_path = args.out.join("board.json");
+    write_json(&board_path, &board)?;
+    let mut written = vec![board_path];
+    if let Some(lb) = &lb {
+        let path = args.out.join("leaderboard.json");
+        write_json(&path, lb)?;
+        written.push(path);
+    }
     let html_path = args.out.join("index.html");
-    write_atomic(&html_path, report::html(&lb).as_bytes())
-        .with_context(|| format!("cannot write {}", html_path.display()))?;
+    write_atomic(
+        &html_path,
+        report::page(lb.as_ref(), Some(&board)).as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}", html_path.display()))?;
+    written.push(html_path);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&lb)?);
-    } else {
+        let both = serde_json::json!({"board": board, "leaderboard": lb});
+        println!("{}", serde_json::to_string_pretty(&both)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{}", board::text(&board));
+    if let Some(lb) = &lb {
+        println!();
         for r in &lb.rows {
             println!(
                 "{:>3}. {:<30} {} {}",
                 r.rank,
                 r.agent,
-                metric,
+                lb.metric,
                 r.score.map_or("–".into(), |s| format!("{s:.3}"))
             );
         }
-        println!(
-            "wrote {} and {}",
-            args.out.join("leaderboard.json").display(),
-            html_path.display()
-        );
     }
+    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    println!("wrote {}", names.join(", "));
     Ok(ExitCode::SUCCESS)
 }
 

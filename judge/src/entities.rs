@@ -213,7 +213,7 @@ fn compile_filter(filter: &str) -> meta::Regex {
 }
 
 /// The literal start of a filter (`checkout-.*` → `checkout`, `cart\b` → `cart`).
-fn literal_prefix(filter: &str) -> String {
+pub(crate) fn literal_prefix(filter: &str) -> String {
     let prefix: String = filter
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')

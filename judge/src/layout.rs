@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use schemas::AgentOutput;
 use schemas::run_result::RunResult;
-use schemas::verdict::ItemRef;
+use schemas::verdict::{ItemRef, RunFacts};
 
 use crate::submission;
 use crate::truth::{self, LoadedTruth, canonical_scenario_id};
@@ -21,6 +21,8 @@ pub struct Item {
     /// The output, or why it could not be read (an agent error, scored 0).
     pub output: Result<AgentOutput, String>,
     pub truth: Arc<LoadedTruth>,
+    /// What the session measured, for an item read from a faultline `run.json`.
+    pub run: Option<RunFacts>,
 }
 
 /// What a scan found besides the items.
@@ -86,7 +88,8 @@ pub fn scan(
     }
 }
 
-fn find_run_files(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+/// Every `run.json` below `dir`, in path order.
+pub fn find_run_files(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     for p in truth::sorted_entries(dir)? {
         if p.is_dir() {
             find_run_files(&p, out)?;
@@ -136,6 +139,7 @@ fn push(
             },
             output,
             truth: t.clone(),
+            run: None,
         }),
         None => scan
             .without_truth
@@ -208,6 +212,7 @@ fn scan_run(
         (None, Some(e)) => Err(format!("run ended without output: {e}")),
         (None, None) => Err("run has no output".to_string()),
     };
+    let pushed = scan.items.len();
     if let Some(rel) = &run.ground_truth {
         let gt_path = path.parent().unwrap_or(Path::new(".")).join(rel);
         let loaded = truth::load(&gt_path)?;
@@ -240,6 +245,9 @@ fn scan_run(
             path,
             output,
         );
+    }
+    if let Some(item) = scan.items.get_mut(pushed) {
+        item.run = Some(RunFacts::of(&run));
     }
     Ok(())
 }

@@ -33,6 +33,15 @@ pub enum StructuredMode {
     Off,
 }
 
+/// Endpoint used when none is given (`--base-url`, `JUDGE_BASE_URL`).
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Model used when none is given (`--model`, `JUDGE_MODEL`).
+pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+/// Environment variables naming the judge model, read by `judge run` and by sessions.
+pub const ENV_BASE_URL: &str = "JUDGE_BASE_URL";
+pub const ENV_MODEL: &str = "JUDGE_MODEL";
+pub const ENV_API_KEY: &str = "JUDGE_API_KEY";
+
 /// Where and how to call the judge model.
 #[derive(Debug, Clone)]
 pub struct LlmConfig {

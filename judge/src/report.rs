@@ -1,15 +1,17 @@
 //! Leaderboards from judge runs: a JSON table and a self-contained HTML page with its plots drawn
 //! as inline SVG (scores per agent with 95% intervals, per-dimension bars, a per-problem heatmap),
-//! so the page opens anywhere without scripts or network.
+//! so the page opens anywhere without scripts or network. The board of sessions (`board`) goes on
+//! the same page, above.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use schemas::verdict::{AgentStats, JudgeResults, Stat};
+use schemas::verdict::{AgentStats, JudgeResults, Stat, VerdictStatus};
 use serde::Serialize;
 
+use crate::board::Board;
 use crate::runner::RESULTS_FILE;
 
 /// Reads a run's `results.json` (given the file or the run directory).
@@ -96,6 +98,13 @@ pub fn leaderboard(runs: &[JudgeResults], metric: &str) -> anyhow::Result<Leader
         .map(|(agent, s)| {
             let st = s.macro_overall.get(metric).unwrap_or(&empty);
             let micro = s.micro_overall.get(metric).unwrap_or(&empty);
+            // Counted over items, not over the ranking score: a judge error keeps its
+            // deterministic metrics, and ranking by one of them would hide it.
+            let judge_errors = runs
+                .iter()
+                .flat_map(|r| r.items.iter())
+                .filter(|i| i.item.agent == agent && i.status == VerdictStatus::JudgeError)
+                .count();
             Row {
                 rank: 0,
                 agent,
@@ -108,7 +117,7 @@ pub fn leaderboard(runs: &[JudgeResults], metric: &str) -> anyhow::Result<Leader
                 problems: st.n,
                 trials: micro.n,
                 agent_errors: micro.agent_errors,
-                judge_errors: micro.judge_errors,
+                judge_errors,
                 scores: s
                     .macro_overall
                     .iter()
@@ -315,7 +324,33 @@ fn heatmap_svg(lb: &Leaderboard) -> String {
     s
 }
 
+/// The report page: the board of sessions when there is one, then the leaderboard of judge runs
+/// when there are any.
+pub fn page(lb: Option<&Leaderboard>, board: Option<&Board>) -> String {
+    let board_html = board.map(crate::board::html_section).unwrap_or_default();
+    match lb {
+        Some(lb) => leaderboard_html(lb, &board_html),
+        None => format!(
+            r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>faultline board</title>
+<style>{STYLE}</style>
+</head><body>
+<h1>faultline board</h1>
+{board_html}
+</body></html>
+"#
+        ),
+    }
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#111;background:#fff}table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}td:nth-child(2),th:nth-child(2){text-align:left}h1{font-size:22px}h2{font-size:17px;margin-top:28px}.meta{color:#555}";
+
 pub fn html(lb: &Leaderboard) -> String {
+    leaderboard_html(lb, "")
+}
+
+/// The leaderboard page with `extra` HTML after its table.
+fn leaderboard_html(lb: &Leaderboard, extra: &str) -> String {
     let mut table = String::from(
         "<table><thead><tr><th>#</th><th>agent</th><th>score</th><th>95% CI</th><th>pass@1</th><th>pass^k</th><th>problems</th><th>trials</th><th>agent errors</th><th>judge errors</th></tr></thead><tbody>",
     );
@@ -347,11 +382,12 @@ pub fn html(lb: &Leaderboard) -> String {
     format!(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>faultline judge leaderboard</title>
-<style>body{{font-family:sans-serif;margin:24px;color:#111;background:#fff}}table{{border-collapse:collapse;margin:12px 0}}td,th{{border:1px solid #ccc;padding:4px 10px;text-align:right}}td:nth-child(2),th:nth-child(2){{text-align:left}}h1{{font-size:22px}}h2{{font-size:17px;margin-top:28px}}.meta{{color:#555}}</style>
+<style>{STYLE}</style>
 </head><body>
 <h1>Leaderboard: {metric}</h1>
 <p class="meta">rubric {rubric} · judge {judges}</p>
 {table}
+{extra}
 <h2>Score per agent (bars: macro mean; whiskers: 95% bootstrap interval)</h2>
 {bars}
 {dims}

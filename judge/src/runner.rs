@@ -1,7 +1,8 @@
 //! Batch judging: every (item, sample) is judged at most once per configuration. A verdict already
 //! in the run's log (a resumed run) or in the cache (any earlier run) is reused without a request;
 //! the rest go to the judge model with bounded concurrency. Invalid answers are repaired once per
-//! exchange and the exchange is retried a few times; what still fails is an error verdict.
+//! exchange and the exchange is retried a few times; what still fails is an error verdict, which
+//! still carries the deterministic metrics (only the LLM part is missing, and redone next run).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -26,7 +27,7 @@ use crate::prices::PriceTable;
 use crate::prompt::{Prompt, Template};
 use crate::rubric::Rubric;
 use crate::store::{Cache, LogSender, LogWriter, content_key, read_log, write_json};
-use crate::{aggregate, report_itbench};
+use crate::{aggregate, pass_rule, report_itbench};
 
 /// Name of the append-only verdict log inside a run's output directory.
 pub const LOG_FILE: &str = "verdicts.jsonl";
@@ -80,6 +81,8 @@ struct Prepared {
     prompt: Option<Prompt>,
     /// Hash of what is judged: ground truth, submission and prompt.
     content: String,
+    /// The deterministic pass rule's answer (`pass_rule`).
+    rule_pass: Option<bool>,
 }
 
 /// What every item of one problem shares, built once per run.
@@ -123,11 +126,17 @@ fn prepare(item: Item, problem: &Problem) -> Prepared {
         "submission": item.output.as_ref().map_err(|e| e.as_str()),
         "prompt_hash": prompt.as_ref().map(Prompt::hash),
     }));
+    // An unreadable output named nothing: it fails like an empty one.
+    let rule_pass = match &item.output {
+        Ok(o) => pass_rule::rule_pass(&item.truth.truth, &problem.index, o),
+        Err(_) => Some(false),
+    };
     Prepared {
         item,
         evaluation,
         prompt,
         content,
+        rule_pass,
     }
 }
 
@@ -314,6 +323,11 @@ async fn judge_sample(p: &Prepared, ctx: &Ctx, sample: u32, key: String) -> Verd
         Err(e) => {
             v.status = VerdictStatus::JudgeError;
             v.error = Some(e);
+            // The metrics computed in code do not depend on the judge model: they stand. The
+            // reasoning metrics need its answers and are left out.
+            if let Some(ev) = &p.evaluation {
+                v.metrics = ev.flat(None).into_iter().collect();
+            }
         }
     }
     v
@@ -352,9 +366,15 @@ fn combine(p: &Prepared, verdicts: &[&Verdict], requested: u32, rubric: &Rubric)
         composite: None,
         pass: None,
         metrics: BTreeMap::new(),
+        rule_pass: p.rule_pass,
+        run: p.item.run.clone(),
         usage,
     };
     let Some(first) = scored.first() else {
+        // Every sample is a judge error: the deterministic metrics (the same in each) stand.
+        if let Some(v) = verdicts.first() {
+            item.metrics = v.metrics.clone();
+        }
         return item;
     };
     if scored.len() == 1 {

@@ -11,6 +11,8 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::run_result::{AgentUsage, MitigationRecord, SessionEnd};
+
 /// Version of the verdict and judge-results formats.
 pub const VERDICT_VERSION: u32 = 1;
 
@@ -172,10 +174,55 @@ pub struct JudgedItem {
     pub composite: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass: Option<bool>,
+    /// Deterministic metrics; kept for a judge error too (only the LLM part failed).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metrics: BTreeMap<String, f64>,
+    /// The diagnosis pass by the deterministic rule (root causes named), whatever the LLM said;
+    /// absent when the rule cannot decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_pass: Option<bool>,
+    /// What the session measured, when the item was read from a faultline `run.json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunFacts>,
     #[serde(default)]
     pub usage: Usage,
+}
+
+/// What a faultline session recorded about a run besides the diagnosis, carried through judging
+/// so a board can be built from judge results alone.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunFacts {
+    /// Whether the problem's noise ran during the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<SessionEnd>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttd_secs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttm_secs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mitigation: Option<MitigationRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_usage: Option<AgentUsage>,
+}
+
+impl RunFacts {
+    /// The facts of one session run.
+    pub fn of(run: &crate::run_result::RunResult) -> Self {
+        Self {
+            noise: run.noise,
+            seed: run.seed,
+            ended: run.ended,
+            ttd_secs: run.ttd_secs,
+            ttm_secs: run.ttm_secs,
+            mitigation: run.mitigation.clone(),
+            agent_usage: run.agent_usage.clone(),
+        }
+    }
 }
 
 /// Summary statistics of one score over a set of trials.
