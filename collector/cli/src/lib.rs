@@ -13,7 +13,7 @@ pub mod replay;
 pub mod run;
 pub mod session;
 
-use commands::{capture, dataset, env as env_cmd, problems, snapshot, sweep};
+use commands::{capture, dataset, env as env_cmd, live as live_cmd, problems, snapshot, sweep};
 
 /// Exit code for a failed command (bad input, IO error, invalid dataset).
 pub const EXIT_FAILURE: u8 = 1;
@@ -40,6 +40,9 @@ pub enum Command {
     Dataset(dataset::Args),
     /// Run a problem live in the simulator, behind writable Kubernetes and read APIs.
     Env(env_cmd::Args),
+    /// Evaluate an agent on one problem: it diagnoses and mitigates a live failure (or diagnoses a
+    /// replayed dataset), judged and graded, written as a run.
+    Live(Box<live_cmd::Args>),
     /// List, show and validate the problem catalog.
     Problems(problems::Args),
     /// Serve a dataset through the Kubernetes, Prometheus, Jaeger and Loki APIs, read-only.
@@ -56,6 +59,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Capture(args) => capture::run(args),
         Command::Dataset(args) => dataset::run(args),
         Command::Env(args) => env_cmd::run(args),
+        Command::Live(args) => live_cmd::run(*args),
         Command::Problems(args) => problems::run(args),
         Command::Replay(args) => commands::replay::run(args),
         Command::Snapshot(args) => snapshot::run(args),

@@ -7,8 +7,10 @@
 //! dataset with the audit of every request, ground truth, the agent's output streams, the
 //! trajectory, and `run.json` last.
 //!
-//! The agent works in a fresh directory that holds only its task and kubeconfig; nothing it can
-//! read names the problem (the ground truth reaches the run directory after the agent has ended).
+//! Nothing the agent is given names the problem: its task, kubeconfig and environment name the
+//! application and the APIs; the run is written under a random name until it is finished (see
+//! [`staging_dir`]); the ground truth is judged from memory and reaches the run directory only
+//! after the agent has ended; and `collector live` keeps the problem id out of the process list.
 
 pub mod agent;
 mod diagnosis;
@@ -37,6 +39,7 @@ use tokio::sync::mpsc;
 use agent::{Agent, Launch};
 pub use diagnosis::Judging;
 pub use env::Target;
+pub use record::summary;
 use env::{Env, Ended};
 use stages::{Progress, Stage};
 use submit::{SubmitState, Submission};
@@ -58,7 +61,7 @@ pub struct AgentSpec {
 }
 
 /// One session.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionOptions {
     pub agent: AgentSpec,
     pub target: Target,
@@ -96,14 +99,14 @@ pub async fn run(
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<RunResult> {
     let started_at = Utc::now();
-    prepare_run_dir(&opts.out)?;
+    let dir = staging_dir(&opts.out)?;
     let workdir = tempfile::Builder::new()
         .prefix("agent-")
         .tempdir()
         .context("creating the agent's working directory")?;
-    let env = Env::start(catalog, &opts.target, &opts.out).await?;
-    let result = drive(&env, opts, workdir.path(), interrupt).await;
-    let ended = env.stop(&opts.out).await;
+    let env = Env::start(catalog, &opts.target, &dir).await?;
+    let result = drive(&env, opts, &dir, workdir.path(), interrupt).await;
+    let ended = env.stop(&dir).await;
     let (end, mut log, first_error) = match result {
         Ok(done) => (Some(done.0), done.1, None),
         Err(e) => (None, Log::default(), Some(e)),
@@ -117,12 +120,24 @@ pub async fn run(
     };
     if end.reason == SessionEnd::Interrupted {
         bail!(
-            "interrupted: the agent was ended and the environment stopped; {} is unfinished (no {})",
-            opts.out.display(),
+            "interrupted: the agent was ended and the environment stopped; what was recorded is in {} (unfinished: no {})",
+            dir.display(),
             record::RUN_FILE
         );
     }
-    finish(opts, started_at, end, &mut log, ended, workdir.path()).await
+    let run = finish(opts, &dir, started_at, end, &mut log, ended).await?;
+    std::fs::rename(&dir, &opts.out).with_context(|| {
+        format!(
+            "moving the finished run from {} to {}",
+            dir.display(),
+            opts.out.display()
+        )
+    })?;
+    // The staging area goes once nothing is left in it (other sessions may be writing there).
+    if let Some(staging) = dir.parent() {
+        let _ = std::fs::remove_dir(staging);
+    }
+    Ok(run)
 }
 
 /// How the agent's part ended.
@@ -143,6 +158,7 @@ struct End {
 async fn drive(
     env: &Env,
     opts: &SessionOptions,
+    dir: &Path,
     workdir: &Path,
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<(End, Log)> {
@@ -193,12 +209,15 @@ async fn drive(
         agent_env.push(("FAULTLINE_MCP_URL".into(), mcp_url));
     }
     agent_env.extend(opts.agent.env.iter().cloned());
+    agent_env.push(("FAULTLINE_PROMPT".into(), prompt_text.clone()));
     let launch = Launch {
         command: opts.agent.command.clone(),
-        cwd: workdir.to_path_buf(),
+        // Where the user started the session: `./my-agent.sh` and the user's own files resolve
+        // as they would in a shell. The session's files (task, kubeconfig) are in `workdir`.
+        cwd: std::env::current_dir().context("reading the current directory")?,
         env: agent_env,
-        stdout: opts.out.join("agent.stdout"),
-        stderr: opts.out.join("agent.stderr"),
+        stdout: dir.join("agent.stdout"),
+        stderr: dir.join("agent.stderr"),
         echo: opts.echo,
     };
     let mut agent = Agent::spawn(&launch)?;
@@ -211,7 +230,7 @@ async fn drive(
     let (reason, error) = loop {
         tokio::select! {
             Some(s) = submissions.recv() => {
-                on_submission(env, opts, &mut log, s, t0, &truth);
+                on_submission(env, opts, dir, &mut log, s, t0, &truth);
                 if lock(&progress).finished() {
                     break (SessionEnd::Submitted, None);
                 }
@@ -270,6 +289,7 @@ async fn drive(
 fn on_submission(
     env: &Env,
     opts: &SessionOptions,
+    dir: &Path,
     log: &mut Log,
     s: Submission,
     t0: Instant,
@@ -295,8 +315,9 @@ fn on_submission(
         }
         _ => {
             let (output, judging, truth) = (s.output.clone(), opts.judging.clone(), truth.clone());
+            let (log_dir, agent, trial) = (dir.join("judge"), opts.agent.name.clone(), opts.trial.clone());
             log.judged = Some(tokio::spawn(async move {
-                diagnosis::judge(&output, &truth, &judging).await
+                diagnosis::judge(&output, &truth, &judging, &log_dir, &agent, &trial).await
             }));
             log.diagnosis = Some((s.output, at));
         }
@@ -331,15 +352,15 @@ async fn grade_mitigation(
 /// Writes the records of a finished session: trajectory, then `run.json`.
 async fn finish(
     opts: &SessionOptions,
+    dir: &Path,
     started_at: chrono::DateTime<Utc>,
     end: End,
     log: &mut Log,
     ended: Ended,
-    _workdir: &Path,
 ) -> anyhow::Result<RunResult> {
     let diagnosis = match log.judged.take() {
         Some(task) => task.await.context("judging the diagnosis")?,
-        None => DiagnosisRecord::default(),
+        None => diagnosis::not_submitted(),
     };
     let usage = log.usage.clone();
     let trajectory = record::trajectory(
@@ -351,7 +372,7 @@ async fn finish(
         usage.as_ref(),
     );
     datasets::write_atomically(
-        &opts.out.join(record::TRAJECTORY_FILE),
+        &dir.join(record::TRAJECTORY_FILE),
         &serde_json::to_vec_pretty(&trajectory)?,
     )?;
     let mut files = BTreeMap::new();
@@ -379,38 +400,35 @@ async fn finish(
         ended: Some(end.reason),
         ttd_secs: log.diagnosis.as_ref().map(|(_, at)| at.as_secs_f64()),
         ttm_secs: end.ttm,
-        diagnosis: Some(DiagnosisRecord {
-            submitted: log.diagnosis.is_some(),
-            ..diagnosis
-        }),
+        diagnosis: Some(diagnosis),
         mitigation: end.mitigation,
         api_requests: Some(record::count_requests(&ended.audit)),
         files,
     };
-    record::write_run(&opts.out, &run)?;
+    record::write_run(dir, &run)?;
     Ok(run)
 }
 
-/// Creates the run directory; refuses one that holds a finished run or anything else.
-fn prepare_run_dir(out: &Path) -> anyhow::Result<()> {
-    if out.join(record::RUN_FILE).exists() {
+/// Where a run is written until it is finished: a directory of a random name beside `out`
+/// (under `.unfinished/`), renamed to `out` once `run.json` is in it. A reader never takes a
+/// half-written run for a result, and while the agent runs no path this process has open names
+/// the problem (a run directory laid out `<agent>/<problem>/<trial>` would).
+fn staging_dir(out: &Path) -> anyhow::Result<PathBuf> {
+    if out.exists() {
         bail!(
-            "{} holds a finished run already: choose another --out or remove it",
+            "{} exists already: choose another --out or remove it",
             out.display()
         );
     }
-    if out.exists()
-        && std::fs::read_dir(out)
-            .with_context(|| format!("cannot read {}", out.display()))?
-            .next()
-            .is_some()
-    {
-        bail!(
-            "{} is not empty (an unfinished run?): choose another --out or remove it",
-            out.display()
-        );
-    }
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let dir = parent
+        .join(".unfinished")
+        .join(uuid::Uuid::new_v4().simple().to_string());
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
 }
 
 /// Serves a router on a free loopback port.

@@ -121,6 +121,55 @@ pub fn write_run(dir: &Path, run: &RunResult) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A few lines for people: how the run ended and what it scored.
+pub fn summary(run: &RunResult, dir: &Path) -> String {
+    use std::fmt::Write;
+    let mut s = format!(
+        "run written to {} (agent {}, trial {}): ended {}",
+        dir.display(),
+        run.agent,
+        run.trial,
+        run.ended.map_or("?".into(), |e| format!("{e:?}").to_lowercase())
+    );
+    if let Some(e) = &run.error {
+        let _ = write!(s, " ({e})");
+    }
+    if let Some(d) = &run.diagnosis {
+        let verdict = match d.pass {
+            Some(true) => "pass",
+            Some(false) => "fail",
+            None => "undecided",
+        };
+        let _ = match (d.submitted, run.ttd_secs) {
+            (true, Some(ttd)) => write!(s, "\ndiagnosis: {verdict}, submitted after {ttd:.1}s"),
+            _ => write!(s, "\ndiagnosis: not submitted"),
+        };
+        if let Some(e) = &d.judge_error {
+            let _ = write!(s, " (judge model failed, deterministic rule used: {e})");
+        }
+    }
+    if let Some(m) = &run.mitigation {
+        let how = if m.submitted { "submitted" } else { "graded at the end" };
+        if m.success {
+            let _ = write!(
+                s,
+                "\nmitigation: pass ({how}; recovered {}s after, simulated){}",
+                m.recovered_after_secs.unwrap_or_default(),
+                run.ttm_secs.map_or(String::new(), |t| format!(", TTM {t:.1}s"))
+            );
+        } else {
+            let _ = write!(s, "\nmitigation: fail ({how})");
+            for r in &m.reasons {
+                let _ = write!(s, "\n  - {r}");
+            }
+        }
+    }
+    if let Some(r) = &run.api_requests {
+        let _ = write!(s, "\nrequests: {} reads, {} writes", r.reads, r.writes);
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

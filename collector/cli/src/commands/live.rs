@@ -1,0 +1,194 @@
+//! `collector live`: one agent session on a live problem (diagnose, then mitigate) or on a
+//! replayed dataset (diagnose), written as a run directory that `judge` reads.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use problems::Dur;
+
+use super::snapshot::load_catalog;
+use crate::session::{self, AgentSpec, Judging, SessionOptions, Target};
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  collector live --problem hotel-geo-target-port --seed 3 --agent 'claude -p \"$(cat prompt.md)\"' --time-limit 20m --out runs/one\n  collector live --dataset out/geo/dataset --agent ./my-agent.sh --out runs/rca\n\n\
+The agent runs in a fresh directory holding prompt.md (its task) and kubeconfig, with KUBECONFIG, PROMETHEUS_URL, JAEGER_URL, LOKI_URL, FAULTLINE_SUBMIT_URL and FAULTLINE_MCP_URL set. It submits with POST $FAULTLINE_SUBMIT_URL/submit {\"solution\": \"...\"} (SREGym's API): a diagnosis, then (live) an empty solution once it has mitigated.\n\
+The diagnosis is judged deterministically, and by a checklist LLM when JUDGE_BASE_URL / JUDGE_MODEL / JUDGE_API_KEY are set; the mitigation is graded on a fork of the world fast-forwarded until it holds.\n\
+Exit codes: 0 the session ran to its end (grades in OUT/run.json); 1 error; 130 interrupted (nothing written as finished)."
+)]
+pub struct Args {
+    /// Problem id to run live (see `collector problems list`).
+    #[arg(long, conflicts_with = "dataset", required_unless_present_any = ["dataset", "args_from"])]
+    pub problem: Option<String>,
+    /// A dataset directory to replay for a diagnosis-only session (its ground_truth.json beside it).
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// The agent: a shell command line.
+    #[arg(long, required_unless_present = "args_from")]
+    pub agent: Option<String>,
+    /// The agent's name in records and leaderboards.
+    #[arg(long, default_value = "agent")]
+    pub agent_name: String,
+    /// Extra environment for the agent, KEY=VALUE (repeatable).
+    #[arg(long = "agent-env", value_parser = parse_key_value)]
+    pub agent_env: Vec<(String, String)>,
+    /// A prompt template to use instead of the built-in one; placeholders like {app_name},
+    /// {namespace}, {submit_url}, {prometheus_url}, {kubeconfig}, {mcp_url}.
+    #[arg(long)]
+    pub prompt: Option<PathBuf>,
+    /// The agent's wall-clock time (e.g. 20m, 90s).
+    #[arg(long, default_value = "20m")]
+    pub time_limit: Dur,
+    /// The run directory to write (must not exist).
+    #[arg(long, required_unless_present = "args_from")]
+    pub out: Option<PathBuf>,
+    /// Trial name of this run.
+    #[arg(long, default_value = "1")]
+    pub trial: String,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run without the problem's noise.
+    #[arg(long)]
+    pub no_noise: bool,
+    /// Virtual seconds per wall-clock second.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// How long the failure has been going on when the agent starts.
+    #[arg(long, default_value = "5m")]
+    pub since_onset: Dur,
+    /// Don't copy the agent's output to stderr (it is stored in the run either way).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Print run.json on stdout at the end.
+    #[arg(long)]
+    pub json: bool,
+    /// Also load specs from this catalog directory.
+    #[arg(long)]
+    pub catalog: Option<PathBuf>,
+    /// The command line, read back from this file (see `conceal`).
+    #[arg(long, hide = true)]
+    pub args_from: Option<PathBuf>,
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("`{s}`: expected KEY=VALUE")),
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let args = match &args.args_from {
+        Some(file) => revealed(file)?,
+        None if args.problem.is_some() => return conceal(),
+        None => args,
+    };
+    let catalog = load_catalog(args.catalog.as_deref())?;
+    let target = match (&args.problem, &args.dataset) {
+        (Some(id), _) => Target::Live {
+            problem: Box::new(
+                catalog
+                    .problem(id)
+                    .with_context(|| {
+                        format!("no problem `{id}` in the catalog (see `collector problems list`)")
+                    })?
+                    .clone(),
+            ),
+            seed: args.seed,
+            no_noise: args.no_noise,
+            speed: args.speed,
+            since_onset: args.since_onset,
+        },
+        (None, Some(ds)) => Target::Replay {
+            dataset: ds.clone(),
+        },
+        (None, None) => anyhow::bail!("give --problem ID or --dataset DIR"),
+    };
+    let prompt = match &args.prompt {
+        Some(p) => Some(
+            std::fs::read_to_string(p).with_context(|| format!("cannot read --prompt {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let opts = SessionOptions {
+        agent: AgentSpec {
+            name: args.agent_name.clone(),
+            command: args.agent.clone().context("--agent is required")?,
+            env: args.agent_env.clone(),
+            prompt,
+        },
+        target,
+        time_limit: Duration::from_millis(args.time_limit.as_millis()),
+        out: args.out.clone().context("--out is required")?,
+        trial: args.trial.clone(),
+        echo: !args.quiet,
+        judging: Judging::from_env()?,
+    };
+    eprintln!("judging diagnoses with: {}", opts.judging.describe());
+    let runtime = tokio::runtime::Runtime::new()?;
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let run = match runtime.block_on(session::run(&catalog, &opts, interrupt)) {
+        Ok(run) => run,
+        Err(e) if e.to_string().starts_with("interrupted") => {
+            eprintln!("{e:#}");
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => return Err(e),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&run)?);
+    } else {
+        println!("{}", session::summary(&run, &opts.out));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Keeps the problem id out of the process list while the agent runs: the command line is
+/// written to a private file and this process re-executes itself (same PID, so the caller's shell
+/// and signals are unaffected) with only that file's name, which it reads and deletes at once. An
+/// agent listing processes then sees `collector live --args-from /tmp/...` and nothing more.
+fn conceal() -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let mut file = tempfile::Builder::new()
+        .prefix(".session-")
+        .tempfile()
+        .context("writing the session's arguments")?;
+    let encoded = serde_json::to_vec(
+        &argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>(),
+    )?;
+    file.write_all(&encoded)?;
+    let (_, path) = file.keep().context("keeping the session's arguments")?;
+    let exe = std::env::current_exe().context("finding this executable")?;
+    let err = std::process::Command::new(exe)
+        .arg("live")
+        .arg("--args-from")
+        .arg(&path)
+        .exec();
+    let _ = std::fs::remove_file(&path);
+    Err(err).context("re-executing collector to keep the problem out of the process list")
+}
+
+/// Reads back (and deletes) the command line `conceal` wrote.
+fn revealed(file: &std::path::Path) -> anyhow::Result<Args> {
+    use clap::Parser;
+    let text = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let _ = std::fs::remove_file(file);
+    let argv: Vec<String> = serde_json::from_slice(&text)
+        .with_context(|| format!("{}: not a saved command line", file.display()))?;
+    match crate::Cli::try_parse_from(argv)?.command {
+        crate::Command::Live(args) if args.args_from.is_none() => Ok(*args),
+        _ => anyhow::bail!("{}: not a saved `collector live` command line", file.display()),
+    }
+}
