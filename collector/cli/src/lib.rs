@@ -8,12 +8,13 @@ use clap::{Parser, Subcommand};
 
 pub mod commands;
 pub mod env;
+pub mod eval;
 pub mod live;
 pub mod replay;
 pub mod run;
 pub mod session;
 
-use commands::{capture, dataset, env as env_cmd, live as live_cmd, problems, snapshot, sweep};
+use commands::{capture, dataset, env as env_cmd, eval as eval_cmd, live as live_cmd, problems, snapshot, sweep};
 
 /// Exit code for a failed command (bad input, IO error, invalid dataset).
 pub const EXIT_FAILURE: u8 = 1;
@@ -40,6 +41,8 @@ pub enum Command {
     Dataset(dataset::Args),
     /// Run a problem live in the simulator, behind writable Kubernetes and read APIs.
     Env(env_cmd::Args),
+    /// Evaluate agents × problems × runs × noise in parallel, resumable, and write the board.
+    Eval(eval_cmd::Args),
     /// Evaluate an agent on one problem: it diagnoses and mitigates a live failure (or diagnoses a
     /// replayed dataset), judged and graded, written as a run.
     Live(Box<live_cmd::Args>),
@@ -59,6 +62,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Capture(args) => capture::run(args),
         Command::Dataset(args) => dataset::run(args),
         Command::Env(args) => env_cmd::run(args),
+        Command::Eval(args) => eval_cmd::run(args),
         Command::Live(args) => live_cmd::run(*args),
         Command::Problems(args) => problems::run(args),
         Command::Replay(args) => commands::replay::run(args),

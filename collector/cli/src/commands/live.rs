@@ -126,6 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         trial: args.trial.clone(),
         echo: !args.quiet,
         judging: Judging::from_env()?,
+        staging: None,
     };
     eprintln!("judging diagnoses with: {}", opts.judging.describe());
     let runtime = tokio::runtime::Runtime::new()?;

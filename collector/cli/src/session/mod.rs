@@ -39,7 +39,7 @@ use tokio::sync::mpsc;
 use agent::{Agent, Launch};
 pub use diagnosis::Judging;
 pub use env::Target;
-pub use record::summary;
+pub use record::{RUN_FILE, summary};
 use env::{Env, Ended};
 use stages::{Progress, Stage};
 use submit::{SubmitState, Submission};
@@ -73,6 +73,8 @@ pub struct SessionOptions {
     /// Copy the agent's output to stderr as it comes.
     pub echo: bool,
     pub judging: Judging,
+    /// Where unfinished runs are written; default `.unfinished/` beside `out`.
+    pub staging: Option<PathBuf>,
 }
 
 /// How long an agent has to exit after SIGTERM before it is killed.
@@ -99,7 +101,7 @@ pub async fn run(
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<RunResult> {
     let started_at = Utc::now();
-    let dir = staging_dir(&opts.out)?;
+    let dir = staging_dir(&opts.out, opts.staging.as_deref())?;
     let workdir = tempfile::Builder::new()
         .prefix("agent-")
         .tempdir()
@@ -413,20 +415,19 @@ async fn finish(
 /// (under `.unfinished/`), renamed to `out` once `run.json` is in it. A reader never takes a
 /// half-written run for a result, and while the agent runs no path this process has open names
 /// the problem (a run directory laid out `<agent>/<problem>/<trial>` would).
-fn staging_dir(out: &Path) -> anyhow::Result<PathBuf> {
+fn staging_dir(out: &Path, staging: Option<&Path>) -> anyhow::Result<PathBuf> {
     if out.exists() {
         bail!(
             "{} exists already: choose another --out or remove it",
             out.display()
         );
     }
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
+    let root = match (staging, out.parent()) {
+        (Some(s), _) => s.to_path_buf(),
+        (None, Some(p)) if !p.as_os_str().is_empty() => p.join(".unfinished"),
+        (None, _) => PathBuf::from(".unfinished"),
     };
-    let dir = parent
-        .join(".unfinished")
-        .join(uuid::Uuid::new_v4().simple().to_string());
+    let dir = root.join(uuid::Uuid::new_v4().simple().to_string());
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     Ok(dir)
 }
