@@ -16,6 +16,9 @@
 //!   (so a filter like `.*` that matches any name never counts). Kinds are not required: "the
 //!   flagd-config map" names the ConfigMap `flagd-config` as surely as "ConfigMap/flagd-config".
 //! - An output that says nothing (no text, no contributing entity) fails.
+//! - Free text longer than [`MAX_TEXT`] is not decided (None): a dump of logs or process lists
+//!   names every word an app uses, so finding the culprit's name in it means nothing. Diagnoses
+//!   are paragraphs; long ones are for the checklist LLM.
 //! - The rule cannot decide (None) when the ground truth has no root cause, or when a root cause
 //!   has no name a text could contain (no name, no usable filter, no fault target).
 //!
@@ -28,6 +31,9 @@ use std::collections::BTreeSet;
 use schemas::{AgentOutput, GroundTruth};
 
 use crate::entities::{EntityRef, GtGroup, GtIndex, literal_prefix};
+
+/// Longest free-text diagnosis the rule decides (bytes).
+pub const MAX_TEXT: usize = 4000;
 
 /// Shortest filter prefix taken as naming something (shorter ones, like `a`, match too much).
 const MIN_PREFIX: usize = 3;
@@ -59,6 +65,9 @@ pub fn rule_pass(gt: &GroundTruth, idx: &GtIndex, output: &AgentOutput) -> Optio
     let text = output.diagnosis.trim();
     if text.is_empty() {
         return Some(false);
+    }
+    if text.len() > MAX_TEXT {
+        return None;
     }
     let words = words(text);
     let lower = text.to_ascii_lowercase();
@@ -231,6 +240,9 @@ mod tests {
         assert_eq!(t("the frontend is down"), Some(false));
         assert_eq!(t("   "), Some(false), "an empty diagnosis fails");
         assert_eq!(judge(&g, &AgentOutput::default()), Some(false));
+        // A dump that happens to contain both names is no diagnosis the rule can vouch for.
+        let dump = format!("{} flagd-config cart-x", "ps output line\n".repeat(400));
+        assert_eq!(t(&dump), None);
     }
 
     #[test]

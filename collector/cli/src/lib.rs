@@ -14,7 +14,9 @@ pub mod replay;
 pub mod run;
 pub mod session;
 
-use commands::{capture, dataset, env as env_cmd, eval as eval_cmd, live as live_cmd, problems, snapshot, sweep};
+use commands::{
+    capture, dataset, env as env_cmd, eval as eval_cmd, live as live_cmd, problems, snapshot, sweep,
+};
 
 /// Exit code for a failed command (bad input, IO error, invalid dataset).
 pub const EXIT_FAILURE: u8 = 1;

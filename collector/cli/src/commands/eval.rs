@@ -97,9 +97,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ProgressBar::new(total as u64)
     };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} runs ({elapsed}, eta {eta}) {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} [{bar:30}] {pos}/{len} runs ({elapsed}, eta {eta}) {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
     bar.set_message(format!("judge: {}", opts.judging.describe()));
     let on_cell = |cell: &plan::Cell, failed: Option<&str>| {
@@ -135,7 +137,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         report.ran,
         report.resumed,
         report.failed.len(),
-        if report.interrupted { " (interrupted: run the same command to resume)" } else { "" }
+        if report.interrupted {
+            " (interrupted: run the same command to resume)"
+        } else {
+            ""
+        }
     );
     if !args.json {
         for (dir, e) in &report.failed {

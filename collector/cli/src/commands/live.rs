@@ -109,7 +109,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let prompt = match &args.prompt {
         Some(p) => Some(
-            std::fs::read_to_string(p).with_context(|| format!("cannot read --prompt {}", p.display()))?,
+            std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read --prompt {}", p.display()))?,
         ),
         None => None,
     };
@@ -190,6 +191,9 @@ fn revealed(file: &std::path::Path) -> anyhow::Result<Args> {
         .with_context(|| format!("{}: not a saved command line", file.display()))?;
     match crate::Cli::try_parse_from(argv)?.command {
         crate::Command::Live(args) if args.args_from.is_none() => Ok(*args),
-        _ => anyhow::bail!("{}: not a saved `collector live` command line", file.display()),
+        _ => anyhow::bail!(
+            "{}: not a saved `collector live` command line",
+            file.display()
+        ),
     }
 }

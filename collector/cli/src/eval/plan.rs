@@ -135,7 +135,11 @@ pub fn parse_noise(s: &str) -> Result<Vec<bool>, String> {
         let v = match part {
             "on" | "true" | "yes" => true,
             "off" | "false" | "no" => false,
-            other => return Err(format!("`{other}`: expected on or off (e.g. --noise on,off)")),
+            other => {
+                return Err(format!(
+                    "`{other}`: expected on or off (e.g. --noise on,off)"
+                ));
+            }
         };
         if !out.contains(&v) {
             out.push(v);
@@ -179,13 +183,22 @@ mod tests {
         let cases = [
             ("", "no [[agents]]"),
             ("[[agents]]\nname = \"a\"\n", "command"),
-            ("[[agents]]\nname = \"../x\"\ncommand = \"true\"\n", "agents[0].name"),
+            (
+                "[[agents]]\nname = \"../x\"\ncommand = \"true\"\n",
+                "agents[0].name",
+            ),
             (
                 "[[agents]]\nname = \"a\"\ncommand = \"t\"\n[[agents]]\nname = \"a\"\ncommand = \"t\"\n",
                 "agents[1].name `a`: another agent",
             ),
-            ("[[agents]]\nname = \"a\"\ncommand = \" \"\n", "agents[0].command"),
-            ("[[agents]]\nname = \"a\"\ncommand = \"t\"\ncolour = 1\n", "colour"),
+            (
+                "[[agents]]\nname = \"a\"\ncommand = \" \"\n",
+                "agents[0].command",
+            ),
+            (
+                "[[agents]]\nname = \"a\"\ncommand = \"t\"\ncolour = 1\n",
+                "colour",
+            ),
         ];
         for (text, expected) in cases {
             let e = format!("{:#}", parse_agents(text, Path::new(".")).unwrap_err());

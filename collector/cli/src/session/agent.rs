@@ -121,8 +121,8 @@ fn store(
     path: &Path,
     echo: bool,
 ) -> anyhow::Result<JoinHandle<std::io::Result<()>>> {
-    let file = std::fs::File::create(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut file = tokio::fs::File::from_std(file);
     Ok(tokio::spawn(async move {
         use tokio::io::AsyncReadExt;
@@ -143,6 +143,31 @@ fn store(
     }))
 }
 
+/// The command line with a relative program path (`./my-agent.sh`, `bin/agent`) made absolute
+/// against `from`, the directory the session was started in: the agent runs in a fresh directory
+/// (its task and kubeconfig, nothing of the user's), yet `--agent ./my-agent.sh` means what it
+/// says. Only a first word that names an existing file is touched; anything else is left to the
+/// shell.
+pub fn resolve_program(command: &str, from: &Path) -> String {
+    let trimmed = command.trim_start();
+    let end = trimmed
+        .find(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
+        .unwrap_or(trimmed.len());
+    let program = &trimmed[..end];
+    let relative = program.contains('/') && !program.starts_with('/') && !program.starts_with('~');
+    if !relative || program.contains(['\'', '"', '$', '`']) || !from.join(program).is_file() {
+        return command.to_string();
+    }
+    let absolute = from.join(program);
+    let quoted = shell_quote(&absolute.to_string_lossy());
+    format!("{quoted}{}", &trimmed[end..])
+}
+
+/// Single-quotes a word for `sh`.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
 /// How an exit status reads in a record.
 pub fn describe(status: &ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
@@ -150,5 +175,37 @@ pub fn describe(status: &ExitStatus) -> String {
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(sig)) => format!("killed by signal {sig}"),
         _ => "ended".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relative_program_is_found_where_the_session_started() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("bin")).unwrap();
+        std::fs::write(dir.path().join("bin/my agent.sh"), "").unwrap();
+        std::fs::write(dir.path().join("run.sh"), "").unwrap();
+        let at = dir.path();
+        let abs = |p: &str| shell_quote(&at.join(p).to_string_lossy());
+        assert_eq!(
+            resolve_program("./run.sh --fast", at),
+            format!("{} --fast", abs("./run.sh"))
+        );
+        // Not a file there, an absolute path, a bare name or shell syntax: the shell decides.
+        for cmd in [
+            "./missing.sh",
+            "/bin/true",
+            "claude -p \"$(cat prompt.md)\"",
+            "$HOME/x.sh",
+        ] {
+            assert_eq!(resolve_program(cmd, at), cmd);
+        }
+        assert_eq!(
+            resolve_program("./run.sh;echo", at),
+            format!("{};echo", abs("./run.sh"))
+        );
     }
 }

@@ -178,11 +178,15 @@ async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
             truth_file.display()
         )
     })?;
-    let truth = loaded
+    let mut truth = loaded
         .into_values()
         .next()
         .map(Arc::unwrap_or_clone)
         .with_context(|| format!("{}: no ground truth inside", truth_file.display()))?;
+    // A snapshot names its problem in evaluation.json beside the ground truth.
+    if let Some(id) = problem_of(&dir.join("evaluation.json")) {
+        truth.problem_id = id;
+    }
     let manifest = datasets::reader::read_manifest(dataset)
         .with_context(|| format!("cannot read the dataset {}", dataset.display()))?;
     let namespace = manifest.namespaces.first().cloned().unwrap_or_default();
@@ -210,4 +214,11 @@ async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
         truth_file,
         audit,
     })
+}
+
+/// The problem id an `evaluation.json` records, if the file is there and says.
+fn problem_of(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("problem_id")?.as_str().map(str::to_string)
 }

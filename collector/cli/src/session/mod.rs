@@ -39,10 +39,10 @@ use tokio::sync::mpsc;
 use agent::{Agent, Launch};
 pub use diagnosis::Judging;
 pub use env::Target;
+use env::{Ended, Env};
 pub use record::{RUN_FILE, summary};
-use env::{Env, Ended};
 use stages::{Progress, Stage};
-use submit::{SubmitState, Submission};
+use submit::{Submission, SubmitState};
 
 /// The ground truth's file name in a run (and beside a dataset).
 pub const GROUND_TRUTH_FILE: &str = "ground_truth.json";
@@ -205,7 +205,10 @@ async fn drive(
         ("JAEGER_URL".into(), endpoints.jaeger.clone()),
         ("LOKI_URL".into(), endpoints.loki.clone()),
         ("FAULTLINE_SUBMIT_URL".into(), submit_url),
-        ("FAULTLINE_PROMPT_FILE".into(), workdir.join("prompt.md").display().to_string()),
+        (
+            "FAULTLINE_PROMPT_FILE".into(),
+            workdir.join("prompt.md").display().to_string(),
+        ),
     ];
     if !mcp_url.is_empty() {
         agent_env.push(("FAULTLINE_MCP_URL".into(), mcp_url));
@@ -213,10 +216,8 @@ async fn drive(
     agent_env.extend(opts.agent.env.iter().cloned());
     agent_env.push(("FAULTLINE_PROMPT".into(), prompt_text.clone()));
     let launch = Launch {
-        command: opts.agent.command.clone(),
-        // Where the user started the session: `./my-agent.sh` and the user's own files resolve
-        // as they would in a shell. The session's files (task, kubeconfig) are in `workdir`.
-        cwd: std::env::current_dir().context("reading the current directory")?,
+        command: agent::resolve_program(&opts.agent.command, &std::env::current_dir()?),
+        cwd: workdir.to_path_buf(),
         env: agent_env,
         stdout: dir.join("agent.stdout"),
         stderr: dir.join("agent.stderr"),
@@ -255,10 +256,12 @@ async fn drive(
         (None, r) if r != SessionEnd::Interrupted => env.fork().map(|f| (f, t0.elapsed())),
         _ => None,
     };
-    let status = agent.end(GRACE).await?;
-    tracing::debug!("agent ended: {}", agent::describe(&status));
+    // The agent is ended while the mitigation is graded: the fork no longer needs it.
+    let (status, mitigation) =
+        tokio::join!(agent.end(GRACE), grade_mitigation(&mut log, pending_fork));
+    tracing::debug!("agent ended: {}", agent::describe(&status?));
     submit_server.abort();
-    let mitigation = grade_mitigation(&mut log, pending_fork).await?;
+    let mitigation = mitigation?;
     let ttm = mitigation
         .as_ref()
         .filter(|(m, _)| m.success)
@@ -269,12 +272,21 @@ async fn drive(
             seed,
             no_noise,
             ..
-        } => (problem.id.clone(), Some(*seed), Some(!no_noise), RunMode::Live),
+        } => (
+            problem.id.clone(),
+            Some(*seed),
+            Some(!no_noise),
+            RunMode::Live,
+        ),
         Target::Replay { .. } => (env.problem_id(), None, None, RunMode::Replay),
     };
     let end = End {
         reason,
-        error: if reason == SessionEnd::Submitted { None } else { error },
+        error: if reason == SessionEnd::Submitted {
+            None
+        } else {
+            error
+        },
         mitigation: mitigation.map(|(m, _)| m),
         ttm,
         prompt: prompt_text,
@@ -317,7 +329,11 @@ fn on_submission(
         }
         _ => {
             let (output, judging, truth) = (s.output.clone(), opts.judging.clone(), truth.clone());
-            let (log_dir, agent, trial) = (dir.join("judge"), opts.agent.name.clone(), opts.trial.clone());
+            let (log_dir, agent, trial) = (
+                dir.join("judge"),
+                opts.agent.name.clone(),
+                opts.trial.clone(),
+            );
             log.judged = Some(tokio::spawn(async move {
                 diagnosis::judge(&output, &truth, &judging, &log_dir, &agent, &trial).await
             }));
@@ -364,6 +380,16 @@ async fn finish(
         Some(task) => task.await.context("judging the diagnosis")?,
         None => diagnosis::not_submitted(),
     };
+    let mut mitigation = end.mitigation;
+    let mut ttm = end.ttm;
+    if let Some(m) = &mut mitigation {
+        let loops = record::restart_loops(&ended.audit);
+        if !loops.is_empty() {
+            m.success = false;
+            m.reasons.splice(0..0, loops);
+            ttm = None;
+        }
+    }
     let usage = log.usage.clone();
     let trajectory = record::trajectory(
         &opts.trial,
@@ -378,7 +404,10 @@ async fn finish(
         &serde_json::to_vec_pretty(&trajectory)?,
     )?;
     let mut files = BTreeMap::new();
-    files.insert("trajectory".to_string(), record::TRAJECTORY_FILE.to_string());
+    files.insert(
+        "trajectory".to_string(),
+        record::TRAJECTORY_FILE.to_string(),
+    );
     files.insert("stdout".to_string(), "agent.stdout".to_string());
     files.insert("stderr".to_string(), "agent.stderr".to_string());
     if ended.dataset.is_some() {
@@ -401,9 +430,9 @@ async fn finish(
         noise: end.noise,
         ended: Some(end.reason),
         ttd_secs: log.diagnosis.as_ref().map(|(_, at)| at.as_secs_f64()),
-        ttm_secs: end.ttm,
+        ttm_secs: ttm,
         diagnosis: Some(diagnosis),
-        mitigation: end.mitigation,
+        mitigation,
         api_requests: Some(record::count_requests(&ended.audit)),
         files,
     };

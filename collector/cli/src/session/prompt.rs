@@ -126,7 +126,13 @@ mod tests {
     fn the_builtin_templates_render_every_fact_and_keep_the_json_example() {
         for mitigation in [true, false] {
             let text = render(builtin(mitigation), &values()).unwrap();
-            for p in ["app_name", "namespace", "submit_url", "prometheus_url", "mcp_url"] {
+            for p in [
+                "app_name",
+                "namespace",
+                "submit_url",
+                "prometheus_url",
+                "mcp_url",
+            ] {
                 assert!(text.contains(&format!("<{p}>")), "{p} missing:\n{text}");
             }
             assert!(text.contains(r#"-d '{"solution": "..."}'"#), "{text}");

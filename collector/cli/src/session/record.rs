@@ -4,6 +4,7 @@
 //! and `run.json` itself, written last and atomically: a run directory without `run.json` is
 //! unfinished, and nothing reads it as a result.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use apis::audit::{Api, AuditEvent};
@@ -37,6 +38,58 @@ pub fn count_requests(events: &[AuditEvent]) -> ApiRequests {
         *counts.by_api.entry(e.api.name().to_string()).or_default() += 1;
     }
     counts
+}
+
+/// Restarting one thing this many times is a loop, not a fix.
+pub const RESTART_LOOP: usize = 3;
+
+/// Restart loops in the agent's requests: a workload restarted (`kubectl rollout restart`), or a
+/// namespace's pods deleted, by [`RESTART_LOOP`] or more separate commands. A system that is only
+/// healthy because something keeps restarting it is not fixed; the fork a mitigation is graded
+/// on no longer has the agent in it, so the loop is read from what the agent did. One kubectl
+/// invocation (its `Kubectl-Session`) counts once however many requests it sent; a client without
+/// sessions counts per request.
+pub fn restart_loops(events: &[AuditEvent]) -> Vec<String> {
+    let mut commands: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e.api == Api::Kubernetes && e.exchange.code < 300)
+    {
+        let (x, i) = (&e.exchange, &e.info);
+        let ns = i.namespace.as_deref().unwrap_or("");
+        let target = match (i.verb.as_str(), i.resource.as_str()) {
+            ("patch", _) if x.kubectl_command.as_deref() == Some("kubectl rollout restart") => {
+                format!(
+                    "{} {ns}/{}",
+                    singular(&i.resource),
+                    i.name.as_deref().unwrap_or("?")
+                )
+            }
+            ("delete" | "deletecollection", "pods") if i.subresource.is_none() => {
+                format!("the pods of namespace {ns}")
+            }
+            _ => continue,
+        };
+        let command = x
+            .kubectl_session
+            .clone()
+            .unwrap_or_else(|| e.audit_id.clone());
+        commands.entry(target).or_default().insert(command);
+    }
+    commands
+        .into_iter()
+        .filter(|(_, c)| c.len() >= RESTART_LOOP)
+        .map(|(target, c)| {
+            format!(
+                "restart loop: {target} restarted by {} separate commands; a fix must hold without restarting things over and over",
+                c.len()
+            )
+        })
+        .collect()
+}
+
+fn singular(resource: &str) -> &str {
+    resource.strip_suffix('s').unwrap_or(resource)
 }
 
 /// A submission as the trajectory shows it.
@@ -80,7 +133,10 @@ pub fn trajectory(
             "arguments": arguments,
         });
         let observation = json!({"results": [{"source_call_id": e.audit_id, "content": content}]});
-        steps.push((at, json!({"source": "agent", "tool_calls": [call], "observation": observation})));
+        steps.push((
+            at,
+            json!({"source": "agent", "tool_calls": [call], "observation": observation}),
+        ));
     }
     for s in submissions {
         let call = json!({
@@ -88,7 +144,10 @@ pub fn trajectory(
             "function_name": "submit",
             "arguments": {"stage": s.stage, "solution": s.solution},
         });
-        steps.push((s.at.clone(), json!({"source": "agent", "tool_calls": [call]})));
+        steps.push((
+            s.at.clone(),
+            json!({"source": "agent", "tool_calls": [call]}),
+        ));
     }
     // RFC 3339 in UTC with a fixed width sorts as text; the sort is stable for equal times.
     steps.sort_by(|a, b| a.0.cmp(&b.0));
@@ -129,7 +188,8 @@ pub fn summary(run: &RunResult, dir: &Path) -> String {
         dir.display(),
         run.agent,
         run.trial,
-        run.ended.map_or("?".into(), |e| format!("{e:?}").to_lowercase())
+        run.ended
+            .map_or("?".into(), |e| format!("{e:?}").to_lowercase())
     );
     if let Some(e) = &run.error {
         let _ = write!(s, " ({e})");
@@ -149,13 +209,18 @@ pub fn summary(run: &RunResult, dir: &Path) -> String {
         }
     }
     if let Some(m) = &run.mitigation {
-        let how = if m.submitted { "submitted" } else { "graded at the end" };
+        let how = if m.submitted {
+            "submitted"
+        } else {
+            "graded at the end"
+        };
         if m.success {
             let _ = write!(
                 s,
                 "\nmitigation: pass ({how}; recovered {}s after, simulated){}",
                 m.recovered_after_secs.unwrap_or_default(),
-                run.ttm_secs.map_or(String::new(), |t| format!(", TTM {t:.1}s"))
+                run.ttm_secs
+                    .map_or(String::new(), |t| format!(", TTM {t:.1}s"))
             );
         } else {
             let _ = write!(s, "\nmitigation: fail ({how})");
@@ -194,9 +259,27 @@ mod tests {
     fn writes_are_kubernetes_changes_that_are_not_dry_runs() {
         let events = [
             event(Api::Kubernetes, "GET", "/api/v1/namespaces/a/pods", "", 1),
-            event(Api::Kubernetes, "PATCH", "/api/v1/namespaces/a/services/geo", "", 2),
-            event(Api::Kubernetes, "PATCH", "/api/v1/namespaces/a/services/geo", "dryRun=All", 3),
-            event(Api::Kubernetes, "DELETE", "/api/v1/namespaces/a/pods/x", "", 4),
+            event(
+                Api::Kubernetes,
+                "PATCH",
+                "/api/v1/namespaces/a/services/geo",
+                "",
+                2,
+            ),
+            event(
+                Api::Kubernetes,
+                "PATCH",
+                "/api/v1/namespaces/a/services/geo",
+                "dryRun=All",
+                3,
+            ),
+            event(
+                Api::Kubernetes,
+                "DELETE",
+                "/api/v1/namespaces/a/pods/x",
+                "",
+                4,
+            ),
             event(Api::Prometheus, "POST", "/api/v1/query", "", 5),
         ];
         let c = count_requests(&events);
@@ -206,10 +289,73 @@ mod tests {
     }
 
     #[test]
+    fn repeated_restarts_of_one_target_are_a_loop_and_one_restart_is_not() {
+        let restart = |name: &str, session: &str, at: i64| {
+            let mut e = event(
+                Api::Kubernetes,
+                "PATCH",
+                &format!("/apis/apps/v1/namespaces/a/deployments/{name}"),
+                "",
+                at,
+            );
+            e.exchange.kubectl_command = Some("kubectl rollout restart".into());
+            e.exchange.kubectl_session = Some(session.into());
+            e
+        };
+        // `rollout restart deploy --all` twice: every deployment restarted by two commands.
+        let mut events = vec![
+            restart("geo", "s1", 1),
+            restart("rate", "s1", 2),
+            restart("geo", "s2", 3),
+            restart("rate", "s2", 4),
+        ];
+        assert!(restart_loops(&events).is_empty());
+        events.push(restart("geo", "s3", 5));
+        let loops = restart_loops(&events);
+        assert_eq!(loops.len(), 1, "{loops:?}");
+        assert!(
+            loops[0].contains("deployment a/geo restarted by 3"),
+            "{loops:?}"
+        );
+        // Pods deleted one request at a time by a client without kubectl sessions.
+        let deletes: Vec<AuditEvent> = (0..3)
+            .map(|i| {
+                event(
+                    Api::Kubernetes,
+                    "DELETE",
+                    &format!("/api/v1/namespaces/a/pods/p{i}"),
+                    "",
+                    i,
+                )
+            })
+            .collect();
+        assert!(restart_loops(&deletes)[0].contains("pods of namespace a"));
+        // A patch that is not a restart is no restart.
+        let patches: Vec<AuditEvent> = (0..5)
+            .map(|i| {
+                event(
+                    Api::Kubernetes,
+                    "PATCH",
+                    "/api/v1/namespaces/a/services/geo",
+                    "",
+                    i,
+                )
+            })
+            .collect();
+        assert!(restart_loops(&patches).is_empty());
+    }
+
+    #[test]
     fn the_trajectory_orders_requests_and_submissions_by_time() {
         let events = [
             event(Api::Kubernetes, "GET", "/api/v1/pods", "", 1_000_000_000),
-            event(Api::Loki, "GET", "/loki/api/v1/query_range", "query=x", 3_000_000_000),
+            event(
+                Api::Loki,
+                "GET",
+                "/loki/api/v1/query_range",
+                "query=x",
+                3_000_000_000,
+            ),
         ];
         let subs = [SubmittedStep {
             at: schemas::time::rfc3339_nanos(2_000_000_000),

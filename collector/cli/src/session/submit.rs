@@ -108,9 +108,8 @@ fn answer(code: StatusCode, status: &str, message: &str) -> Response {
 /// or a structured agent output (ITBench's entities and propagations), read as the judge reads
 /// output files.
 fn parse_body(body: &[u8]) -> Result<(AgentOutput, Option<AgentUsage>), String> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        format!("the body must be JSON like {{\"solution\": \"...\"}}: {e}")
-    })?;
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| format!("the body must be JSON like {{\"solution\": \"...\"}}: {e}"))?;
     let Value::Object(mut map) = value else {
         return Err("the body must be a JSON object with a `solution` field".into());
     };
@@ -123,7 +122,9 @@ fn parse_body(body: &[u8]) -> Result<(AgentOutput, Option<AgentUsage>), String> 
     let output = match map.remove("solution") {
         None => return Err("missing field `solution` (a string; \"\" for a mitigation)".into()),
         Some(Value::String(text)) => AgentOutput::from_text(text.trim()),
-        Some(other) => judge::submission::from_value(other).map_err(|e| format!("`solution`: {e}"))?,
+        Some(other) => {
+            judge::submission::from_value(other).map_err(|e| format!("`solution`: {e}"))?
+        }
     };
     Ok((output, usage))
 }
@@ -134,7 +135,8 @@ mod tests {
 
     #[test]
     fn a_body_is_text_or_a_structured_output_with_optional_usage() {
-        let (o, u) = parse_body(br#"{"solution": " geo's Service targets the wrong port "}"#).unwrap();
+        let (o, u) =
+            parse_body(br#"{"solution": " geo's Service targets the wrong port "}"#).unwrap();
         assert_eq!(o.diagnosis, "geo's Service targets the wrong port");
         assert!(u.is_none());
         let (o, u) = parse_body(
@@ -148,9 +150,17 @@ mod tests {
 
     #[test]
     fn bad_bodies_say_what_was_expected() {
-        assert!(parse_body(b"solution=x").unwrap_err().contains("must be JSON"));
+        assert!(
+            parse_body(b"solution=x")
+                .unwrap_err()
+                .contains("must be JSON")
+        );
         assert!(parse_body(b"[1]").unwrap_err().contains("`solution` field"));
-        assert!(parse_body(b"{}").unwrap_err().contains("missing field `solution`"));
+        assert!(
+            parse_body(b"{}")
+                .unwrap_err()
+                .contains("missing field `solution`")
+        );
         assert!(
             parse_body(br#"{"solution": "", "usage": {"input_tokens": "many"}}"#)
                 .unwrap_err()
