@@ -39,6 +39,8 @@ pub enum Command {
     Dataset(dataset::Args),
     /// Run a problem live in the simulator, behind writable Kubernetes and read APIs.
     Env(env_cmd::Args),
+    /// Serve a session's kubectl, Prometheus, Jaeger and Loki as MCP tools (stdio or HTTP).
+    Mcp(commands::mcp::Args),
     /// List, show and validate the problem catalog.
     Problems(problems::Args),
     /// Serve a dataset through the Kubernetes, Prometheus, Jaeger and Loki APIs, read-only.
@@ -55,6 +57,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Capture(args) => capture::run(args),
         Command::Dataset(args) => dataset::run(args),
         Command::Env(args) => env_cmd::run(args),
+        Command::Mcp(args) => commands::mcp::run(args),
         Command::Problems(args) => problems::run(args),
         Command::Replay(args) => commands::replay::run(args),
         Command::Snapshot(args) => snapshot::run(args),

@@ -4,6 +4,7 @@ pub mod capture;
 mod check_fixes;
 pub mod dataset;
 pub mod env;
+pub mod mcp;
 pub mod problems;
 pub mod replay;
 pub mod snapshot;
