@@ -218,12 +218,22 @@ fn the_inspector_lists_and_calls_every_api_over_stdio() {
     let stdio = Server::Stdio(&argv);
     let names = tool_names(&stdio);
     for tool in SREGYM_TOOLS {
-        assert!(names.iter().any(|n| n == tool), "{tool} missing from {names:?}");
+        assert!(
+            names.iter().any(|n| n == tool),
+            "{tool} missing from {names:?}"
+        );
     }
-    assert!(!names.iter().any(|n| n == "submit"), "no submit URL, no submit tool");
+    assert!(
+        !names.iter().any(|n| n == "submit"),
+        "no submit URL, no submit tool"
+    );
 
     // kubectl: the pods real kubectl lists.
-    let pods = ok(&stdio, "exec_kubectl_cmd_safely", json!({"cmd": format!("kubectl -n {NS} get pods -o name")}));
+    let pods = ok(
+        &stdio,
+        "exec_kubectl_cmd_safely",
+        json!({"cmd": format!("kubectl -n {NS} get pods -o name")}),
+    );
     let real = l.ok(&["-n", NS, "get", "pods", "-o", "name"]);
     let mut ours: Vec<&str> = pods.lines().filter(|l| l.starts_with("pod/")).collect();
     let mut theirs: Vec<&str> = real.lines().collect();
@@ -233,10 +243,19 @@ fn the_inspector_lists_and_calls_every_api_over_stdio() {
     assert_eq!(ours, theirs);
 
     // Prometheus: an instant query answers a vector with samples.
-    let metrics = ok(&stdio, "get_metrics", json!({"query": "count(kube_pod_info)"}));
+    let metrics = ok(
+        &stdio,
+        "get_metrics",
+        json!({"query": "count(kube_pod_info)"}),
+    );
     let v: Value = serde_json::from_str(&metrics).unwrap_or_else(|e| panic!("{e}: {metrics}"));
     assert_eq!(v["resultType"], "vector", "{v}");
-    assert!(v["result"][0]["value"][1].as_str().is_some_and(|n| n != "0"), "{v}");
+    assert!(
+        v["result"][0]["value"][1]
+            .as_str()
+            .is_some_and(|n| n != "0"),
+        "{v}"
+    );
 
     // Jaeger: the services include the app's frontend.
     let services = ok(&stdio, "get_services", json!({}));
@@ -262,12 +281,18 @@ fn over_http_a_write_changes_the_object_a_pipe_is_refused_and_rollback_undoes() 
     let http = Server::Http(&mcp.url);
     let names = tool_names(&http);
     for tool in SREGYM_TOOLS {
-        assert!(names.iter().any(|n| n == tool), "{tool} missing from {names:?}");
+        assert!(
+            names.iter().any(|n| n == tool),
+            "{tool} missing from {names:?}"
+        );
     }
 
     // One call per API over HTTP too.
     let up_metric = ok(&http, "get_metric_names", json!({}));
-    assert!(up_metric.lines().any(|n| n == "kube_pod_info"), "{up_metric}");
+    assert!(
+        up_metric.lines().any(|n| n == "kube_pod_info"),
+        "{up_metric}"
+    );
     let ops = ok(&http, "get_operations", json!({"service": "frontend"}));
     assert!(ops.starts_with('['), "{ops}");
     let labels = ok(&http, "get_labels", json!({}));
@@ -289,7 +314,10 @@ fn over_http_a_write_changes_the_object_a_pipe_is_refused_and_rollback_undoes() 
         json!({"cmd": format!("kubectl -n {NS} scale deployment no-such-thing --replicas=2")}),
     );
     assert!(!done);
-    assert!(answer.contains("dry run") && answer.contains("not found"), "{answer}");
+    assert!(
+        answer.contains("dry run") && answer.contains("not found"),
+        "{answer}"
+    );
 
     // The fix, through the tool: the object really changes.
     let before = target_port(&l);
@@ -305,11 +333,17 @@ fn over_http_a_write_changes_the_object_a_pipe_is_refused_and_rollback_undoes() 
     assert_eq!(target_port(&l), "8083");
 
     let saved = ok(&http, "get_previous_rollbackable_cmd", json!({}));
-    assert!(saved.contains("1. kubectl -n hotel-reservation patch svc geo"), "{saved}");
+    assert!(
+        saved.contains("1. kubectl -n hotel-reservation patch svc geo"),
+        "{saved}"
+    );
 
     // Rollback puts the old target port back.
     let undone = ok(&http, "rollback_command", json!({}));
-    assert!(undone.contains("restore service/geo -n hotel-reservation: done"), "{undone}");
+    assert!(
+        undone.contains("restore service/geo -n hotel-reservation: done"),
+        "{undone}"
+    );
     assert_eq!(target_port(&l), before);
     let empty = ok(&http, "get_previous_rollbackable_cmd", json!({}));
     assert_eq!(empty, "No rollbackable commands.");
@@ -378,6 +412,10 @@ fn third_party_mcp_servers_read_our_apis_unmodified() {
         .expect("Prometheus JSON");
     let value = |v: &Value| v.pointer("/result/0/value/1").cloned();
     assert_eq!(theirs["resultType"], "vector", "{theirs}");
-    assert_eq!(value(&theirs), ours.pointer("/data/result/0/value/1").cloned(), "{theirs} vs {ours}");
+    assert_eq!(
+        value(&theirs),
+        ours.pointer("/data/result/0/value/1").cloned(),
+        "{theirs} vs {ours}"
+    );
     assert!(value(&theirs).is_some());
 }

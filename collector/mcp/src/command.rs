@@ -458,7 +458,6 @@ impl Parsed {
             .iter()
             .any(|(n, v)| names.contains(&n.as_str()) && v.as_deref() != Some("false"))
     }
-
 }
 
 /// Classifies the arguments after `kubectl`.
@@ -517,12 +516,14 @@ fn subcommand(verb: &str, rest: Vec<String>, p: &Parsed) -> Result<Classified, R
             "get -w".into(),
             "it watches until stopped; run `kubectl get` again instead",
         )),
-        "exec" if p.has(INTERACTIVE) => Err(
-            Refusal::Unsupported("exec -it".into(), "there is no terminal to attach"),
-        ),
-        "run" if p.has(INTERACTIVE) || p.has(&["--attach", "--rm"]) => Err(
-            Refusal::Unsupported("run -i".into(), "there is no terminal to attach"),
-        ),
+        "exec" if p.has(INTERACTIVE) => Err(Refusal::Unsupported(
+            "exec -it".into(),
+            "there is no terminal to attach",
+        )),
+        "run" if p.has(INTERACTIVE) || p.has(&["--attach", "--rm"]) => Err(Refusal::Unsupported(
+            "run -i".into(),
+            "there is no terminal to attach",
+        )),
         "get" | "describe" | "logs" | "top" | "explain" | "events" | "api-resources"
         | "api-versions" | "version" | "cluster-info" | "diff" => read(rest),
         "annotate" | "apply" | "autoscale" | "create" | "expose" | "label" | "patch"
@@ -546,9 +547,7 @@ fn nested(verb: &str, rest: Vec<String>) -> Result<Classified, Refusal> {
     let (effect, targets) = match path.as_str() {
         "rollout status" | "rollout history" => (Read, Targets::None),
         "rollout undo" => (DryRunnable, Targets::DryRunJson),
-        "rollout restart" | "rollout pause" | "rollout resume" => {
-            (NoDryRun, Targets::ResourceArgs)
-        }
+        "rollout restart" | "rollout pause" | "rollout resume" => (NoDryRun, Targets::ResourceArgs),
         "auth can-i" | "auth whoami" => (Read, Targets::None),
         "auth reconcile" => (DryRunnable, Targets::DryRunJson),
         "config view" | "config get-contexts" | "config current-context" => (Read, Targets::None),

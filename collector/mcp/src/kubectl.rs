@@ -107,7 +107,9 @@ impl KubectlTools {
         };
         let result = match (checked.targets, dry) {
             (Targets::DryRunJson, Some(dry)) => self.plan_changed(&dry.stdout, &mut plan).await,
-            (Targets::DryRunNames, Some(dry)) => self.plan_deleted(checked, &dry.stdout, &mut plan).await,
+            (Targets::DryRunNames, Some(dry)) => {
+                self.plan_deleted(checked, &dry.stdout, &mut plan).await
+            }
             (Targets::Nodes, _) => {
                 let refs: Vec<String> = checked
                     .node_names()
@@ -125,7 +127,8 @@ impl KubectlTools {
         if let Err(e) = result {
             plan.steps.clear();
             plan.no_effect = false;
-            plan.notes.push(format!("its targets could not be read: {e}"));
+            plan.notes
+                .push(format!("its targets could not be read: {e}"));
         }
         plan
     }
@@ -198,8 +201,9 @@ impl KubectlTools {
         for obj in undo::objects(&now.stdout)? {
             if undo::has_controller(&obj) {
                 let name = undo::reference_of(&obj).unwrap_or_default();
-                plan.notes
-                    .push(format!("{name} is re-created by its controller, not by a rollback"));
+                plan.notes.push(format!(
+                    "{name} is re-created by its controller, not by a rollback"
+                ));
             } else {
                 plan.steps.push(Undo::Create(undo::for_create(&obj)));
             }
@@ -286,9 +290,17 @@ impl KubectlTools {
                     Some(undo::for_create(obj).to_string().as_bytes()),
                 )
                 .await?;
-            return if again.success() { Ok(()) } else { Err(again.text()) };
+            return if again.success() {
+                Ok(())
+            } else {
+                Err(again.text())
+            };
         }
-        if ran.success() { Ok(()) } else { Err(ran.text()) }
+        if ran.success() {
+            Ok(())
+        } else {
+            Err(ran.text())
+        }
     }
 
     /// The saved writes, oldest first; the last is the one `rollback_command` undoes.
@@ -317,7 +329,10 @@ impl KubectlTools {
     }
 
     async fn run(&self, args: &[String], stdin: Option<&[u8]>) -> Result<Ran, String> {
-        self.runner.run(args, stdin).await.map_err(|e| e.to_string())
+        self.runner
+            .run(args, stdin)
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -201,7 +201,11 @@ impl Apis {
                 "No traces of {service} in the last {minutes} minutes."
             ));
         }
-        Ok(traces.iter().map(summarise_trace).collect::<Vec<_>>().join("\n"))
+        Ok(traces
+            .iter()
+            .map(summarise_trace)
+            .collect::<Vec<_>>()
+            .join("\n"))
     }
 
     /// Service-to-service calls over the last `minutes`, one edge a line.
@@ -271,7 +275,11 @@ impl Apis {
 
     pub async fn label_values(&self, label: &str) -> Result<String, String> {
         let data = self
-            .get_segments(Api::Loki, &["loki", "api", "v1", "label", label, "values"], &[])
+            .get_segments(
+                Api::Loki,
+                &["loki", "api", "v1", "label", label, "values"],
+                &[],
+            )
             .await?;
         Ok(data.to_string())
     }
@@ -360,7 +368,10 @@ impl Apis {
             return Err(format!("{} answered {status}: {message}", api.name()));
         }
         let Some(value) = parsed else {
-            return Err(format!("{} answered {status} with a body that is not JSON", api.name()));
+            return Err(format!(
+                "{} answered {status} with a body that is not JSON",
+                api.name()
+            ));
         };
         if value.get("status").and_then(Value::as_str) == Some("error") {
             let message = upstream_message(&value).unwrap_or_default();
@@ -430,7 +441,9 @@ fn parse_time(field: &str, text: &str) -> Result<f64, String> {
     chrono::DateTime::parse_from_rfc3339(text.trim())
         .map(|t| t.timestamp_millis() as f64 / 1e3)
         .map_err(|_| {
-            format!("{field} `{text}`: expected Unix seconds or an RFC 3339 time (2026-01-01T00:00:00Z)")
+            format!(
+                "{field} `{text}`: expected Unix seconds or an RFC 3339 time (2026-01-01T00:00:00Z)"
+            )
         })
 }
 
@@ -510,7 +523,11 @@ fn summarise_trace(trace: &Value) -> String {
             .to_string()
     };
     let mut sorted = spans.clone();
-    sorted.sort_by_key(|s| s.get("startTime").and_then(Value::as_i64).unwrap_or_default());
+    sorted.sort_by_key(|s| {
+        s.get("startTime")
+            .and_then(Value::as_i64)
+            .unwrap_or_default()
+    });
     let root = sorted.iter().copied().find(|s| {
         s.get("references")
             .and_then(Value::as_array)
@@ -521,9 +538,20 @@ fn summarise_trace(trace: &Value) -> String {
         Some(r) => format!(
             "Trace {id}: {} {} at {} UTC, {:.1} ms, {} spans, {errors} with errors\n",
             service(r),
-            r.get("operationName").and_then(Value::as_str).unwrap_or("?"),
-            format_ns(i128::from(r.get("startTime").and_then(Value::as_i64).unwrap_or_default()) * 1000),
-            r.get("duration").and_then(Value::as_f64).unwrap_or_default() / 1e3,
+            r.get("operationName")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            format_ns(
+                i128::from(
+                    r.get("startTime")
+                        .and_then(Value::as_i64)
+                        .unwrap_or_default()
+                ) * 1000
+            ),
+            r.get("duration")
+                .and_then(Value::as_f64)
+                .unwrap_or_default()
+                / 1e3,
             spans.len()
         ),
         None => format!("Trace {id}: no spans\n"),
@@ -532,13 +560,21 @@ fn summarise_trace(trace: &Value) -> String {
         out.push_str(&format!(
             "  {} {} {:.1} ms{}\n",
             service(span),
-            span.get("operationName").and_then(Value::as_str).unwrap_or("?"),
-            span.get("duration").and_then(Value::as_f64).unwrap_or_default() / 1e3,
+            span.get("operationName")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            span.get("duration")
+                .and_then(Value::as_f64)
+                .unwrap_or_default()
+                / 1e3,
             if span_failed(span) { " [error]" } else { "" }
         ));
     }
     if sorted.len() > SPANS_SHOWN {
-        out.push_str(&format!("  ... {} more spans\n", sorted.len() - SPANS_SHOWN));
+        out.push_str(&format!(
+            "  ... {} more spans\n",
+            sorted.len() - SPANS_SHOWN
+        ));
     }
     out
 }
@@ -553,8 +589,10 @@ fn span_failed(span: &Value) -> bool {
             let key = t.get("key").and_then(Value::as_str).unwrap_or_default();
             let value = t.get("value");
             match key {
-                "error" => value.and_then(Value::as_bool) == Some(true)
-                    || value.and_then(Value::as_str) == Some("true"),
+                "error" => {
+                    value.and_then(Value::as_bool) == Some(true)
+                        || value.and_then(Value::as_str) == Some("true")
+                }
                 "otel.status_code" => value.and_then(Value::as_str) == Some("ERROR"),
                 "http.status_code" => value.and_then(Value::as_i64).is_some_and(|c| c >= 500),
                 _ => false,
@@ -569,10 +607,7 @@ mod tests {
     #[test]
     fn times_parse_as_seconds_or_rfc3339_and_name_the_field() {
         assert_eq!(parse_time("start", "1767225600.5"), Ok(1767225600.5));
-        assert_eq!(
-            parse_time("end", "2026-01-01T00:00:00Z"),
-            Ok(1767225600.0)
-        );
+        assert_eq!(parse_time("end", "2026-01-01T00:00:00Z"), Ok(1767225600.0));
         let err = parse_time("start", "yesterday").unwrap_err();
         assert!(err.starts_with("start `yesterday`"), "{err}");
         assert!(parse_time("end", "NaN").is_err());

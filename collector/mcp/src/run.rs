@@ -184,7 +184,10 @@ mod tests {
             dir.path(),
             r#"printf '%s|' "$@"; printf 'KC=%s' "$KUBECONFIG"; echo oops >&2; exit 3"#,
         );
-        let ran = k.run(&args(&["get", "a b", "$(id)", ";"]), None).await.unwrap();
+        let ran = k
+            .run(&args(&["get", "a b", "$(id)", ";"]), None)
+            .await
+            .unwrap();
         let kc = dir.path().join("kc");
         assert_eq!(ran.stdout, format!("get|a b|$(id)|;|KC={}", kc.display()));
         assert_eq!(ran.stderr, "oops\n");

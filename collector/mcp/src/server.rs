@@ -280,12 +280,18 @@ impl Faultline {
         capped(self.apis.traces(&args.service, minutes).await)
     }
 
-    #[tool(description = "Show which services call which (Jaeger dependencies) over the last N minutes.")]
+    #[tool(
+        description = "Show which services call which (Jaeger dependencies) over the last N minutes."
+    )]
     async fn get_dependency_graph(
         &self,
         Parameters(args): Parameters<LookbackArgs>,
     ) -> Result<String, String> {
-        capped(self.apis.dependencies(args.last_n_minutes.unwrap_or(30)).await)
+        capped(
+            self.apis
+                .dependencies(args.last_n_minutes.unwrap_or(30))
+                .await,
+        )
     }
 
     #[tool(

@@ -216,7 +216,8 @@ mod tests {
 
     #[test]
     fn controlled_objects_are_known() {
-        let mut pod = json!({"metadata": {"ownerReferences": [{"kind": "ReplicaSet", "controller": true}]}});
+        let mut pod =
+            json!({"metadata": {"ownerReferences": [{"kind": "ReplicaSet", "controller": true}]}});
         assert!(has_controller(&pod));
         pod["metadata"]["ownerReferences"][0]["controller"] = json!(false);
         assert!(!has_controller(&pod));

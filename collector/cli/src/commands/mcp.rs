@@ -10,7 +10,7 @@ use anyhow::Context;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example:\n  collector env up --problem hotel-geo-target-port --write-kubeconfig /tmp/kc --json\n  collector mcp --kubeconfig /tmp/kc --prometheus http://127.0.0.1:PORT1 --jaeger http://127.0.0.1:PORT2 --loki http://127.0.0.1:PORT3\n  npx @modelcontextprotocol/inspector --cli collector mcp --kubeconfig /tmp/kc ... --method tools/list\n\nThe URLs may also come from the environment (PROMETHEUS_URL, JAEGER_URL, LOKI_URL, as in the file
+    after_help = "Example:\n  collector env up --problem hotel-geo-target-port --write-kubeconfig /tmp/kc --json\n  collector mcp --kubeconfig /tmp/kc --prometheus http://127.0.0.1:PORT1 --jaeger http://127.0.0.1:PORT2 --loki http://127.0.0.1:PORT3\n  npx @modelcontextprotocol/inspector --cli --method tools/list -- collector mcp --kubeconfig /tmp/kc ...\n\nThe URLs may also come from the environment (PROMETHEUS_URL, JAEGER_URL, LOKI_URL, as in the file
 `collector env up --env-file` writes; KUBECONFIG; SUBMIT_URL).
 With --http 127.0.0.1:8765 the server answers at http://127.0.0.1:8765/mcp instead of stdio.\nLogs go to stderr (RUST_LOG); stdout carries MCP messages only."
 )]

@@ -23,13 +23,23 @@ fn quotes_and_backslashes_make_words_as_a_shell_does() {
     assert_eq!(words("kubectl  get\tpods"), ["kubectl", "get", "pods"]);
     assert_eq!(
         words(r#"kubectl patch svc geo -p '{"spec":{"ports":[{"port":8083}]}}'"#),
-        ["kubectl", "patch", "svc", "geo", "-p", r#"{"spec":{"ports":[{"port":8083}]}}"#]
+        [
+            "kubectl",
+            "patch",
+            "svc",
+            "geo",
+            "-p",
+            r#"{"spec":{"ports":[{"port":8083}]}}"#
+        ]
     );
     assert_eq!(
         words(r#"kubectl annotate pod p note="a b \"c\" \$d \x""#),
         ["kubectl", "annotate", "pod", "p", r#"note=a b "c" $d \x"#]
     );
-    assert_eq!(words(r"kubectl get pod a\ b"), ["kubectl", "get", "pod", "a b"]);
+    assert_eq!(
+        words(r"kubectl get pod a\ b"),
+        ["kubectl", "get", "pod", "a b"]
+    );
     assert_eq!(words("kubectl get ''"), ["kubectl", "get", ""]);
     assert_eq!(words("kubectl get po'd'\"s\""), ["kubectl", "get", "pods"]);
     assert_eq!(words("  "), Vec::<String>::new());
@@ -37,7 +47,8 @@ fn quotes_and_backslashes_make_words_as_a_shell_does() {
 
 #[test]
 fn shell_metacharacters_inside_quotes_are_plain_text() {
-    let c = accepted(r#"kubectl get pods -o jsonpath='{.items[*].metadata.name} | ; && > $(x) `y`'"#);
+    let c =
+        accepted(r#"kubectl get pods -o jsonpath='{.items[*].metadata.name} | ; && > $(x) `y`'"#);
     assert_eq!(
         c.args.last().map(String::as_str),
         Some("jsonpath={.items[*].metadata.name} | ; && > $(x) `y`")
@@ -45,7 +56,10 @@ fn shell_metacharacters_inside_quotes_are_plain_text() {
     let c = accepted(r#"kubectl label pod p "note=a|b;c>d&e""#);
     assert_eq!(c.args.last().map(String::as_str), Some("note=a|b;c>d&e"));
     // A `$` that starts no expansion is literal, as in a shell.
-    assert_eq!(words("kubectl get cm $ a$"), ["kubectl", "get", "cm", "$", "a$"]);
+    assert_eq!(
+        words("kubectl get cm $ a$"),
+        ["kubectl", "get", "cm", "$", "a$"]
+    );
 }
 
 #[test]
@@ -63,7 +77,11 @@ fn every_shell_operator_is_refused_and_named() {
         ("kubectl get pods\nrm -rf /", "a command separator", "\\n"),
         ("kubectl get pods && rm -rf /", "command chaining", "&&"),
         ("kubectl get pods || rm -rf /", "command chaining", "||"),
-        ("kubectl get pods &", "a background job or command chaining", "&"),
+        (
+            "kubectl get pods &",
+            "a background job or command chaining",
+            "&",
+        ),
         ("kubectl get `rm -rf /`", "command substitution", "`"),
         ("kubectl get \"`id`\"", "command substitution", "`"),
         ("kubectl get $(id)", "command substitution", "$("),
@@ -85,13 +103,22 @@ fn every_shell_operator_is_refused_and_named() {
     }
     // The message tells the agent what to do instead.
     let msg = refused("kubectl get pods | grep geo").to_string();
-    assert!(msg.contains("a pipe") && msg.contains("--field-selector"), "{msg}");
+    assert!(
+        msg.contains("a pipe") && msg.contains("--field-selector"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn unterminated_quotes_and_backslashes_are_refused() {
-    assert_eq!(refused("kubectl get 'pods"), Refusal::UnclosedQuote("single"));
-    assert_eq!(refused("kubectl get \"pods"), Refusal::UnclosedQuote("double"));
+    assert_eq!(
+        refused("kubectl get 'pods"),
+        Refusal::UnclosedQuote("single")
+    );
+    assert_eq!(
+        refused("kubectl get \"pods"),
+        Refusal::UnclosedQuote("double")
+    );
     assert_eq!(refused("kubectl get pods\\"), Refusal::TrailingBackslash);
 }
 
@@ -107,9 +134,13 @@ fn only_kubectl_runs() {
     assert_eq!(refused("kubectl"), Refusal::NoSubcommand);
     assert_eq!(refused("kubectl -n default"), Refusal::NoSubcommand);
     assert!(matches!(refused("kubectl plugin list"), Refusal::Unknown(v) if v == "plugin"));
-    assert!(matches!(refused("kubectl certificate approve x"), Refusal::Unknown(v) if v == "certificate"));
+    assert!(
+        matches!(refused("kubectl certificate approve x"), Refusal::Unknown(v) if v == "certificate")
+    );
     assert!(matches!(refused("kubectl rollout"), Refusal::Unknown(v) if v == "rollout"));
-    assert!(matches!(refused("kubectl rollout sideways d/x"), Refusal::Unknown(v) if v == "rollout sideways"));
+    assert!(
+        matches!(refused("kubectl rollout sideways d/x"), Refusal::Unknown(v) if v == "rollout sideways")
+    );
 }
 
 #[test]
@@ -123,7 +154,10 @@ fn unsupported_subcommands_are_refused_with_the_reason() {
         ("kubectl cp x:/etc/passwd /tmp/p", "cp"),
         ("kubectl attach x", "attach"),
         ("kubectl logs -f geo-1", "logs -f"),
-        ("kubectl -n hotel-reservation logs geo-1 --follow", "logs -f"),
+        (
+            "kubectl -n hotel-reservation logs geo-1 --follow",
+            "logs -f",
+        ),
         ("kubectl logs geo-1 --follow=true", "logs -f"),
         ("kubectl get pods -w", "get -w"),
         ("kubectl get pods --watch-only", "get -w"),
@@ -132,7 +166,10 @@ fn unsupported_subcommands_are_refused_with_the_reason() {
         ("kubectl run x --image=busybox -it", "run -i"),
         ("kubectl run x --image=busybox --rm", "run -i"),
         ("kubectl config use-context other", "config use-context"),
-        ("kubectl config set-context x --namespace=y", "config set-context"),
+        (
+            "kubectl config set-context x --namespace=y",
+            "config set-context",
+        ),
     ] {
         match refused(line) {
             Refusal::Unsupported(v, why) => {
@@ -143,23 +180,39 @@ fn unsupported_subcommands_are_refused_with_the_reason() {
         }
     }
     // Following is fine once it is turned off.
-    assert_eq!(accepted("kubectl logs geo-1 --follow=false").effect, Effect::Read);
+    assert_eq!(
+        accepted("kubectl logs geo-1 --follow=false").effect,
+        Effect::Read
+    );
 }
 
 #[test]
 fn flags_that_leave_the_session_cluster_are_refused() {
     for (line, flag) in [
-        ("kubectl --kubeconfig /root/.kube/config get pods", "--kubeconfig"),
-        ("kubectl get pods --kubeconfig=/root/.kube/config", "--kubeconfig"),
+        (
+            "kubectl --kubeconfig /root/.kube/config get pods",
+            "--kubeconfig",
+        ),
+        (
+            "kubectl get pods --kubeconfig=/root/.kube/config",
+            "--kubeconfig",
+        ),
         ("kubectl get pods --server https://10.0.0.1", "--server"),
         ("kubectl get pods -s https://10.0.0.1", "-s"),
         ("kubectl get pods -s=https://10.0.0.1", "-s"),
         ("kubectl --context prod delete ns default", "--context"),
         ("kubectl get secrets --as system:admin", "--as"),
         ("kubectl get pods --token=abc", "--token"),
-        ("kubectl get pods --insecure-skip-tls-verify", "--insecure-skip-tls-verify"),
+        (
+            "kubectl get pods --insecure-skip-tls-verify",
+            "--insecure-skip-tls-verify",
+        ),
     ] {
-        assert_eq!(refused(line), Refusal::ConnectionFlag(flag.into()), "{line:?}");
+        assert_eq!(
+            refused(line),
+            Refusal::ConnectionFlag(flag.into()),
+            "{line:?}"
+        );
     }
 }
 
@@ -182,25 +235,78 @@ fn reads_are_classified_as_reads() {
         "kubectl get --help",
     ] {
         let c = accepted(line);
-        assert_eq!((c.effect, c.targets), (Effect::Read, Targets::None), "{line:?}");
+        assert_eq!(
+            (c.effect, c.targets),
+            (Effect::Read, Targets::None),
+            "{line:?}"
+        );
     }
 }
 
 #[test]
 fn writes_are_classified_with_how_to_find_their_targets() {
     for (line, verb, effect, targets) in [
-        (r#"kubectl patch svc geo -p '{"spec":{}}'"#, "patch", Effect::DryRunnable, Targets::DryRunJson),
-        ("kubectl apply -f x.yaml", "apply", Effect::DryRunnable, Targets::DryRunJson),
-        ("kubectl scale deploy geo --replicas=2", "scale", Effect::DryRunnable, Targets::DryRunJson),
-        ("kubectl set env deploy/geo A=1", "set", Effect::DryRunnable, Targets::DryRunJson),
-        ("kubectl rollout undo deploy/geo", "rollout undo", Effect::DryRunnable, Targets::DryRunJson),
-        ("kubectl delete pod geo-1", "delete", Effect::DryRunnable, Targets::DryRunNames),
-        ("kubectl cordon node-1", "cordon", Effect::DryRunnable, Targets::Nodes),
-        ("kubectl rollout restart deploy/geo", "rollout restart", Effect::NoDryRun, Targets::ResourceArgs),
-        ("kubectl exec geo-1 -- ls", "exec", Effect::NoDryRun, Targets::None),
+        (
+            r#"kubectl patch svc geo -p '{"spec":{}}'"#,
+            "patch",
+            Effect::DryRunnable,
+            Targets::DryRunJson,
+        ),
+        (
+            "kubectl apply -f x.yaml",
+            "apply",
+            Effect::DryRunnable,
+            Targets::DryRunJson,
+        ),
+        (
+            "kubectl scale deploy geo --replicas=2",
+            "scale",
+            Effect::DryRunnable,
+            Targets::DryRunJson,
+        ),
+        (
+            "kubectl set env deploy/geo A=1",
+            "set",
+            Effect::DryRunnable,
+            Targets::DryRunJson,
+        ),
+        (
+            "kubectl rollout undo deploy/geo",
+            "rollout undo",
+            Effect::DryRunnable,
+            Targets::DryRunJson,
+        ),
+        (
+            "kubectl delete pod geo-1",
+            "delete",
+            Effect::DryRunnable,
+            Targets::DryRunNames,
+        ),
+        (
+            "kubectl cordon node-1",
+            "cordon",
+            Effect::DryRunnable,
+            Targets::Nodes,
+        ),
+        (
+            "kubectl rollout restart deploy/geo",
+            "rollout restart",
+            Effect::NoDryRun,
+            Targets::ResourceArgs,
+        ),
+        (
+            "kubectl exec geo-1 -- ls",
+            "exec",
+            Effect::NoDryRun,
+            Targets::None,
+        ),
     ] {
         let c = accepted(line);
-        assert_eq!((c.verb.as_str(), c.effect, c.targets), (verb, effect, targets), "{line:?}");
+        assert_eq!(
+            (c.verb.as_str(), c.effect, c.targets),
+            (verb, effect, targets),
+            "{line:?}"
+        );
     }
 }
 
@@ -247,7 +353,20 @@ fn the_dry_run_asks_for_the_output_the_rollback_reads() {
     let c = accepted("kubectl -n hotel patch svc geo -p '{}' -o yaml");
     assert_eq!(
         c.dry_run_args(),
-        ["-n", "hotel", "patch", "svc", "geo", "-p", "{}", "-o", "yaml", "--dry-run=server", "-o", "json"]
+        [
+            "-n",
+            "hotel",
+            "patch",
+            "svc",
+            "geo",
+            "-p",
+            "{}",
+            "-o",
+            "yaml",
+            "--dry-run=server",
+            "-o",
+            "json"
+        ]
     );
     assert_eq!(
         accepted("kubectl delete pod a b").dry_run_args(),
@@ -262,7 +381,10 @@ fn the_dry_run_asks_for_the_output_the_rollback_reads() {
 
 #[test]
 fn node_commands_name_their_nodes() {
-    assert_eq!(accepted("kubectl cordon n1 node/n2").node_names(), ["n1", "n2"]);
+    assert_eq!(
+        accepted("kubectl cordon n1 node/n2").node_names(),
+        ["n1", "n2"]
+    );
     assert_eq!(
         accepted("kubectl drain n1 --ignore-daemonsets --delete-emptydir-data").node_names(),
         ["n1"]
@@ -271,6 +393,14 @@ fn node_commands_name_their_nodes() {
         accepted("kubectl taint nodes n1 dedicated=x:NoSchedule").node_names(),
         ["n1"]
     );
-    assert!(accepted("kubectl taint nodes -l a=b k=v:NoSchedule").node_names().is_empty());
-    assert!(accepted("kubectl taint pods p k=v:NoSchedule").node_names().is_empty());
+    assert!(
+        accepted("kubectl taint nodes -l a=b k=v:NoSchedule")
+            .node_names()
+            .is_empty()
+    );
+    assert!(
+        accepted("kubectl taint pods p k=v:NoSchedule")
+            .node_names()
+            .is_empty()
+    );
 }
