@@ -48,6 +48,8 @@ pub enum Command {
     /// Evaluate an agent on one problem: it diagnoses and mitigates a live failure (or diagnoses a
     /// replayed dataset), judged and graded, written as a run.
     Live(Box<live_cmd::Args>),
+    /// Serve a session's kubectl, Prometheus, Jaeger and Loki as MCP tools (stdio or HTTP).
+    Mcp(commands::mcp::Args),
     /// List, show and validate the problem catalog.
     Problems(problems::Args),
     /// Serve a dataset through the Kubernetes, Prometheus, Jaeger and Loki APIs, read-only.
@@ -66,6 +68,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Env(args) => env_cmd::run(args),
         Command::Eval(args) => eval_cmd::run(args),
         Command::Live(args) => live_cmd::run(*args),
+        Command::Mcp(args) => commands::mcp::run(args),
         Command::Problems(args) => problems::run(args),
         Command::Replay(args) => commands::replay::run(args),
         Command::Snapshot(args) => snapshot::run(args),
