@@ -136,7 +136,8 @@ pub struct MitigationRecord {
     pub grading_secs: f64,
 }
 
-/// Requests made to the session's APIs, from its audit log.
+/// Requests made to the session's APIs, from its audit log. Writes are attempted changes to the
+/// cluster (refused ones included, dry runs not); everything else is a read.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApiRequests {

@@ -23,6 +23,7 @@ pub mod submit;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -77,6 +78,8 @@ pub struct SessionOptions {
     pub staging: Option<PathBuf>,
 }
 
+/// How long an agent that has submitted every stage may take to exit before it is ended.
+const AFTER_LAST_SUBMISSION: Duration = Duration::from_secs(2);
 /// How long an agent has to exit after SIGTERM before it is killed.
 const GRACE: Duration = Duration::from_secs(5);
 
@@ -144,6 +147,8 @@ pub async fn run(
 
 /// How the agent's part ended.
 struct End {
+    /// HTTP requests to the session's MCP server (its tools' own API calls are audited as such).
+    mcp_requests: u64,
     reason: SessionEnd,
     error: Option<String>,
     mitigation: Option<MitigationRecord>,
@@ -164,6 +169,7 @@ async fn drive(
     workdir: &Path,
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<(End, Log)> {
+    let mcp_calls = Arc::new(AtomicU64::new(0));
     let progress = Arc::new(Mutex::new(Progress::new(env.mitigates())));
     let (tx, mut submissions) = mpsc::channel(4);
     let submit_state = Arc::new(SubmitState {
@@ -177,7 +183,23 @@ async fn drive(
     std::fs::write(&kubeconfig, endpoints.kubeconfig())
         .with_context(|| format!("writing {}", kubeconfig.display()))?;
     let app = env.app();
-    let mcp_url = String::new();
+    let mcp_targets = mcp::Targets {
+        submit: Some(format!("{submit_url}/submit")),
+        ..mcp::Targets::new(
+            kubeconfig.clone(),
+            endpoints.prometheus.clone(),
+            endpoints.jaeger.clone(),
+            endpoints.loki.clone(),
+        )
+    };
+    let mcp_router = mcp::router(mcp_targets)
+        .map_err(|e| anyhow::anyhow!("starting the MCP server: {e:?}"))?
+        .layer(axum::middleware::from_fn_with_state(
+            mcp_calls.clone(),
+            count_request,
+        ));
+    let (mcp_base, mcp_server) = serve(mcp_router).await?;
+    let mcp_url = format!("{mcp_base}/mcp");
     let values: BTreeMap<&str, String> = [
         ("app_name", app.app_name.clone()),
         ("namespace", app.namespace.clone()),
@@ -210,9 +232,7 @@ async fn drive(
             workdir.join("prompt.md").display().to_string(),
         ),
     ];
-    if !mcp_url.is_empty() {
-        agent_env.push(("FAULTLINE_MCP_URL".into(), mcp_url));
-    }
+    agent_env.push(("FAULTLINE_MCP_URL".into(), mcp_url));
     agent_env.extend(opts.agent.env.iter().cloned());
     agent_env.push(("FAULTLINE_PROMPT".into(), prompt_text.clone()));
     let launch = Launch {
@@ -256,11 +276,16 @@ async fn drive(
         (None, r) if r != SessionEnd::Interrupted => env.fork().map(|f| (f, t0.elapsed())),
         _ => None,
     };
+    if reason == SessionEnd::Submitted {
+        // Time to read the last answer and leave on its own, as a finished agent does.
+        let _ = tokio::time::timeout(AFTER_LAST_SUBMISSION, agent.wait()).await;
+    }
     // The agent is ended while the mitigation is graded: the fork no longer needs it.
     let (status, mitigation) =
         tokio::join!(agent.end(GRACE), grade_mitigation(&mut log, pending_fork));
     tracing::debug!("agent ended: {}", agent::describe(&status?));
     submit_server.abort();
+    mcp_server.abort();
     let mitigation = mitigation?;
     let ttm = mitigation
         .as_ref()
@@ -281,6 +306,7 @@ async fn drive(
         Target::Replay { .. } => (env.problem_id(), None, None, RunMode::Replay),
     };
     let end = End {
+        mcp_requests: mcp_calls.load(Ordering::Relaxed),
         reason,
         error: if reason == SessionEnd::Submitted {
             None
@@ -433,7 +459,7 @@ async fn finish(
         ttm_secs: ttm,
         diagnosis: Some(diagnosis),
         mitigation,
-        api_requests: Some(record::count_requests(&ended.audit)),
+        api_requests: Some(record::count_requests(&ended.audit, end.mcp_requests)),
         files,
     };
     record::write_run(dir, &run)?;
@@ -471,6 +497,16 @@ async fn serve(
     let url = format!("http://{}", listener.local_addr()?);
     let server = tokio::spawn(async move { axum::serve(listener, router).await });
     Ok((url, server))
+}
+
+/// Counts the requests a router answers.
+async fn count_request(
+    axum::extract::State(count): axum::extract::State<Arc<AtomicU64>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    count.fetch_add(1, Ordering::Relaxed);
+    next.run(request).await
 }
 
 fn lock(p: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {

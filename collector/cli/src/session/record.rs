@@ -26,9 +26,13 @@ fn is_write(e: &AuditEvent) -> bool {
         && !form_urlencoded::parse(e.exchange.query.as_bytes()).any(|(k, _)| k == "dryRun")
 }
 
-/// Counts the agent's reads and writes, per API.
-pub fn count_requests(events: &[AuditEvent]) -> ApiRequests {
+/// Counts the agent's reads and writes, per API; `mcp` requests to the MCP server beside them (the
+/// tools' own calls to the APIs are among the events).
+pub fn count_requests(events: &[AuditEvent], mcp: u64) -> ApiRequests {
     let mut counts = ApiRequests::default();
+    if mcp > 0 {
+        counts.by_api.insert("mcp".into(), mcp);
+    }
     for e in events {
         if is_write(e) {
             counts.writes += 1;
@@ -282,7 +286,7 @@ mod tests {
             ),
             event(Api::Prometheus, "POST", "/api/v1/query", "", 5),
         ];
-        let c = count_requests(&events);
+        let c = count_requests(&events, 0);
         assert_eq!((c.reads, c.writes), (3, 2));
         assert_eq!(c.by_api["kubernetes"], 4);
         assert_eq!(c.by_api["prometheus"], 1);
