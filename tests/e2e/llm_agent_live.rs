@@ -34,6 +34,18 @@ fn python3() -> Command {
     Command::new("python3")
 }
 
+/// kubectl must be installed for the agent's tool; the test fails saying how to install it otherwise.
+fn require_kubectl() {
+    let found = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "kubectl is needed by the test agent: apt-get install -y kubectl (or bash tests/run)"
+    );
+}
+
 async fn serve(app: axum::Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -142,6 +154,7 @@ fn last_tool_result(request: &Value) -> String {
 }
 
 fn investigate(stream: bool) {
+    require_kubectl();
     let l = live::up("hotel-geo-target-port", &[]);
     let llm = llm(investigation());
     let (submit_url, submitted) = submit_server(&llm.rt);
@@ -222,7 +235,9 @@ fn investigate(stream: bool) {
         assert_eq!(got, vec![json!({"solution": answer})]);
     } else {
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(stdout.trim(), json!({"submitted": answer}).to_string());
+        let printed: Value = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("one JSON line expected on stdout, got {stdout:?}: {e}"));
+        assert_eq!(printed, json!({"submitted": answer}));
         assert!(submitted.lock().unwrap().is_empty());
     }
     l.stop();
