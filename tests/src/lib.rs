@@ -1,7 +1,9 @@
-//! Helpers for end-to-end tests: locating the real binaries, running them, and recorded fixtures.
+//! Helpers for end-to-end tests: locating the real binaries, running them, recorded fixtures, and a
+//! scripted LLM server for agents.
 
 pub mod fixture;
 pub mod live;
+pub mod llm_server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
