@@ -6,7 +6,8 @@ Each step sends the conversation to $OPENAI_BASE_URL/chat/completions with three
 the tool calls the model answers with, feeding their results back:
   kubectl(args)   runs the real kubectl (with $KUBECONFIG) and returns its output;
   promql(query)   runs an instant query against $PROMETHEUS_URL/api/v1/query;
-  submit(answer)  POSTs {"solution": answer} to $FAULTLINE_SUBMIT_URL, or prints it when unset,
+  submit(answer)  POSTs {"solution": answer} to $FAULTLINE_SUBMIT_URL/submit (the session's
+                  submission API), or prints it when unset,
                   and ends the run.
 The run also ends when the model answers without tool calls, or after --max-steps calls.
 
@@ -181,7 +182,7 @@ def submit(answer):
         print(json.dumps({"submitted": answer}), flush=True)
         return "submitted"
     try:
-        with post_json(url, {"solution": answer}, {}, 60) as resp:
+        with post_json(url.rstrip("/") + "/submit", {"solution": answer}, {}, 60) as resp:
             return f"submitted: HTTP {resp.status}"
     except urllib.error.HTTPError as e:
         return f"error: submit answered HTTP {e.code}: {e.read().decode('utf-8', 'replace')}"

@@ -106,8 +106,10 @@ fn live_reference(
         "reference",
         "--time-limit",
         "5m",
+        // Every fault of a problem is in place five minutes after the first one's onset: the
+        // reference fixes assume them all.
         "--since-onset",
-        "2m",
+        "5m",
         "--quiet",
         "--json",
         "--out",
@@ -203,15 +205,27 @@ fn an_agent_can_work_through_the_session_mcp_tools_alone() {
     need_tools();
     let catalog = problems::Catalog::builtin().expect("the built-in catalog");
     let work = tempfile::tempdir().expect("a temporary directory");
-    let problem = catalog.problem("hotel-geo-target-port").expect("in the catalog");
+    let problem = catalog
+        .problem("hotel-geo-target-port")
+        .expect("in the catalog");
     let agent = agents_dir().join("fixers/mcp.sh");
     let (fix, diagnosis) = reference(&catalog, problem, work.path());
     let out = collector(
         &[
-            "live", "--problem", &problem.id, "--agent", agent.to_str().unwrap(), "--quiet",
-            "--time-limit", "3m", "--out", "mcp-run",
-            "--agent-env", &format!("FIX_FILE={}", fix.display()),
-            "--agent-env", &format!("DIAGNOSIS={diagnosis}"),
+            "live",
+            "--problem",
+            &problem.id,
+            "--agent",
+            agent.to_str().unwrap(),
+            "--quiet",
+            "--time-limit",
+            "3m",
+            "--out",
+            "mcp-run",
+            "--agent-env",
+            &format!("FIX_FILE={}", fix.display()),
+            "--agent-env",
+            &format!("DIAGNOSIS={diagnosis}"),
         ],
         work.path(),
     );
@@ -229,7 +243,10 @@ fn an_agent_can_work_through_the_session_mcp_tools_alone() {
     let by_api = &run["api_requests"]["by_api"];
     assert!(by_api["mcp"].as_u64().unwrap_or(0) >= 6, "{by_api}");
     // The tools reached the APIs for the agent: kubectl's write among them, dry run first.
-    assert!(run["api_requests"]["writes"].as_u64().unwrap() >= 1, "{run:#}");
+    assert!(
+        run["api_requests"]["writes"].as_u64().unwrap() >= 1,
+        "{run:#}"
+    );
     assert!(by_api["prometheus"].as_u64().unwrap_or(0) >= 1, "{by_api}");
 }
 

@@ -103,7 +103,7 @@ fn submit_server(rt: &tokio::runtime::Runtime) -> (String, Arc<Mutex<Vec<Value>>
         }),
     );
     let addr = rt.block_on(serve(app));
-    (format!("http://{addr}/submit"), got)
+    (format!("http://{addr}"), got)
 }
 
 /// Runs the agent against the proxy with `env`, and `args`.
@@ -302,4 +302,65 @@ fn an_agent_stops_after_its_step_limit() {
     assert_eq!(last_tool_result(second), "error: PROMETHEUS_URL is not set");
     assert_eq!(llm.usage.snapshot(), as_agent_usage(llm.model.served(), 2));
     assert_eq!(llm.usage.snapshot().input_tokens, 200);
+}
+
+/// The whole loop through `collector live`: the session starts its own proxy in front of the
+/// scripted model (`--llm-upstream`), hands the agent OPENAI_BASE_URL, and records in run.json and
+/// the trajectory exactly the tokens the model served.
+#[test]
+fn a_session_records_the_tokens_of_an_llm_agent() {
+    require_kubectl();
+    let rt = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let model = rt
+        .block_on(ScriptedLlm::start(investigation()))
+        .expect("the scripted model");
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let agent = format!("python3 {}", agent_script().display());
+    let out = Command::new(e2e::binary("collector"))
+        .args([
+            "live",
+            "--problem",
+            "hotel-geo-target-port",
+            "--quiet",
+            "--time-limit",
+            "2m",
+        ])
+        .args([
+            "--agent",
+            &agent,
+            "--llm-upstream",
+            &model.base_url(),
+            "--out",
+            "run",
+        ])
+        .current_dir(work.path())
+        .output()
+        .expect("collector runs");
+    assert!(out.status.success(), "{}", text(&out));
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(work.path().join("run/run.json")).expect("run.json"),
+    )
+    .expect("run.json is JSON");
+    assert_eq!(model.answered(), 3, "every scripted answer was asked for");
+    let expected = as_agent_usage(model.served(), 3);
+    let recorded: AgentUsage =
+        serde_json::from_value(run["agent_usage"].clone()).expect("agent_usage");
+    assert_eq!(recorded, expected, "{run:#}");
+    assert_eq!(run["diagnosis"]["submitted"], true, "{run:#}");
+    assert_eq!(
+        run["output"]["diagnosis"], "geo's Service targets the wrong port",
+        "{run:#}"
+    );
+    let trajectory: Value = serde_json::from_str(
+        &std::fs::read_to_string(work.path().join("run/trajectory.json")).expect("trajectory"),
+    )
+    .expect("trajectory is JSON");
+    assert_eq!(
+        trajectory["final_metrics"]["total_prompt_tokens"], expected.input_tokens,
+        "{trajectory:#}"
+    );
+    // The agent's kubectl and PromQL calls reached the session's APIs.
+    let by_api = &run["api_requests"]["by_api"];
+    assert!(by_api["kubernetes"].as_u64().unwrap_or(0) >= 1, "{by_api}");
+    assert!(by_api["prometheus"].as_u64().unwrap_or(0) >= 1, "{by_api}");
 }

@@ -51,6 +51,10 @@ pub struct Args {
     /// How long the failure has been going on when an agent starts.
     #[arg(long, default_value = "5m")]
     pub since_onset: Dur,
+    /// Send agents' LLM calls through a counting proxy to this OpenAI- or Anthropic-compatible API
+    /// (see `collector live --help`); an agent's own `llm_upstream` wins.
+    #[arg(long)]
+    pub llm_upstream: Option<String>,
     /// pass@k of the board (default: the number of runs).
     #[arg(long)]
     pub k: Option<usize>,
@@ -89,6 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         speed: args.speed,
         since_onset: args.since_onset,
         judging: Judging::from_env()?,
+        llm_upstream: args.llm_upstream.clone(),
     };
     let total = opts.agents.len() * opts.problems.len() * opts.runs as usize * opts.noise.len();
     let bar = if args.json {

@@ -62,6 +62,11 @@ pub struct Args {
     /// Don't copy the agent's output to stderr (it is stored in the run either way).
     #[arg(long)]
     pub quiet: bool,
+    /// Send the agent's LLM calls through a counting proxy to this OpenAI- or Anthropic-compatible
+    /// API (base URL with /v1, e.g. https://api.openai.com/v1): the agent gets OPENAI_BASE_URL and
+    /// ANTHROPIC_BASE_URL pointing at the proxy, and run.json the tokens used.
+    #[arg(long)]
+    pub llm_upstream: Option<String>,
     /// Print run.json on stdout at the end.
     #[arg(long)]
     pub json: bool,
@@ -128,6 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         echo: !args.quiet,
         judging: Judging::from_env()?,
         staging: None,
+        llm_upstream: args.llm_upstream.clone(),
     };
     eprintln!("judging diagnoses with: {}", opts.judging.describe());
     let runtime = tokio::runtime::Runtime::new()?;

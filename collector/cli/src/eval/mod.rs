@@ -39,6 +39,7 @@ pub struct EvalOptions {
     pub speed: f64,
     pub since_onset: Dur,
     pub judging: Judging,
+    pub llm_upstream: Option<String>,
 }
 
 /// What happened to each cell.
@@ -167,6 +168,10 @@ async fn run_cell(
         echo: false,
         judging: opts.judging.clone(),
         staging: Some(staging),
+        llm_upstream: agent
+            .llm_upstream
+            .clone()
+            .or_else(|| opts.llm_upstream.clone()),
     };
     if let Some(parent) = cell.dir.parent() {
         std::fs::create_dir_all(parent)

@@ -27,6 +27,9 @@ pub struct AgentEntry {
     /// This agent's time limit, overriding `--time-limit`.
     #[serde(default)]
     pub time_limit: Option<Dur>,
+    /// The LLM API this agent's calls are counted on their way to, overriding `--llm-upstream`.
+    #[serde(default)]
+    pub llm_upstream: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -47,7 +50,7 @@ pub fn read_agents(path: &Path) -> anyhow::Result<Vec<AgentEntry>> {
 /// [`read_agents`] over the file's text.
 pub fn parse_agents(text: &str, base: &Path) -> anyhow::Result<Vec<AgentEntry>> {
     let file: AgentsFile = toml::from_str(text).context(
-        "expected [[agents]] tables with name, command and optionally env, prompt, time_limit",
+        "expected [[agents]] tables with name, command and optionally env, prompt, time_limit, llm_upstream",
     )?;
     if file.agents.is_empty() {
         bail!("no [[agents]] table: nothing to evaluate");

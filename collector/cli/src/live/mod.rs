@@ -324,13 +324,15 @@ fn tick(
                     Ok(())
                 })?;
                 now.set(run.sim.now());
+                // Under the world's lock, as a write's flush is: rows reach the stores in the
+                // order the world produced them.
+                stores.route(std::mem::take(&mut rows))?;
                 true
             } else {
                 false
             }
         };
         if behind {
-            stores.route(std::mem::take(&mut rows))?;
             continue;
         }
         // Nothing due: wait for the next simulated second (or a stop), in short naps so that a

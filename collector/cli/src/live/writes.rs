@@ -162,11 +162,11 @@ impl ClusterWriter for LiveCluster {
 impl LiveCluster {
     /// Emits what writes changed and routes it to the stores.
     fn flush(&self) -> Result<(), Failure> {
-        let rows = {
-            let mut run = self.run.lock().unwrap_or_else(|e| e.into_inner());
-            run.sim.world.flush_objects();
-            run.sim.drain()
-        };
+        // Routed under the world's lock: the ticker's next second must not reach the stores
+        // before this one's rows, which are older (the stores take rows in time order).
+        let mut run = self.run.lock().unwrap_or_else(|e| e.into_inner());
+        run.sim.world.flush_objects();
+        let rows = run.sim.drain();
         self.stores
             .route(rows)
             .map_err(|e| Failure::new(500, "InternalError", e.to_string()))

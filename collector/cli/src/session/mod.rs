@@ -76,6 +76,9 @@ pub struct SessionOptions {
     pub judging: Judging,
     /// Where unfinished runs are written; default `.unfinished/` beside `out`.
     pub staging: Option<PathBuf>,
+    /// An OpenAI- or Anthropic-compatible API (base URL with its `/v1`) that the agent's LLM
+    /// calls go to through a counting proxy: the session records the tokens they used.
+    pub llm_upstream: Option<String>,
 }
 
 /// How long an agent that has submitted every stage may take to exit before it is ended.
@@ -170,6 +173,7 @@ async fn drive(
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<(End, Log)> {
     let mcp_calls = Arc::new(AtomicU64::new(0));
+    let llm_usage = Arc::new(apis::llm_proxy::UsageCounter::new());
     let progress = Arc::new(Mutex::new(Progress::new(env.mitigates())));
     let (tx, mut submissions) = mpsc::channel(4);
     let submit_state = Arc::new(SubmitState {
@@ -233,6 +237,19 @@ async fn drive(
         ),
     ];
     agent_env.push(("FAULTLINE_MCP_URL".into(), mcp_url));
+    let mut llm_server = None;
+    if let Some(upstream) = &opts.llm_upstream {
+        let upstream = apis::llm_proxy::Upstream {
+            base_url: upstream.trim_end_matches('/').to_string(),
+            api_key: None,
+        };
+        let (base, server) = serve(apis::llm_proxy::router(upstream, llm_usage.clone())).await?;
+        // The names OpenAI's and Anthropic's SDKs (and the agents built on them) read.
+        agent_env.push(("OPENAI_BASE_URL".into(), format!("{base}/v1")));
+        agent_env.push(("OPENAI_API_BASE".into(), format!("{base}/v1")));
+        agent_env.push(("ANTHROPIC_BASE_URL".into(), base));
+        llm_server = Some(server);
+    }
     agent_env.extend(opts.agent.env.iter().cloned());
     agent_env.push(("FAULTLINE_PROMPT".into(), prompt_text.clone()));
     let launch = Launch {
@@ -286,6 +303,9 @@ async fn drive(
     tracing::debug!("agent ended: {}", agent::describe(&status?));
     submit_server.abort();
     mcp_server.abort();
+    if let Some(s) = llm_server {
+        s.abort();
+    }
     let mitigation = mitigation?;
     let ttm = mitigation
         .as_ref()
@@ -305,6 +325,12 @@ async fn drive(
         ),
         Target::Replay { .. } => (env.problem_id(), None, None, RunMode::Replay),
     };
+    // Tokens measured by the proxy, when the agent's model calls went through it, else what the
+    // agent reported on submit.
+    let measured = llm_usage.snapshot();
+    if measured.steps > 0 || measured.input_tokens > 0 {
+        log.usage = Some(measured);
+    }
     let end = End {
         mcp_requests: mcp_calls.load(Ordering::Relaxed),
         reason,
