@@ -7,7 +7,21 @@ use std::collections::BTreeMap;
 
 use anyhow::bail;
 
-const LIVE: &str = "\
+/// The tools both tasks list (a macro, so that `concat!` builds the templates at compile time).
+macro_rules! tools {
+    () => {
+        "What you can use:
+- kubectl: KUBECONFIG={kubeconfig} (already set in your environment)
+- Prometheus: {prometheus_url}
+- Jaeger: {jaeger_url}
+- Loki: {loki_url}
+- MCP tools (kubectl, Prometheus, Jaeger, Loki, submit): {mcp_url}
+"
+    };
+}
+
+const LIVE: &str = concat!(
+    "\
 You are the on-call SRE for the application {app_name}, running in the Kubernetes namespace \
 {namespace}. {description}
 
@@ -19,20 +33,18 @@ Then submit your diagnosis in plain language.
 solution (\"\"). Fix the cause: restarting things, scaling to zero, deleting workloads or silencing \
 alerts does not count as a fix.
 
-What you can use:
-- kubectl: KUBECONFIG={kubeconfig} (already set in your environment)
-- Prometheus: {prometheus_url}
-- Jaeger: {jaeger_url}
-- Loki: {loki_url}
-- MCP tools (kubectl, Prometheus, Jaeger, Loki, submit): {mcp_url}
-
+",
+    tools!(),
+    "
 Submit each stage with:
   curl -s -X POST {submit_url}/submit -H 'Content-Type: application/json' -d '{\"solution\": \"...\"}'
 `curl -s {submit_url}/status` tells which stage is open; `curl -s {submit_url}/get_app` describes the \
 application. The stages close once each has been submitted.
-";
+"
+);
 
-const REPLAY: &str = "\
+const REPLAY: &str = concat!(
+    "\
 You are the on-call SRE for the application {app_name}, running in the Kubernetes namespace \
 {namespace}. {description}
 
@@ -40,16 +52,13 @@ Users are seeing failures. Find the root cause: which resource is at fault and w
 users see. The cluster is read-only: investigate, do not change anything. When you know the cause, \
 submit your diagnosis in plain language.
 
-What you can use:
-- kubectl: KUBECONFIG={kubeconfig} (already set in your environment)
-- Prometheus: {prometheus_url}
-- Jaeger: {jaeger_url}
-- Loki: {loki_url}
-- MCP tools (kubectl, Prometheus, Jaeger, Loki, submit): {mcp_url}
-
+",
+    tools!(),
+    "
 Submit with:
   curl -s -X POST {submit_url}/submit -H 'Content-Type: application/json' -d '{\"solution\": \"...\"}'
-";
+"
+);
 
 /// The built-in template of a session that does (live) or does not (replay) mitigate.
 pub fn builtin(mitigation: bool) -> &'static str {
