@@ -40,7 +40,15 @@ fn one_session(dir: &Path, i: u64) -> (Duration, Duration) {
     );
     let launched = unix_secs();
     let status = collector()
-        .args(["live", "--problem", PROBLEM, "--quiet", "--agent", &agent, "--out"])
+        .args([
+            "live",
+            "--problem",
+            PROBLEM,
+            "--quiet",
+            "--agent",
+            &agent,
+            "--out",
+        ])
         .arg(dir.join(format!("run-{i}")))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -77,10 +85,22 @@ fn overhead(tmp: &Path) {
     }
     let (s, a, e) = (median(started), median(answered), median(env_ready));
     println!("session overhead ({PROBLEM}, median of {runs}):");
-    println!("  collector live -> agent started:            {:>7.3} s", s.as_secs_f64());
-    println!("  collector live -> agent's first API answer: {:>7.3} s (goal <= 1 s)", a.as_secs_f64());
-    println!("  peer, collector env up -> ready line:       {:>7.3} s", e.as_secs_f64());
-    println!("  ratio session / env up: {:.2}", a.as_secs_f64() / e.as_secs_f64());
+    println!(
+        "  collector live -> agent started:            {:>7.3} s",
+        s.as_secs_f64()
+    );
+    println!(
+        "  collector live -> agent's first API answer: {:>7.3} s (goal <= 1 s)",
+        a.as_secs_f64()
+    );
+    println!(
+        "  peer, collector env up -> ready line:       {:>7.3} s",
+        e.as_secs_f64()
+    );
+    println!(
+        "  ratio session / env up: {:.2}",
+        a.as_secs_f64() / e.as_secs_f64()
+    );
 }
 
 fn board(tmp: &Path) {
@@ -111,7 +131,9 @@ fn board(tmp: &Path) {
         .lines()
         .filter(|l| l.starts_with("{\"run\""))
         .count();
-    println!("board: {sessions} sessions (problems `{problems}`, noise on and off, {jobs} at once)");
+    println!(
+        "board: {sessions} sessions (problems `{problems}`, noise on and off, {jobs} at once)"
+    );
     println!(
         "  wall {:.1} s, {:.1} sessions per minute (goal: 156 sessions in under 10 minutes)",
         wall.as_secs_f64(),

@@ -36,14 +36,17 @@ pub enum Target {
 
 /// A started environment.
 pub enum Env {
-    Live(LiveEnv),
-    Replay {
-        replay: Replay,
-        app: AppInfo,
-        truth: judge::truth::LoadedTruth,
-        truth_file: PathBuf,
-        audit: mpsc::Receiver<AuditEvent>,
-    },
+    Live(Box<LiveEnv>),
+    Replay(Box<Recorded>),
+}
+
+/// A replayed dataset and what the session needs beside it.
+pub struct Recorded {
+    replay: Replay,
+    app: AppInfo,
+    truth: judge::truth::LoadedTruth,
+    truth_file: PathBuf,
+    audit: mpsc::Receiver<AuditEvent>,
 }
 
 /// What a stopped environment leaves.
@@ -71,7 +74,9 @@ impl Env {
                     listen: "127.0.0.1:0".parse()?,
                     out: Some(out.to_path_buf()),
                 };
-                Ok(Env::Live(LiveEnv::start(catalog, problem, &opts).await?))
+                Ok(Env::Live(Box::new(
+                    LiveEnv::start(catalog, problem, &opts).await?,
+                )))
             }
             Target::Replay { dataset } => start_replay(dataset).await,
         }
@@ -80,7 +85,7 @@ impl Env {
     pub fn endpoints(&self) -> &Endpoints {
         match self {
             Env::Live(env) => &env.endpoints,
-            Env::Replay { replay, .. } => &replay.endpoints,
+            Env::Replay(r) => &r.replay.endpoints,
         }
     }
 
@@ -92,7 +97,7 @@ impl Env {
     pub fn problem_id(&self) -> String {
         match self {
             Env::Live(env) => env.problem.id.clone(),
-            Env::Replay { truth, .. } => truth.problem_id.clone(),
+            Env::Replay(r) => r.truth.problem_id.clone(),
         }
     }
 
@@ -107,7 +112,7 @@ impl Env {
                     descriptions: app.description.trim().to_string(),
                 }
             }
-            Env::Replay { app, .. } => app.clone(),
+            Env::Replay(r) => r.app.clone(),
         }
     }
 
@@ -119,7 +124,7 @@ impl Env {
                 truth: env.ground_truth(),
                 origin: "the live problem".into(),
             },
-            Env::Replay { truth, .. } => truth.clone(),
+            Env::Replay(r) => r.truth.clone(),
         }
     }
 
@@ -127,7 +132,7 @@ impl Env {
     pub fn fork(&self) -> Option<ProblemRun> {
         match self {
             Env::Live(env) => Some(env.fork()),
-            Env::Replay { .. } => None,
+            Env::Replay(_) => None,
         }
     }
 
@@ -136,18 +141,19 @@ impl Env {
     pub async fn stop(self, out: &Path) -> anyhow::Result<Ended> {
         match self {
             Env::Live(env) => {
-                let stopped = env.stop().await?;
+                let stopped = (*env).stop().await?;
                 Ok(Ended {
                     dataset: stopped.dataset,
                     audit: stopped.audit,
                 })
             }
-            Env::Replay {
-                replay,
-                truth_file,
-                audit,
-                ..
-            } => {
+            Env::Replay(r) => {
+                let Recorded {
+                    replay,
+                    truth_file,
+                    audit,
+                    ..
+                } = *r;
                 replay.stop();
                 let bytes = std::fs::read(&truth_file)
                     .with_context(|| format!("cannot read {}", truth_file.display()))?;
@@ -207,13 +213,13 @@ async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
         let _ = tx.send(e);
     });
     let replay = Replay::start_audited(&opts, Some(sink)).await?;
-    Ok(Env::Replay {
+    Ok(Env::Replay(Box::new(Recorded {
         replay,
         app,
         truth,
         truth_file,
         audit,
-    })
+    })))
 }
 
 /// The problem id an `evaluation.json` records, if the file is there and says.

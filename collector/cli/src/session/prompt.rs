@@ -93,9 +93,9 @@ pub fn render(template: &str, values: &BTreeMap<&str, String>) -> anyhow::Result
             rest = &tail[2..];
             continue;
         }
-        if tail.starts_with('}') {
+        if let Some(after) = tail.strip_prefix('}') {
             out.push('}');
-            rest = &tail[1..];
+            rest = after;
             continue;
         }
         let name_len = tail[1..]
