@@ -119,6 +119,7 @@ impl LiveEnv {
             sim: sim::SimConfig::default(),
         };
         let mut run = ProblemRun::new(catalog, problem, &run_opts)?;
+        run.share();
         let history = run.onset_secs() + (opts.since_onset.as_millis() / 1000) as i64;
         let route_stores = stores.clone();
         let mut sink_rows = Vec::new();

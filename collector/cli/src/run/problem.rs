@@ -88,6 +88,9 @@ pub struct ProblemRun {
     /// Server-side p99 latency of each service summed over the healthy baseline, and the count
     /// of seconds summed: what a fixed system must return to.
     baseline_latency: BTreeMap<String, (f64, u32)>,
+    /// Someone else changes this world too (a live environment's clients): a fault whose target
+    /// they removed before its onset is skipped, not an error.
+    shared: bool,
 }
 
 impl ProblemRun {
@@ -151,7 +154,13 @@ impl ProblemRun {
             actions,
             next: 0,
             baseline_latency: BTreeMap::new(),
+            shared: false,
         })
+    }
+
+    /// Marks the world as changed by clients too (see `shared`).
+    pub fn share(&mut self) {
+        self.shared = true;
     }
 
     /// Seconds simulated so far.
@@ -242,7 +251,7 @@ impl ProblemRun {
         match *action {
             Action::Apply(i) => {
                 let (f, decoy) = &self.injections[i];
-                let undo =
+                let applied =
                     faults::apply(&mut sim.world, &sim.app, &f.primitive).with_context(|| {
                         format!(
                             "problem `{}`: cannot apply {} #{} ({})",
@@ -251,7 +260,15 @@ impl ProblemRun {
                             i,
                             f.primitive.name()
                         )
-                    })?;
+                    });
+                let undo = match applied {
+                    Ok(undo) => undo,
+                    Err(e) if self.shared => {
+                        tracing::warn!("{e:#}: its target was changed by a client; skipped");
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                };
                 self.undos[i] = Some(undo);
                 self.record_of[i] = Some(self.records.len());
                 self.records.push(Injection {
