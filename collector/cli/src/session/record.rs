@@ -193,7 +193,9 @@ pub fn summary(run: &RunResult, dir: &Path) -> String {
         run.agent,
         run.trial,
         run.ended
-            .map_or("?".into(), |e| format!("{e:?}").to_lowercase())
+            .and_then(|e| serde_json::to_value(e).ok())
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "?".into())
     );
     if let Some(e) = &run.error {
         let _ = write!(s, " ({e})");
