@@ -291,16 +291,7 @@ async fn judge_run_over_version_2_runs_keeps_what_the_session_measured() {
     let dir = tempfile::tempdir().unwrap();
     let truths = common::truths();
     let (problem, truth) = truths.iter().next().unwrap();
-    let rc = truth
-        .truth
-        .components
-        .iter()
-        .find(|c| c.root_cause)
-        .unwrap();
-    let rc_name = rc
-        .name
-        .clone()
-        .unwrap_or_else(|| rc.filter[0].replace(".*", "x").replace("\\b", ""));
+    let (rc, rc_name) = common::root_cause(truth);
     let entity = |name: &str| {
         json!({"entities": [{"name": format!("{}/{}/{name}", rc.namespace.as_deref().unwrap_or("default"), rc.kind),
                              "contributing_factor": true}]})

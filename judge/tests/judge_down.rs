@@ -106,16 +106,7 @@ async fn judge_run_keeps_deterministic_scores_when_the_judge_is_down() {
 fn right_and_wrong() -> (AgentOutput, AgentOutput, judge::truth::LoadedTruth) {
     let truths = common::truths();
     let truth = truths.values().next().unwrap().as_ref().clone();
-    let rc = truth
-        .truth
-        .components
-        .iter()
-        .find(|c| c.root_cause)
-        .unwrap();
-    let name = rc
-        .name
-        .clone()
-        .unwrap_or_else(|| rc.filter[0].replace(".*", "x").replace("\\b", ""));
+    let (rc, name) = common::root_cause(&truth);
     let output = |n: &str, text: &str| AgentOutput {
         diagnosis: text.to_string(),
         entities: vec![AgentEntity {

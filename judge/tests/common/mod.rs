@@ -116,3 +116,21 @@ pub fn run_config(llm: LlmConfig, out_dir: &Path, cache: Option<&Path>) -> RunCo
         trial_outputs: false,
     }
 }
+
+/// The first root cause of a ground truth and a name that matches it: its own, or one made from
+/// its first name filter.
+pub fn root_cause(
+    truth: &judge::truth::LoadedTruth,
+) -> (&schemas::ground_truth::Component, String) {
+    let rc = truth
+        .truth
+        .components
+        .iter()
+        .find(|c| c.root_cause)
+        .expect("a root cause");
+    let name = rc
+        .name
+        .clone()
+        .unwrap_or_else(|| rc.filter[0].replace(".*", "x").replace("\\b", ""));
+    (rc, name)
+}
