@@ -60,6 +60,8 @@ impl Endpoints {
 /// A running replay: its endpoints, and one server task per API.
 pub struct Replay {
     pub endpoints: Endpoints,
+    /// The served dataset's manifest.
+    pub manifest: schemas::Manifest,
     servers: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
@@ -86,7 +88,8 @@ impl Replay {
         let obs = tokio::task::spawn_blocking(move || load_dataset(&dir))
             .await
             .context("loading the dataset")??;
-        let window = obs.manifest.window;
+        let manifest = obs.manifest.clone();
+        let window = manifest.window;
         let virtual_now = match &opts.at {
             None => obs.manifest.virtual_now,
             Some(at) => {
@@ -189,6 +192,7 @@ impl Replay {
                 jaeger,
                 loki,
             },
+            manifest,
             servers,
         })
     }

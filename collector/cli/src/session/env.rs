@@ -178,30 +178,12 @@ pub async fn grade(fork: ProblemRun) -> anyhow::Result<Verdict> {
 async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
     let dir = dataset.parent().unwrap_or(Path::new("."));
     let truth_file = dir.join(super::GROUND_TRUTH_FILE);
-    let loaded = judge::truth::load(&truth_file).with_context(|| {
+    let truth = replayed_truth(dir, &truth_file).with_context(|| {
         format!(
             "a replay session needs the dataset's ground truth at {}",
             truth_file.display()
         )
     })?;
-    let mut truth = loaded
-        .into_values()
-        .next()
-        .map(Arc::unwrap_or_clone)
-        .with_context(|| format!("{}: no ground truth inside", truth_file.display()))?;
-    // A snapshot names its problem in evaluation.json beside the ground truth.
-    if let Some(id) = problem_of(&dir.join("evaluation.json")) {
-        truth.problem_id = id;
-    }
-    let manifest = datasets::reader::read_manifest(dataset)
-        .with_context(|| format!("cannot read the dataset {}", dataset.display()))?;
-    let namespace = manifest.namespaces.first().cloned().unwrap_or_default();
-    let app = AppInfo {
-        app_name: manifest.application.clone().unwrap_or_default(),
-        namespaces: manifest.namespaces.clone(),
-        namespace,
-        descriptions: String::new(),
-    };
     let (tx, audit) = mpsc::channel();
     let opts = ReplayOptions {
         dataset: dataset.to_path_buf(),
@@ -213,6 +195,13 @@ async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
         let _ = tx.send(e);
     });
     let replay = Replay::start_audited(&opts, Some(sink)).await?;
+    let manifest = &replay.manifest;
+    let app = AppInfo {
+        app_name: manifest.application.clone().unwrap_or_default(),
+        namespaces: manifest.namespaces.clone(),
+        namespace: manifest.namespaces.first().cloned().unwrap_or_default(),
+        descriptions: String::new(),
+    };
     Ok(Env::Replay(Box::new(Recorded {
         replay,
         app,
@@ -222,9 +211,20 @@ async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
     })))
 }
 
-/// The problem id an `evaluation.json` records, if the file is there and says.
-fn problem_of(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v.get("problem_id")?.as_str().map(str::to_string)
+/// The ground truth beside a dataset, under the problem id its `evaluation.json` records (as
+/// `collector snapshot` writes them); without that record, under the id the ground truth carries.
+fn replayed_truth(dir: &Path, truth_file: &Path) -> anyhow::Result<judge::truth::LoadedTruth> {
+    let record = std::fs::read_to_string(dir.join("evaluation.json"))
+        .ok()
+        .and_then(|text| {
+            serde_json::from_str::<schemas::ground_truth::EvaluatorRecord>(&text).ok()
+        });
+    match record {
+        Some(r) => judge::in_loop::load_truth(truth_file, &r.problem_id),
+        None => judge::truth::load(truth_file)?
+            .into_values()
+            .next()
+            .map(Arc::unwrap_or_clone)
+            .with_context(|| format!("{}: no ground truth inside", truth_file.display())),
+    }
 }

@@ -163,30 +163,57 @@ struct End {
     noise: Option<bool>,
 }
 
-/// Serves the submission API, runs the agent, follows its submissions until the session ends, and
-/// grades what is left to grade.
-async fn drive(
+/// The session's own servers (submission API, MCP, LLM proxy): they stop when this is dropped,
+/// also when the session ends early on an error.
+#[derive(Default)]
+struct Servers(Vec<tokio::task::JoinHandle<std::io::Result<()>>>);
+
+impl Servers {
+    /// Serves a router on a free loopback port; its base URL.
+    async fn serve(&mut self, router: axum::Router) -> anyhow::Result<String> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("cannot listen on 127.0.0.1")?;
+        let url = format!("http://{}", listener.local_addr()?);
+        self.0.push(tokio::spawn(
+            async move { axum::serve(listener, router).await },
+        ));
+        Ok(url)
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for s in &self.0 {
+            s.abort();
+        }
+    }
+}
+
+/// What the agent is handed, and what counts its use of the session's MCP server and LLM proxy.
+struct Handed {
+    launch: Launch,
+    prompt: String,
+    mcp_calls: Arc<AtomicU64>,
+    llm_usage: Arc<apis::llm_proxy::UsageCounter>,
+}
+
+/// Writes the agent's kubeconfig and task, serves the MCP server (and the LLM proxy when asked),
+/// and puts together the agent's command and environment.
+async fn hand_over(
     env: &Env,
     opts: &SessionOptions,
-    dir: &Path,
-    workdir: &Path,
-    interrupt: impl Future<Output = ()>,
-) -> anyhow::Result<(End, Log)> {
-    let mcp_calls = Arc::new(AtomicU64::new(0));
-    let llm_usage = Arc::new(apis::llm_proxy::UsageCounter::new());
-    let progress = Arc::new(Mutex::new(Progress::new(env.mitigates())));
-    let (tx, mut submissions) = mpsc::channel(4);
-    let submit_state = Arc::new(SubmitState {
-        progress: progress.clone(),
-        app: env.app(),
-        submissions: tx,
-    });
-    let (submit_url, submit_server) = serve(submit::router(submit_state)).await?;
+    app: &submit::AppInfo,
+    submit_url: &str,
+    dirs: (&Path, &Path),
+    servers: &mut Servers,
+) -> anyhow::Result<Handed> {
+    let (dir, workdir) = dirs;
     let endpoints = env.endpoints();
     let kubeconfig = workdir.join("kubeconfig");
     std::fs::write(&kubeconfig, endpoints.kubeconfig())
         .with_context(|| format!("writing {}", kubeconfig.display()))?;
-    let app = env.app();
+    let mcp_calls = Arc::new(AtomicU64::new(0));
     let mcp_targets = mcp::Targets {
         submit: Some(format!("{submit_url}/submit")),
         ..mcp::Targets::new(
@@ -202,8 +229,7 @@ async fn drive(
             mcp_calls.clone(),
             count_request,
         ));
-    let (mcp_base, mcp_server) = serve(mcp_router).await?;
-    let mcp_url = format!("{mcp_base}/mcp");
+    let mcp_url = format!("{}/mcp", servers.serve(mcp_router).await?);
     let values: BTreeMap<&str, String> = [
         ("app_name", app.app_name.clone()),
         ("namespace", app.namespace.clone()),
@@ -213,7 +239,7 @@ async fn drive(
         ("prometheus_url", endpoints.prometheus.clone()),
         ("jaeger_url", endpoints.jaeger.clone()),
         ("loki_url", endpoints.loki.clone()),
-        ("submit_url", submit_url.clone()),
+        ("submit_url", submit_url.to_string()),
         ("mcp_url", mcp_url.clone()),
     ]
     .into_iter()
@@ -230,25 +256,26 @@ async fn drive(
         ("PROMETHEUS_URL".into(), endpoints.prometheus.clone()),
         ("JAEGER_URL".into(), endpoints.jaeger.clone()),
         ("LOKI_URL".into(), endpoints.loki.clone()),
-        ("FAULTLINE_SUBMIT_URL".into(), submit_url),
+        ("FAULTLINE_SUBMIT_URL".into(), submit_url.to_string()),
         (
             "FAULTLINE_PROMPT_FILE".into(),
             workdir.join("prompt.md").display().to_string(),
         ),
+        ("FAULTLINE_MCP_URL".into(), mcp_url),
     ];
-    agent_env.push(("FAULTLINE_MCP_URL".into(), mcp_url));
-    let mut llm_server = None;
+    let llm_usage = Arc::new(apis::llm_proxy::UsageCounter::new());
     if let Some(upstream) = &opts.llm_upstream {
         let upstream = apis::llm_proxy::Upstream {
             base_url: upstream.trim_end_matches('/').to_string(),
             api_key: None,
         };
-        let (base, server) = serve(apis::llm_proxy::router(upstream, llm_usage.clone())).await?;
+        let base = servers
+            .serve(apis::llm_proxy::router(upstream, llm_usage.clone()))
+            .await?;
         // The names OpenAI's and Anthropic's SDKs (and the agents built on them) read.
         agent_env.push(("OPENAI_BASE_URL".into(), format!("{base}/v1")));
         agent_env.push(("OPENAI_API_BASE".into(), format!("{base}/v1")));
         agent_env.push(("ANTHROPIC_BASE_URL".into(), base));
-        llm_server = Some(server);
     }
     agent_env.extend(opts.agent.env.iter().cloned());
     agent_env.push(("FAULTLINE_PROMPT".into(), prompt_text.clone()));
@@ -260,6 +287,39 @@ async fn drive(
         stderr: dir.join("agent.stderr"),
         echo: opts.echo,
     };
+    Ok(Handed {
+        launch,
+        prompt: prompt_text,
+        mcp_calls,
+        llm_usage,
+    })
+}
+
+/// Serves the submission API, runs the agent, follows its submissions until the session ends, and
+/// grades what is left to grade.
+async fn drive(
+    env: &Env,
+    opts: &SessionOptions,
+    dir: &Path,
+    workdir: &Path,
+    interrupt: impl Future<Output = ()>,
+) -> anyhow::Result<(End, Log)> {
+    let mut servers = Servers::default();
+    let progress = Arc::new(Mutex::new(Progress::new(env.mitigates())));
+    let (tx, mut submissions) = mpsc::channel(4);
+    let app = env.app();
+    let submit_state = Arc::new(SubmitState {
+        progress: progress.clone(),
+        app: app.clone(),
+        submissions: tx,
+    });
+    let submit_url = servers.serve(submit::router(submit_state)).await?;
+    let Handed {
+        launch,
+        prompt: prompt_text,
+        mcp_calls,
+        llm_usage,
+    } = hand_over(env, opts, &app, &submit_url, (dir, workdir), &mut servers).await?;
     let mut agent = Agent::spawn(&launch)?;
     let t0 = Instant::now();
     lock(&progress).start();
@@ -301,11 +361,7 @@ async fn drive(
     let (status, mitigation) =
         tokio::join!(agent.end(GRACE), grade_mitigation(&mut log, pending_fork));
     tracing::debug!("agent ended: {}", agent::describe(&status?));
-    submit_server.abort();
-    mcp_server.abort();
-    if let Some(s) = llm_server {
-        s.abort();
-    }
+    drop(servers);
     let mitigation = mitigation?;
     let ttm = mitigation
         .as_ref()
@@ -511,18 +567,6 @@ fn staging_dir(out: &Path, staging: Option<&Path>) -> anyhow::Result<PathBuf> {
     let dir = root.join(uuid::Uuid::new_v4().simple().to_string());
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     Ok(dir)
-}
-
-/// Serves a router on a free loopback port.
-async fn serve(
-    router: axum::Router,
-) -> anyhow::Result<(String, tokio::task::JoinHandle<std::io::Result<()>>)> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("cannot listen on 127.0.0.1")?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let server = tokio::spawn(async move { axum::serve(listener, router).await });
-    Ok((url, server))
 }
 
 /// Counts the requests a router answers.

@@ -92,8 +92,12 @@ pub fn restart_loops(events: &[AuditEvent]) -> Vec<String> {
         .collect()
 }
 
-fn singular(resource: &str) -> &str {
-    resource.strip_suffix('s').unwrap_or(resource)
+/// How a reason names a kind of workload: `deployment` for `deployments`, by the kind registry.
+fn singular(resource: &str) -> String {
+    sim::kinds::Kind::ALL
+        .iter()
+        .find(|k| k.resource() == resource)
+        .map_or_else(|| resource.to_string(), |k| k.name().to_ascii_lowercase())
 }
 
 /// A submission as the trajectory shows it.
