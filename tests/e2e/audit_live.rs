@@ -5,11 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use e2e::live::Live;
+use e2e::live::{GEO_PORT_FIX, Live, NS};
 use e2e::text;
 use schemas::tables::{AuditRow, EventRow, Row, Table};
-
-const NS: &str = "hotel-reservation";
 
 /// Starts `problem` live, writing its run to `out` when stopped. --for is long: the test stops
 /// the environment itself once done, as Ctrl-C would.
@@ -41,18 +39,7 @@ fn every_request_of_a_live_session_is_in_the_audit_table() {
         .expect("a prometheus endpoint")
         .to_string();
     ok(&l, &["-n", NS, "get", "pods"]);
-    let patched = ok(
-        &l,
-        &[
-            "-n",
-            NS,
-            "patch",
-            "svc",
-            "geo",
-            "-p",
-            r#"{"spec":{"ports":[{"port":8083,"targetPort":8083}]}}"#,
-        ],
-    );
+    let patched = ok(&l, &["-n", NS, "patch", "svc", "geo", "-p", GEO_PORT_FIX]);
     assert_eq!(patched.trim(), "service/geo patched");
     assert!(ok(&l, &["-n", NS, "scale", "deploy/geo", "--replicas=2"]).contains("scaled"));
     assert!(ok(&l, &["-n", NS, "set", "env", "deploy/search", "FOO=bar"]).contains("env updated"));

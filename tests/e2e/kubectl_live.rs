@@ -2,7 +2,7 @@
 //! (strategic merge, merge and JSON patches, scale, rollout restart, set env, apply, create,
 //! replace, delete), server dry runs, conflicts and invalid writes, and the cluster reacting.
 
-use e2e::live::{Live, NS, up, write};
+use e2e::live::{GEO_PORT_FIX, Live, NS, up, write};
 
 fn ok(l: &Live, args: &[&str]) -> String {
     l.ok(args)
@@ -44,49 +44,16 @@ fn kubectl_fixes_a_wrong_target_port_and_the_endpoints_follow() {
             "geo",
             "--dry-run=server",
             "-p",
-            r#"{"spec":{"ports":[{"port":8083,"targetPort":8083}]}}"#,
+            GEO_PORT_FIX,
         ],
     );
     assert!(dry.contains("service/geo patched"), "{dry}");
-    let still = ok(
-        &l,
-        &[
-            "-n",
-            NS,
-            "get",
-            "svc",
-            "geo",
-            "-o",
-            "jsonpath={.spec.ports[0].targetPort}",
-        ],
-    );
+    let still = l.geo_target_port();
     assert_ne!(still, "8083", "dry run must not write");
-    let out = ok(
-        &l,
-        &[
-            "-n",
-            NS,
-            "patch",
-            "svc",
-            "geo",
-            "-p",
-            r#"{"spec":{"ports":[{"port":8083,"targetPort":8083}]}}"#,
-        ],
-    );
+    let out = ok(&l, &["-n", NS, "patch", "svc", "geo", "-p", GEO_PORT_FIX]);
     assert_eq!(out.trim(), "service/geo patched");
     // The same patch again changes nothing, and kubectl can tell.
-    let again = ok(
-        &l,
-        &[
-            "-n",
-            NS,
-            "patch",
-            "svc",
-            "geo",
-            "-p",
-            r#"{"spec":{"ports":[{"port":8083,"targetPort":8083}]}}"#,
-        ],
-    );
+    let again = ok(&l, &["-n", NS, "patch", "svc", "geo", "-p", GEO_PORT_FIX]);
     assert_eq!(again.trim(), "service/geo patched (no change)");
     until(
         &l,

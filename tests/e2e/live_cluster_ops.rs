@@ -45,6 +45,18 @@ fn slices_of(l: &Live, service: &str) -> Vec<Value> {
     v["items"].as_array().cloned().unwrap_or_default()
 }
 
+/// kubectl's list of the search Service's EndpointSlices, by name.
+const SEARCH_SLICES: [&str; 8] = [
+    "-n",
+    NS,
+    "get",
+    "endpointslices",
+    "-l",
+    "kubernetes.io/service-name=search",
+    "-o",
+    "name",
+];
+
 #[test]
 fn endpoint_slices_follow_the_service_and_describe_shows_them() {
     let l = live::up("hotel-geo-target-port", &[]);
@@ -137,20 +149,9 @@ fn endpoint_slices_follow_the_service_and_describe_shows_them() {
 
     // A deleted slice is made again, under a new name.
     l.ok(&["-n", NS, "delete", "endpointslice", name]);
-    let again = l.until(
-        &[
-            "-n",
-            NS,
-            "get",
-            "endpointslices",
-            "-l",
-            "kubernetes.io/service-name=search",
-            "-o",
-            "name",
-        ],
-        "a new slice",
-        |o| o.lines().count() == 1 && !o.contains(name),
-    );
+    let again = l.until(&SEARCH_SLICES, "a new slice", |o| {
+        o.lines().count() == 1 && !o.contains(name)
+    });
     assert!(
         again.contains("endpointslice.discovery.k8s.io/search-"),
         "{again}"
@@ -158,20 +159,9 @@ fn endpoint_slices_follow_the_service_and_describe_shows_them() {
 
     // Deleting the Service takes its slices with it.
     l.ok(&["-n", NS, "delete", "svc", "search"]);
-    l.until(
-        &[
-            "-n",
-            NS,
-            "get",
-            "endpointslices",
-            "-l",
-            "kubernetes.io/service-name=search",
-            "-o",
-            "name",
-        ],
-        "the slice gone with its Service",
-        |o| o.trim().is_empty(),
-    );
+    l.until(&SEARCH_SLICES, "the slice gone with its Service", |o| {
+        o.trim().is_empty()
+    });
 }
 
 #[test]

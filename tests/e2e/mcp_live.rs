@@ -181,18 +181,6 @@ fn serve_http(l: &Live) -> HttpMcp {
     HttpMcp { child, url }
 }
 
-fn target_port(l: &Live) -> String {
-    l.ok(&[
-        "-n",
-        NS,
-        "get",
-        "svc",
-        "geo",
-        "-o",
-        "jsonpath={.spec.ports[0].targetPort}",
-    ])
-}
-
 const SREGYM_TOOLS: &[&str] = &[
     "exec_kubectl_cmd_safely",
     "rollback_command",
@@ -320,7 +308,7 @@ fn over_http_a_write_changes_the_object_a_pipe_is_refused_and_rollback_undoes() 
     );
 
     // The fix, through the tool: the object really changes.
-    let before = target_port(&l);
+    let before = l.geo_target_port();
     assert_ne!(before, "8083", "the fault is in place before the fix");
     let fixed = ok(
         &http,
@@ -330,7 +318,7 @@ fn over_http_a_write_changes_the_object_a_pipe_is_refused_and_rollback_undoes() 
         )}),
     );
     assert!(fixed.contains("service/geo patched"), "{fixed}");
-    assert_eq!(target_port(&l), "8083");
+    assert_eq!(l.geo_target_port(), "8083");
 
     let saved = ok(&http, "get_previous_rollbackable_cmd", json!({}));
     assert!(
@@ -344,7 +332,7 @@ fn over_http_a_write_changes_the_object_a_pipe_is_refused_and_rollback_undoes() 
         undone.contains("restore service/geo -n hotel-reservation: done"),
         "{undone}"
     );
-    assert_eq!(target_port(&l), before);
+    assert_eq!(l.geo_target_port(), before);
     let empty = ok(&http, "get_previous_rollbackable_cmd", json!({}));
     assert_eq!(empty, "No rollbackable commands.");
 }

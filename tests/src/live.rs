@@ -11,6 +11,9 @@ use crate::text;
 /// The namespace of the hotel-reservation problems.
 pub const NS: &str = "hotel-reservation";
 
+/// The patch that fixes `hotel-geo-target-port`: geo's Service targets the port geo listens on.
+pub const GEO_PORT_FIX: &str = r#"{"spec":{"ports":[{"port":8083,"targetPort":8083}]}}"#;
+
 /// A running `collector env up` and the kubeconfig it wrote.
 pub struct Live {
     child: Child,
@@ -100,6 +103,19 @@ impl Live {
         let out = self.kubectl(args);
         assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The targetPort of geo's Service, as kubectl prints it.
+    pub fn geo_target_port(&self) -> String {
+        self.ok(&[
+            "-n",
+            NS,
+            "get",
+            "svc",
+            "geo",
+            "-o",
+            "jsonpath={.spec.ports[0].targetPort}",
+        ])
     }
 
     /// Runs kubectl, which must fail; its stderr.
