@@ -9,6 +9,9 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     collector::init_tracing();
+    // kube, reqwest (capture, the judge's LLM client) and the proxies are built on rustls with
+    // ring only: it is the process default, for every command.
+    judge::llm::install_crypto_provider();
     let cli = collector::Cli::parse();
     match collector::execute(cli) {
         Ok(code) => code,

@@ -99,8 +99,6 @@ fn window(args: &Args, now: i64) -> anyhow::Result<Window> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    // kube and reqwest are built on rustls with ring only; it must be the process default.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let opts = Options {
         kubernetes: match (&args.kubeconfig, args.in_cluster) {
             (Some(path), _) => Connection::Kubeconfig(path.clone()),

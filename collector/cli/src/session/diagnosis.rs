@@ -24,14 +24,12 @@ impl Judging {
     /// The judge model configured by `JUDGE_BASE_URL` / `JUDGE_MODEL` / `JUDGE_API_KEY`, and the
     /// cache of `JUDGE_CACHE_DIR`.
     pub fn from_env() -> anyhow::Result<Judging> {
-        let llm = match in_loop::llm_from_env()? {
-            Some(cfg) => Some(Arc::new(Llm::new(cfg)?)),
-            None => None,
-        };
-        let cache_dir = std::env::var_os(in_loop::ENV_CACHE_DIR)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
-        Ok(Judging { llm, cache_dir })
+        // The judge reads its settings; each session then gets its own log directory and names.
+        let settings = InLoop::from_env(PathBuf::new(), "", "")?;
+        Ok(Judging {
+            llm: settings.llm,
+            cache_dir: settings.cache_dir,
+        })
     }
 
     /// Which judge decides, for people reading a summary.
