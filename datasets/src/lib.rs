@@ -3,7 +3,8 @@
 //! A dataset is a directory with `manifest.json` and one Parquet file per table (see
 //! [`schemas::tables::Table`]). [`DatasetWriter`] produces one from rows in bounded memory and moves
 //! it into place atomically; [`Dataset`] reads it back as Arrow batches, rows, or polars LazyFrames;
-//! [`TableFile`] reads one table's file in place, only the rows its statistics leave;
+//! [`TableFile`] reads one table's file in place, only the rows its statistics leave; [`Recording`]
+//! keeps a running system's rows as Parquet segments, readable while it runs;
 //! [`validate()`] checks everything a reader relies on; [`export`] writes JSON Lines or CSV.
 
 pub mod encode;
@@ -11,6 +12,7 @@ pub mod error;
 pub mod export;
 pub mod in_place;
 pub mod reader;
+pub mod recording;
 pub mod synth;
 pub mod table_file;
 pub mod validate;
@@ -24,6 +26,7 @@ use sha2::{Digest, Sha256};
 pub use error::{DatasetError, Result};
 pub use in_place::TableFile;
 pub use reader::Dataset;
+pub use recording::Recording;
 pub use table_file::{TableFileWriter, WriteOptions};
 pub use validate::{Finding, Report, validate};
 pub use writer::{DatasetInfo, DatasetWriter, WriterConfig};

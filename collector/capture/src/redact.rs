@@ -38,8 +38,11 @@ impl Redactor {
     }
 
     /// Redacts a Secret object in place: `data` values (base64) are replaced by the base64 of their
-    /// hash, `stringData` values by the hash, and the last-applied annotation by its hash.
+    /// hash, `stringData` values by the hash, and the last-applied annotation by its hash. A value
+    /// already redacted is left as it is, so redacting twice (a dataset exported and imported
+    /// again) changes nothing.
     pub fn redact_secret(&self, secret: &mut Value) {
+        let redacted = |raw: &[u8]| raw.starts_with(REDACTED_PREFIX.as_bytes());
         if let Some(data) = secret.get_mut("data").and_then(Value::as_object_mut) {
             for v in data.values_mut() {
                 if let Some(text) = v.as_str() {
@@ -47,13 +50,17 @@ impl Redactor {
                     let raw = BASE64
                         .decode(text)
                         .unwrap_or_else(|_| text.as_bytes().to_vec());
-                    *v = BASE64.encode(self.hash(&raw)).into();
+                    if !redacted(&raw) {
+                        *v = BASE64.encode(self.hash(&raw)).into();
+                    }
                 }
             }
         }
         if let Some(data) = secret.get_mut("stringData").and_then(Value::as_object_mut) {
             for v in data.values_mut() {
-                if let Some(text) = v.as_str() {
+                if let Some(text) = v.as_str()
+                    && !redacted(text.as_bytes())
+                {
                     *v = self.hash(text.as_bytes()).into();
                 }
             }
@@ -63,6 +70,7 @@ impl Redactor {
             .and_then(Value::as_object_mut)
             && let Some(v) = annotations.get_mut(LAST_APPLIED)
             && let Some(text) = v.as_str()
+            && !redacted(text.as_bytes())
         {
             *v = self.hash(text.as_bytes()).into();
         }
@@ -91,5 +99,8 @@ mod tests {
         let decoded = BASE64.decode(s["data"]["a"].as_str().unwrap()).unwrap();
         assert_eq!(String::from_utf8(decoded).unwrap(), s["stringData"]["d"]);
         assert_ne!(Redactor::new(b"other").hash(b"hunter2"), r.hash(b"hunter2"));
+        let once = s.clone();
+        Redactor::new(b"another key").redact_secret(&mut s);
+        assert_eq!(s, once, "a redacted secret stays as it is");
     }
 }

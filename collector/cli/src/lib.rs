@@ -37,9 +37,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run an SRE analysis tool (ITBench's names) over a dataset.
+    Analyze(commands::analyze::Args),
     /// Record a running system (a cluster, or a replay) into a dataset.
     Capture(capture::Args),
-    /// Inspect, validate and export datasets.
+    /// Inspect, validate, export and import datasets (ITBench snapshots in and out).
     Dataset(dataset::Args),
     /// Run a problem live in the simulator, behind writable Kubernetes and read APIs.
     Env(env_cmd::Args),
@@ -63,6 +65,7 @@ pub enum Command {
 /// Runs a parsed command line.
 pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Analyze(args) => commands::analyze::run(args),
         Command::Capture(args) => capture::run(args),
         Command::Dataset(args) => dataset::run(args),
         Command::Env(args) => env_cmd::run(args),

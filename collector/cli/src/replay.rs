@@ -62,6 +62,8 @@ pub struct Replay {
     pub endpoints: Endpoints,
     /// The served dataset's manifest.
     pub manifest: schemas::Manifest,
+    /// The clock every API serves times by.
+    pub clock: Clock,
     servers: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
@@ -193,6 +195,7 @@ impl Replay {
                 loki,
             },
             manifest,
+            clock,
             servers,
         })
     }

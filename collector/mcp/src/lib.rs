@@ -8,7 +8,10 @@
 //! What flows through it: an MCP request (stdio or Streamable HTTP at `/mcp`) reaches a tool in
 //! [`server`]; kubectl tools go through the command rules ([`command`], no IO) and then the
 //! runner ([`run`]), with writes dry-run first and saved for rollback ([`kubectl`], [`undo`]);
-//! the other tools are requests to the APIs whose answers become text ([`observe`]).
+//! the other tools are requests to the APIs whose answers become text ([`observe`]); ITBench's
+//! analysis tools (`alert_summary`, `get_trace_error_tree`, ...) run over the session's tables
+//! when the session hands them over ([`Targets::analysis`]: a replayed dataset, or a live
+//! environment's recording).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,7 +30,7 @@ pub mod undo;
 pub use server::Faultline;
 
 /// Where the tools send their requests.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Targets {
     /// The kubeconfig kubectl uses (`KUBECONFIG`).
     pub kubeconfig: PathBuf,
@@ -39,6 +42,8 @@ pub struct Targets {
     pub loki: String,
     /// Where `submit` POSTs `{"solution": ...}`; without it there is no `submit` tool.
     pub submit: Option<String>,
+    /// The session's tables for the analysis tools; without them there are none.
+    pub analysis: Option<analysis::Source>,
 }
 
 impl Targets {
@@ -51,6 +56,7 @@ impl Targets {
             jaeger,
             loki,
             submit: None,
+            analysis: None,
         }
     }
 }

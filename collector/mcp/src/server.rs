@@ -9,7 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{CallToolResult, ContentBlock};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use serde::{Deserialize, Deserializer};
@@ -58,6 +60,12 @@ impl Faultline {
         let mut tool_router = Self::tool_router();
         if apis.submit.is_none() {
             tool_router.remove_route("submit");
+        }
+        if let Some(source) = targets.analysis {
+            let source = Arc::new(source);
+            for tool in analysis::TOOLS {
+                tool_router.add_route(analysis_route(source.clone(), tool));
+            }
         }
         Ok(Faultline {
             kubectl,
@@ -188,6 +196,37 @@ fn capped(answer: Result<String, String>) -> Result<String, String> {
         s
     };
     answer.map(cut).map_err(cut)
+}
+
+/// An analysis tool as an MCP tool: its arguments' schema, and a call that runs it off the
+/// async threads (polars blocks) and answers its JSON, or its error as a tool error.
+fn analysis_route(source: Arc<analysis::Source>, tool: &'static analysis::Tool) -> ToolRoute<Faultline> {
+    let schema = match tool.schema() {
+        serde_json::Value::Object(mut m) => {
+            m.remove("$schema");
+            m.remove("title");
+            m
+        }
+        _ => serde_json::Map::new(),
+    };
+    let attr = rmcp::model::Tool::new(tool.name, tool.description, Arc::new(schema));
+    ToolRoute::new_dyn(attr, move |ctx: ToolCallContext<'_, Faultline>| {
+        let source = source.clone();
+        let arguments = ctx.arguments.clone().map_or(serde_json::Value::Null, serde_json::Value::Object);
+        Box::pin(async move {
+            let run = move || analysis::run(&source, tool.name, arguments);
+            let answer = match tokio::task::spawn_blocking(run).await {
+                Ok(Ok(v)) => serde_json::to_string_pretty(&v).map_err(|e| e.to_string()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(format!("{} stopped: {e}", tool.name)),
+            };
+            let result = match capped(answer) {
+                Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
+            };
+            Ok(result.into())
+        })
+    })
 }
 
 #[tool_router]
@@ -326,7 +365,7 @@ impl Faultline {
 #[tool_handler(
     router = self.tool_router,
     name = "faultline",
-    instructions = "Tools for an SRE agent: kubectl (dry-run first, with rollback), Prometheus metrics and alerts, Jaeger traces, Loki logs."
+    instructions = "Tools for an SRE agent: kubectl (dry-run first, with rollback), Prometheus metrics and alerts, Jaeger traces, Loki logs, and (when the session has them) ITBench's offline analysis tools over the session's data: alert_summary first, then get_trace_error_tree, get_context_contract and the others."
 )]
 impl ServerHandler for Faultline {}
 

@@ -182,6 +182,38 @@ pub fn rfc3339_nanos(ns: i64) -> String {
     DateTime::<Utc>::from_timestamp_nanos(ns).to_rfc3339_opts(SecondsFormat::Nanos, true)
 }
 
+/// Shifts every timestamp-valued field of a Kubernetes object (`creationTimestamp`,
+/// `lastTimestamp`, `startedAt`, `lastTransitionTime`, ...) by `shift_ns`, as a shifted clock
+/// serves it, so that client-side ages look live.
+pub fn shift_object_times(v: &mut serde_json::Value, shift_ns: i64) {
+    use serde_json::Value;
+    if shift_ns == 0 {
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map.iter_mut() {
+                let timey = k.ends_with("Timestamp") || k.ends_with("Time") || k.ends_with("At");
+                match child {
+                    Value::String(s) if timey => {
+                        if let Some(t) = parse_rfc3339(s) {
+                            let shifted = t.saturating_add(shift_ns);
+                            *s = if s.contains('.') {
+                                rfc3339_nanos(shifted)
+                            } else {
+                                rfc3339(shifted)
+                            };
+                        }
+                    }
+                    _ => shift_object_times(child, shift_ns),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|x| shift_object_times(x, shift_ns)),
+        _ => {}
+    }
+}
+
 /// Parses an RFC 3339 time to ns since the epoch (`None` outside the years 1677–2262 that
 /// nanoseconds in an i64 can hold).
 pub fn parse_rfc3339(s: &str) -> Option<i64> {

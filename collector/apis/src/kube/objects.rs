@@ -40,36 +40,6 @@ fn render(accept: &str) -> Render {
     Render::Json
 }
 
-/// Shifts every timestamp-valued field (`creationTimestamp`, `lastTimestamp`, `startedAt`,
-/// `lastTransitionTime`, ...) by the clock's shift, so that client-side ages look live.
-fn shift_times(v: &mut Value, shift_ns: i64) {
-    if shift_ns == 0 {
-        return;
-    }
-    match v {
-        Value::Object(map) => {
-            for (k, child) in map.iter_mut() {
-                let timey = k.ends_with("Timestamp") || k.ends_with("Time") || k.ends_with("At");
-                match child {
-                    Value::String(s) if timey => {
-                        if let Some(t) = schemas::time::parse_rfc3339(s) {
-                            let shifted = t.saturating_add(shift_ns);
-                            *s = if s.contains('.') {
-                                schemas::time::rfc3339_nanos(shifted)
-                            } else {
-                                schemas::time::rfc3339(shifted)
-                            };
-                        }
-                    }
-                    _ => shift_times(child, shift_ns),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|x| shift_times(x, shift_ns)),
-        _ => {}
-    }
-}
-
 /// An object as served: kind and apiVersion set, times shifted.
 pub(super) fn served(res: &Resource, object: &Value, clock: &Reading) -> Value {
     let mut v = object.clone();
@@ -77,7 +47,7 @@ pub(super) fn served(res: &Resource, object: &Value, clock: &Reading) -> Value {
         map.insert("kind".into(), res.kind.clone().into());
         map.insert("apiVersion".into(), res.api_version().into());
     }
-    shift_times(&mut v, clock.shift_ns);
+    schemas::time::shift_object_times(&mut v, clock.shift_ns);
     v
 }
 
@@ -547,7 +517,7 @@ mod tests {
         let mut v = json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z", "name": "2026-01-01T00:00:00Z"},
                            "status": {"containerStatuses": [{"state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]},
                            "eventTime": "2026-01-01T00:00:00.500000000Z"});
-        shift_times(&mut v, 3_600_000_000_000);
+        schemas::time::shift_object_times(&mut v, 3_600_000_000_000);
         assert_eq!(v["metadata"]["creationTimestamp"], "2026-01-01T01:00:00Z");
         assert_eq!(v["metadata"]["name"], "2026-01-01T00:00:00Z");
         assert_eq!(

@@ -1,4 +1,5 @@
-//! `collector dataset inspect | validate | export`.
+//! `collector dataset inspect | validate | export | import`: a dataset's tables, its checks, its
+//! rows as JSON Lines or CSV, and ITBench snapshots in and out.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use schemas::tables::Table;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  collector dataset inspect out/dataset\n  collector dataset validate out/dataset\n  collector dataset export out/dataset --table events"
+    after_help = "Examples:\n  collector dataset inspect out/dataset\n  collector dataset validate out/dataset\n  collector dataset export out/dataset --table events\n  collector dataset import itbench Scenario-2 --out out/scenario-2\n  collector dataset export itbench out/geo/dataset --out out/geo-itbench"
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -41,20 +42,82 @@ pub enum DatasetCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Write tables as JSON Lines or CSV.
+    /// Write tables as JSON Lines or CSV, or the whole dataset as an ITBench snapshot.
+    Export(ExportArgs),
+    /// Make a dataset from another benchmark's data (an ITBench snapshot).
+    #[command(subcommand)]
+    Import(ImportFrom),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Examples:\n  collector dataset export out/dataset --table logs | head\n  collector dataset export out/dataset --format csv --out out/csv   # every table, one file each\n  collector dataset export itbench out/dataset --out out/itbench      # ITBench's scenario layout"
+)]
+pub struct ExportArgs {
+    #[command(subcommand)]
+    pub to: Option<ExportTo>,
+    /// The dataset directory (the one holding manifest.json).
+    #[arg(required = true)]
+    pub dir: Option<PathBuf>,
+    /// Tables to export (repeat the flag); all tables when omitted.
+    #[arg(long = "table", value_parser = parse_table)]
+    pub tables: Vec<Table>,
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+    pub format: ExportFormat,
+    /// Output: a file (or `-` for stdout) for one table, a directory for several.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportTo {
+    /// Write the dataset as an ITBench scenario: alerts/, k8s_events_raw.tsv, k8s_objects_raw.tsv,
+    /// otel_logs_raw.tsv, otel_traces_raw.tsv, metrics/, app.json (ITBench's tools and agents run on it).
     #[command(
-        after_help = "Examples:\n  collector dataset export out/dataset --table logs | head\n  collector dataset export out/dataset --format csv --out out/csv   # every table, one file each"
+        after_help = "Example:\n  collector dataset export itbench out/geo/dataset --out out/geo-itbench\n  collector dataset export itbench out/geo/dataset --out out/geo-itbench --include-ground-truth   # for ITBench's judge"
     )]
-    Export {
-        dir: PathBuf,
-        /// Tables to export (repeat the flag); all tables when omitted.
-        #[arg(long = "table", value_parser = parse_table)]
-        tables: Vec<Table>,
-        #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
-        format: ExportFormat,
-        /// Output: a file (or `-` for stdout) for one table, a directory for several.
+    Itbench {
+        /// The dataset directory (the one holding manifest.json).
+        dataset: PathBuf,
+        /// The scenario directory to write (must not exist).
         #[arg(long)]
-        out: Option<PathBuf>,
+        out: PathBuf,
+        /// Also write the ground truth beside the dataset as ground_truth.yaml, where ITBench
+        /// keeps it (agents given the directory can read it).
+        #[arg(long)]
+        include_ground_truth: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportFrom {
+    /// Import an ITBench scenario (ITBench-Lite snapshot): alerts JSON in both shapes, Kubernetes
+    /// objects and events, metrics, OTel traces and logs TSV, and ground_truth.yaml. Writes
+    /// OUT/dataset, OUT/ground_truth.json beside it and OUT/import_report.json (what was left out).
+    #[command(
+        after_help = "Example:\n  collector dataset import itbench snapshots/sre/v0.2-B96DF826-4BB2-4B62-97AB-6D84254C53D7/Scenario-2 --out out/scenario-2\n  collector dataset validate out/scenario-2/dataset\n  collector replay out/scenario-2/dataset --write-kubeconfig /tmp/kc"
+    )]
+    Itbench {
+        /// The scenario directory.
+        dir: PathBuf,
+        /// The output directory (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+        /// The problem id the ground truth is kept under (default: its id, else the scenario
+        /// number in the directory name).
+        #[arg(long)]
+        problem_id: Option<String>,
+        /// The application the manifest names (default: astronomy-shop for ITBench's otel-demo).
+        #[arg(long)]
+        application: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -72,13 +135,77 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         DatasetCommand::Inspect { dir, json } => inspect(&dir, json),
         DatasetCommand::Validate { dir, json } => validate(&dir, json),
-        DatasetCommand::Export {
-            dir,
-            tables,
-            format,
-            out,
-        } => export_tables(&dir, tables, format, out),
+        DatasetCommand::Export(ExportArgs {
+            to: Some(ExportTo::Itbench { dataset, out, include_ground_truth, json }),
+            ..
+        }) => export_itbench(&dataset, &out, include_ground_truth, json),
+        DatasetCommand::Export(ExportArgs { dir, tables, format, out, .. }) => {
+            let dir = dir.context("a dataset directory is needed")?;
+            export_tables(&dir, tables, format, out)
+        }
+        DatasetCommand::Import(ImportFrom::Itbench { dir, out, problem_id, application, json }) => {
+            import_itbench(&dir, &out, problem_id, application, json)
+        }
     }
+}
+
+/// A spinner that names the file being worked on.
+fn spinner(what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {prefix} {wide_msg} [{elapsed}]")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.set_prefix(what.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
+fn print_report(report: &itbench::Report, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+        return Ok(());
+    }
+    println!("{} -> {}", report.source, report.destination);
+    for (table, rows) in &report.rows {
+        println!("  {table:<16} {rows:>10} rows");
+    }
+    if let Some(id) = &report.ground_truth {
+        println!("  ground truth     problem id {id}");
+    }
+    if !report.not_mapped.is_empty() {
+        println!("not mapped:");
+        for m in &report.not_mapped {
+            println!("  {:>8} x {} (first: {})", m.count, m.what, m.first);
+        }
+    }
+    Ok(())
+}
+
+fn import_itbench(
+    dir: &Path,
+    out: &Path,
+    problem_id: Option<String>,
+    application: Option<String>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let bar = spinner("importing");
+    let opts = itbench::ImportOptions { problem_id, application };
+    let report = itbench::import(dir, out, &opts, &mut |path| {
+        bar.set_message(path.display().to_string());
+    });
+    bar.finish_and_clear();
+    print_report(&report?, json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export_itbench(dataset: &Path, out: &Path, include_ground_truth: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let bar = spinner("exporting");
+    let opts = itbench::ExportOptions { include_ground_truth };
+    let report = itbench::export(dataset, out, &opts, &mut |what| bar.set_message(what.to_string()));
+    bar.finish_and_clear();
+    print_report(&report?, json)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn inspect(dir: &Path, json: bool) -> anyhow::Result<ExitCode> {

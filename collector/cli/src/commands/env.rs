@@ -101,6 +101,7 @@ fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
                 no_noise: args.no_noise,
                 listen: args.listen,
                 out: args.out.clone(),
+                record: false,
             },
         )
         .await?;

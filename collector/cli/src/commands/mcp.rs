@@ -1,6 +1,7 @@
 //! `collector mcp`: the MCP server an agent is handed in a live session, over stdio (the
 //! default, for clients that launch it) or Streamable HTTP (`--http ADDR`, at `/mcp`). It talks
 //! to the APIs whose URLs it is given and to the real kubectl, so it also serves a real cluster.
+//! Given the dataset it serves (`--dataset`), it also offers ITBench's analysis tools over it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,7 +13,9 @@ use anyhow::Context;
 #[command(
     after_help = "Example:\n  collector env up --problem hotel-geo-target-port --write-kubeconfig /tmp/kc --json\n  collector mcp --kubeconfig /tmp/kc --prometheus http://127.0.0.1:PORT1 --jaeger http://127.0.0.1:PORT2 --loki http://127.0.0.1:PORT3\n  npx @modelcontextprotocol/inspector --cli --method tools/list -- collector mcp --kubeconfig /tmp/kc ...\n\nThe URLs may also come from the environment (PROMETHEUS_URL, JAEGER_URL, LOKI_URL, as in the file
 `collector env up --env-file` writes; KUBECONFIG; SUBMIT_URL).
-With --http 127.0.0.1:8765 the server answers at http://127.0.0.1:8765/mcp instead of stdio.\nLogs go to stderr (RUST_LOG); stdout carries MCP messages only."
+With --http 127.0.0.1:8765 the server answers at http://127.0.0.1:8765/mcp instead of stdio.
+With --dataset DIR (the dataset a replay serves; add --time-shift when the replay has it) the
+analysis tools (alert_summary, get_trace_error_tree, ...) answer over that dataset.\nLogs go to stderr (RUST_LOG); stdout carries MCP messages only."
 )]
 pub struct Args {
     /// The kubeconfig kubectl uses for exec_kubectl_cmd_safely.
@@ -36,6 +39,12 @@ pub struct Args {
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio.
     #[arg(long)]
     pub http: Option<SocketAddr>,
+    /// Offer the analysis tools over this dataset (the one a replay serves).
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// Answer the analysis tools in the times a `collector replay --time-shift` serves.
+    #[arg(long, requires = "dataset")]
+    pub time_shift: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -46,6 +55,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         jaeger: args.jaeger,
         loki: args.loki,
         submit: args.submit,
+        analysis: match &args.dataset {
+            Some(dir) => {
+                let source = analysis::Source::dataset(dir)?;
+                Some(if args.time_shift {
+                    let now = source.reading().virtual_now_ns;
+                    source.with_clock(schemas::time::Clock::shifted(now))
+                } else {
+                    source
+                })
+            }
+            None => None,
+        },
     };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {

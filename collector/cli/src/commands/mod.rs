@@ -1,5 +1,6 @@
 //! One module per `collector` subcommand, each with its own `Args` and `run`.
 
+pub mod analyze;
 pub mod capture;
 mod check_fixes;
 pub mod dataset;

@@ -54,6 +54,9 @@ pub struct LiveOptions {
     pub listen: SocketAddr,
     /// Keep the run as a dataset in this directory.
     pub out: Option<PathBuf>,
+    /// Keep a recording of every row as it comes, for the analysis tools of a session (the
+    /// tables so far, readable while the run goes on).
+    pub record: bool,
 }
 
 /// A running environment.
@@ -62,6 +65,7 @@ pub struct LiveEnv {
     pub problem: ProblemSpec,
     run: Arc<Mutex<ProblemRun>>,
     stores: Arc<LiveStores>,
+    clock: Clock,
     out: Option<PathBuf>,
     stop: Arc<AtomicBool>,
     ticker: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
@@ -111,7 +115,12 @@ impl LiveEnv {
             Some(out) => Some(create_dataset(out)?),
             None => None,
         };
-        let stores = Arc::new(LiveStores::new(dataset));
+        let recording = if opts.record {
+            Some(Arc::new(recording()?))
+        } else {
+            None
+        };
+        let stores = Arc::new(LiveStores::new(dataset, recording));
         let run_opts = Options {
             seed: opts.seed,
             duration: None,
@@ -184,12 +193,20 @@ impl LiveEnv {
             problem: problem.clone(),
             run,
             stores,
+            clock,
             out: opts.out.clone(),
             stop,
             ticker: Some(ticker),
             servers,
             audit,
         })
+    }
+
+    /// The tables recorded so far, for the analysis tools, served by the environment's clock
+    /// (when started with `record`).
+    pub fn analysis(&self) -> Option<analysis::Source> {
+        let recording: Arc<dyn analysis::Tables> = self.stores.recording.clone()?;
+        Some(analysis::Source::new(recording, self.clock))
     }
 
     /// Virtual seconds simulated so far.
@@ -342,6 +359,17 @@ fn tick(
         std::thread::sleep(wait);
     }
     Ok(())
+}
+
+/// A recording in a fresh directory under the system's temporary directory (removed with it).
+fn recording() -> anyhow::Result<datasets::Recording> {
+    let dir = std::env::temp_dir().join(format!(
+        "faultline-recording-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    datasets::Recording::create(&dir)
+        .with_context(|| format!("cannot start a recording in {}", dir.display()))
 }
 
 fn create_dataset(out: &std::path::Path) -> anyhow::Result<datasets::DatasetWriter> {

@@ -1,5 +1,6 @@
 //! Where a live environment's rows go: every store an API reads (objects, spans, logs, series,
-//! alerts) and, when the run is kept, the dataset being written.
+//! alerts), the recording the analysis tools read (in a session), and, when the run is kept, the
+//! dataset being written.
 
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -19,10 +20,15 @@ pub struct LiveStores {
     pub alerts: Arc<RwLock<RecordedAlerts>>,
     /// The dataset being written, when the run is kept.
     pub dataset: Mutex<Option<datasets::DatasetWriter>>,
+    /// Every row so far as tables, for the analysis tools.
+    pub recording: Option<Arc<datasets::Recording>>,
 }
 
 impl LiveStores {
-    pub fn new(dataset: Option<datasets::DatasetWriter>) -> Self {
+    pub fn new(
+        dataset: Option<datasets::DatasetWriter>,
+        recording: Option<Arc<datasets::Recording>>,
+    ) -> Self {
         let mut timeline = ObjectTimeline::default();
         timeline.seal();
         LiveStores {
@@ -32,6 +38,7 @@ impl LiveStores {
             metrics: Arc::new(RwLock::new(LiveStorage::default())),
             alerts: Arc::new(RwLock::new(RecordedAlerts::default())),
             dataset: Mutex::new(dataset),
+            recording,
         }
     }
 
@@ -48,6 +55,9 @@ impl LiveStores {
                     w.push(row.clone())?;
                 }
             }
+        }
+        if let Some(r) = &self.recording {
+            r.push(&rows)?;
         }
         for row in rows {
             match row {

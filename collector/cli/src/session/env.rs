@@ -43,6 +43,7 @@ pub enum Env {
 /// A replayed dataset and what the session needs beside it.
 pub struct Recorded {
     replay: Replay,
+    dataset: PathBuf,
     app: AppInfo,
     truth: judge::truth::LoadedTruth,
     truth_file: PathBuf,
@@ -73,6 +74,7 @@ impl Env {
                     no_noise: *no_noise,
                     listen: "127.0.0.1:0".parse()?,
                     out: Some(out.to_path_buf()),
+                    record: true,
                 };
                 Ok(Env::Live(Box::new(
                     LiveEnv::start(catalog, problem, &opts).await?,
@@ -125,6 +127,17 @@ impl Env {
                 origin: "the live problem".into(),
             },
             Env::Replay(r) => r.truth.clone(),
+        }
+    }
+
+    /// The session's tables for the analysis tools, served by the session's clock: a live
+    /// environment's recording so far, or the replayed dataset.
+    pub fn analysis(&self) -> anyhow::Result<analysis::Source> {
+        match self {
+            Env::Live(env) => env
+                .analysis()
+                .context("the live environment keeps no recording"),
+            Env::Replay(r) => Ok(analysis::Source::dataset(&r.dataset)?.with_clock(r.replay.clock)),
         }
     }
 
@@ -204,6 +217,7 @@ async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
     };
     Ok(Env::Replay(Box::new(Recorded {
         replay,
+        dataset: dataset.to_path_buf(),
         app,
         truth,
         truth_file,

@@ -216,6 +216,7 @@ async fn hand_over(
     let mcp_calls = Arc::new(AtomicU64::new(0));
     let mcp_targets = mcp::Targets {
         submit: Some(format!("{submit_url}/submit")),
+        analysis: Some(env.analysis()?),
         ..mcp::Targets::new(
             kubeconfig.clone(),
             endpoints.prometheus.clone(),
