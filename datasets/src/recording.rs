@@ -29,6 +29,7 @@ struct State {
     pending: BTreeMap<Table, Vec<Row>>,
     segments: BTreeMap<Table, Vec<PathBuf>>,
     written: usize,
+    closed: bool,
 }
 
 /// A recording in a directory of its own; see the module documentation.
@@ -70,6 +71,9 @@ impl Recording {
     /// Records rows (audit rows are evaluator data and are not kept).
     pub fn push(&self, rows: &[Row]) -> Result<()> {
         let mut state = self.lock();
+        if state.closed {
+            return Ok(());
+        }
         for row in rows {
             let table = row.table();
             if table.is_optional() {
@@ -108,6 +112,16 @@ impl Recording {
             .unwrap_or_default()
     }
 
+    /// Removes the recording's files now (a reader still holding the recording then finds it
+    /// closed). Dropping the recording does the same.
+    pub fn close(&self) {
+        let mut state = self.lock();
+        state.pending.clear();
+        state.segments.clear();
+        state.closed = true;
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+
     #[cfg(feature = "polars")]
     /// Every row recorded so far of a table, as one polars LazyFrame over its segments (waiting
     /// rows are written first). Run `collect()` off async threads (polars blocks).
@@ -137,6 +151,9 @@ impl Recording {
     }
 
     fn write_segment(&self, state: &mut State, table: Table, rows: &[Row]) -> Result<()> {
+        if state.closed {
+            return Err(DatasetError::invalid(&self.dir, "the recording is closed (its session ended)"));
+        }
         let n = state.written;
         state.written += 1;
         let name = format!("{}-{n:06}.parquet", table.name());
@@ -209,5 +226,10 @@ mod tests {
         assert_eq!(rec.segments(Table::Logs).len(), 2, "an empty flush adds nothing");
         drop(rec);
         assert!(!dir.exists());
+        let rec = Recording::create(&dir).unwrap();
+        rec.close();
+        assert!(!dir.exists());
+        rec.push(&[log(3)]).unwrap();
+        assert!(rec.flush().is_ok(), "nothing waits once closed");
     }
 }

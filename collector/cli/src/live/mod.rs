@@ -253,6 +253,10 @@ impl LiveEnv {
         for s in &self.servers {
             s.abort();
         }
+        // The session's tools may still hold the recording: its files go now.
+        if let Some(r) = &self.stores.recording {
+            r.close();
+        }
         let writer = self
             .stores
             .dataset
