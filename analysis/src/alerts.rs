@@ -20,15 +20,11 @@ pub const SUMMARY: &str = "High-level summary of all alerts: alert type, affecte
 
 pub const ANALYSIS: &str = "Analyzes alerts like SQL: filters -> group_by -> agg. Columns: labels.* (shortcuts alertname, severity, service_name, service, namespace), annotations.*, state, activeAt, value, snapshot_timestamp, duration_active_min (how long it had been active when observed), duration_active. Aggregations: count (default), first, last, sum, mean, max, min. Example: group_by='alertname'. Example: filters={'state': 'firing'}, sort_by='duration_active_min', limit=10.";
 
-fn ignored() -> Option<Value> {
-    None
-}
-
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SummaryParams {
     /// Ignored: the alerts are the session's (accepted so ITBench prompts work).
-    #[serde(default = "ignored")]
-    pub base_dir: Option<Value>,
+    #[serde(default, rename = "base_dir")]
+    pub _base_dir: Option<Value>,
     /// `snapshot` (observation time, default) or `activeAt`.
     #[serde(default)]
     pub time_basis: Option<String>,
@@ -54,8 +50,8 @@ pub struct SummaryParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AnalysisParams {
     /// Ignored: the alerts are the session's.
-    #[serde(default = "ignored")]
-    pub base_dir: Option<Value>,
+    #[serde(default, rename = "base_dir")]
+    pub _base_dir: Option<Value>,
     /// `snapshot` (default) or `activeAt`: what the window and the default order use.
     #[serde(default)]
     pub time_basis: Option<String>,

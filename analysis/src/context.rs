@@ -21,11 +21,11 @@ pub struct Params {
     /// 'namespace/kind/name' (preferred), 'kind/name' or 'name'.
     pub k8_object: String,
     /// Ignored: the data is the session's (accepted so ITBench prompts work).
-    #[serde(default)]
-    pub snapshot_dir: Option<Value>,
+    #[serde(default, rename = "snapshot_dir")]
+    pub _snapshot_dir: Option<Value>,
     /// Ignored: the topology is built from the session's data.
-    #[serde(default)]
-    pub topology_file: Option<Value>,
+    #[serde(default, rename = "topology_file")]
+    pub _topology_file: Option<Value>,
     /// ISO 8601 start of the window (also the trace pivot).
     #[serde(default)]
     pub start_time: Option<String>,

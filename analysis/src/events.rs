@@ -21,8 +21,8 @@ pub const DESCRIPTION: &str = "Analyzes Kubernetes events like SQL: filters -> g
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Params {
     /// Ignored: the events are the session's (accepted so ITBench prompts work).
-    #[serde(default)]
-    pub events_file: Option<Value>,
+    #[serde(default, rename = "events_file")]
+    pub _events_file: Option<Value>,
     /// Exact-match column filters, e.g. {"reason": "Unhealthy", "event_kind": "Warning"}.
     #[serde(default, deserialize_with = "de_filters")]
     #[schemars(with = "Option<Map<String, Value>>")]

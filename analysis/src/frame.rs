@@ -40,7 +40,7 @@ pub fn strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
     Ok(df
         .column(name)?
         .str()?
-        .into_iter()
+        .iter()
         .map(|v| v.map(str::to_string))
         .collect())
 }
@@ -55,25 +55,25 @@ pub fn strings_or_empty(df: &DataFrame, name: &str) -> Result<Vec<String>> {
 
 pub fn ints(df: &DataFrame, name: &str) -> Result<Vec<Option<i64>>> {
     let c = df.column(name)?.cast(&DataType::Int64)?;
-    Ok(c.i64()?.into_iter().collect())
+    Ok(c.i64()?.iter().collect())
 }
 
 pub fn floats(df: &DataFrame, name: &str) -> Result<Vec<Option<f64>>> {
     let c = df.column(name)?.cast(&DataType::Float64)?;
-    Ok(c.f64()?.into_iter().collect())
+    Ok(c.f64()?.iter().collect())
 }
 
 /// A map column's values as sorted label sets.
 pub fn labels(df: &DataFrame, name: &str) -> Result<Vec<Labels>> {
     let list = df.column(name)?.list()?.clone();
     let mut out = Vec::with_capacity(list.len());
-    for entry in list.into_iter() {
+    for entry in list.amortized_iter() {
         let mut labels = Labels::new();
         if let Some(series) = entry {
-            let entries = series.struct_()?;
+            let entries = series.as_ref().struct_()?;
             let keys = entries.field_by_name("key")?;
             let values = entries.field_by_name("value")?;
-            for (k, v) in keys.str()?.into_iter().zip(values.str()?.into_iter()) {
+            for (k, v) in keys.str()?.iter().zip(values.str()?.iter()) {
                 if let Some(k) = k {
                     labels.insert(k.to_string(), v.unwrap_or_default().to_string());
                 }

@@ -27,8 +27,8 @@ pub const DESCRIPTION: &str = "Log pattern mining over container logs: lines of 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Params {
     /// Ignored: the logs are the session's (accepted so ITBench prompts work).
-    #[serde(default)]
-    pub logs_file: Option<Value>,
+    #[serde(default, rename = "logs_file")]
+    pub _logs_file: Option<Value>,
     /// 'namespace/kind/name', 'kind/name' or 'name' (a pod, or a workload's pods).
     #[serde(default)]
     pub k8_object: Option<String>,
@@ -202,7 +202,7 @@ fn lines(source: &Source, p: &Params, window: &Window) -> Result<Vec<(i64, Strin
         lf = lf.filter(pred);
     }
     if let Some(text) = p.body_contains.as_deref().filter(|s| !s.is_empty()) {
-        lf = lf.filter(col(c::LINE).str().to_lowercase().contains_literal(lit(text.to_lowercase())));
+        lf = lf.filter(col(c::LINE).str().to_lowercase().str().contains_literal(lit(text.to_lowercase())));
     }
     let owners = Owners::load(source)?;
     let mut pods: Option<Vec<String>> = None;

@@ -28,8 +28,8 @@ pub const SPEC: &str = "The Kubernetes object as last observed (or every observa
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ChangeParams {
     /// Ignored: the objects are the session's (accepted so ITBench prompts work).
-    #[serde(default)]
-    pub k8s_objects_file: Option<Value>,
+    #[serde(default, rename = "k8s_objects_file")]
+    pub _k8s_objects_file: Option<Value>,
     /// 'namespace/kind/name', 'kind/name' or 'name'; every object when absent.
     #[serde(default)]
     pub k8_object_name: Option<String>,
@@ -70,15 +70,15 @@ pub struct ChangeParams {
     #[serde(default)]
     pub time_basis: Option<String>,
     /// Accepted for ITBench prompts; lifecycle comes from the recorded changes.
-    #[serde(default)]
-    pub lifecycle_inference: Option<Value>,
+    #[serde(default, rename = "lifecycle_inference")]
+    pub _lifecycle_inference: Option<Value>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SpecParams {
     /// Ignored: the objects are the session's.
-    #[serde(default)]
-    pub k8s_objects_file: Option<Value>,
+    #[serde(default, rename = "k8s_objects_file")]
+    pub _k8s_objects_file: Option<Value>,
     /// 'namespace/kind/name', 'kind/name' or 'name'.
     pub k8_object_name: String,
     /// Every observation instead of the latest (default false).

@@ -17,7 +17,7 @@ use crate::traces::{self, Trace, percentile};
 use crate::{Result, Source};
 use schemas::tables::Table;
 
-pub const CHANGE_POINTS: &str = "When each service's error rate and p99 latency changed: spans bucketed per minute (a call that never reached its service counts for that service), and per service the instant that best splits each series into a before and an after, with both levels. Services sorted by the size of the change. Example: service_change_points(). Example: service_name='geo', bucket='30s'.";
+pub const CHANGE_POINTS: &str = "When each service's error rate and p99 latency changed: spans bucketed per minute (a call that never reached its service counts for that service), and per service the instant that best splits each series into a before and an after, with both levels (a change is at least a point of error rate, or a quarter and a millisecond of p99). Services that changed, the largest change first; the others listed as unchanged. Example: service_change_points(). Example: service_name='geo', bucket='30s'.";
 
 pub const RESTARTS: &str = "Container restarts and OOM kills over time: from each pod's recorded status (restart count, last termination reason and exit code) and the events beside them (Killing, BackOff, OOMKilling, Unhealthy, Evicted); a timeline and a per-pod summary sorted by restarts. Example: restart_timeline(k8_object='otel-demo/Deployment/cart').";
 
@@ -113,6 +113,7 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
         }
     }
     let mut out: Vec<(f64, Value)> = Vec::new();
+    let mut unchanged: Vec<String> = Vec::new();
     for (service, buckets) in &series {
         let times: Vec<i64> = buckets.keys().map(|k| k * width).collect();
         let errors: Vec<f64> = buckets.values().map(|b| b.errors as f64 * 100.0 / b.requests.max(1) as f64).collect();
@@ -121,8 +122,17 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
         let describe = |cp: Option<(usize, f64, f64)>, unit: &str| {
             cp.map(|(k, a, b)| json!({"changed_at": served(&reading, times[k]), "before": round(a, 2), "after": round(b, 2), "unit": unit}))
         };
-        let err_cp = change_point(&errors);
-        let lat_cp = change_point(&p99);
+        // A split is a change only past these: a point of error rate; a quarter and a
+        // millisecond of p99.
+        let err_cp = change_point(&errors).filter(|(_, a, b)| (b - a).abs() >= 1.0);
+        let lat_cp = change_point(&p99).filter(|(_, a, b)| {
+            let (lo, hi) = (a.min(*b), a.max(*b));
+            hi - lo >= 1.0 && hi >= lo * 1.25
+        });
+        if err_cp.is_none() && lat_cp.is_none() {
+            unchanged.push(service.clone());
+            continue;
+        }
         // How much changed, comparably across services: error-rate points, and the latency
         // ratio above 1 counted in tens of percent.
         let err_size = err_cp.map_or(0.0, |(_, a, b)| (b - a).abs());
@@ -145,6 +155,7 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
     Ok(json!({
         "bucket": p.bucket.unwrap_or_else(|| "1m".into()),
         "services": out.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
+        "unchanged": unchanged,
     }))
 }
 

@@ -28,8 +28,8 @@ pub const DESCRIPTION: &str = "Critical-path analysis of distributed traces: eve
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Params {
     /// Ignored: the traces are the session's (accepted so ITBench prompts work).
-    #[serde(default)]
-    pub trace_file: Option<Value>,
+    #[serde(default, rename = "trace_file")]
+    pub _trace_file: Option<Value>,
     /// Only paths that contain this service.
     #[serde(default)]
     pub service_name: Option<String>,
@@ -179,27 +179,41 @@ impl<'a> Trace<'a> {
         }
     }
 
-    /// The services along the longest chain from the root, consecutive repeats collapsed.
+    /// The services along the chain from the root that leads to an error when one does (the
+    /// deepest error's), else along the longest chain (ITBench's rule); consecutive repeats
+    /// collapsed. Following the error matters: a call that fails early often leaves a longer,
+    /// healthy sibling branch, and the longest chain would hide where the trace failed.
     pub fn path(&self) -> Vec<String> {
         let Some(root) = self.root else {
             return Vec::new();
         };
-        // Depth of the longest chain below each span, iteratively (traces can be deep).
+        // Spans in breadth-first order, so children come after their parents (iteratively:
+        // traces can be deep).
         let mut order = vec![root];
         let mut i = 0;
         while i < order.len() {
             order.extend(self.children[order[i]].iter().copied());
             i += 1;
         }
-        let mut depth = vec![0usize; self.spans.len()];
+        // Per span: whether an error is at or below it, and the length of the chain below it.
+        let mut best = vec![(false, 0usize); self.spans.len()];
         let mut next: Vec<Option<usize>> = vec![None; self.spans.len()];
         for &s in order.iter().rev() {
+            let own = self.spans[s].error;
+            let mut pick: Option<(bool, usize, usize)> = None;
             for &ch in &self.children[s] {
-                if depth[ch] + 1 > depth[s] {
-                    depth[s] = depth[ch] + 1;
-                    next[s] = Some(ch);
+                let cand = (best[ch].0, best[ch].1 + 1, ch);
+                if pick.is_none_or(|p| (cand.0, cand.1) > (p.0, p.1)) {
+                    pick = Some(cand);
                 }
             }
+            best[s] = match pick {
+                Some((err, depth, ch)) => {
+                    next[s] = Some(ch);
+                    (own || err, depth)
+                }
+                None => (own, 0),
+            };
         }
         let mut path: Vec<String> = Vec::new();
         let mut at = Some(root);
@@ -511,6 +525,25 @@ mod tests {
         ];
         let t = Trace::new(spans.iter().collect());
         assert_eq!(t.path(), ["frontend", "search", "geo"]);
+    }
+
+    #[test]
+    fn the_path_follows_the_error_rather_than_the_longest_branch() {
+        let mut failed = span("abcd", Some("abc"), "search", "client", Some("geo"));
+        failed.error = true;
+        let spans = [
+            span("a", None, "frontend", "server", None),
+            span("ab", Some("a"), "frontend", "client", Some("search")),
+            span("abc", Some("ab"), "search", "server", None),
+            failed,
+            span("abce", Some("abc"), "search", "client", Some("rate")),
+            span("abcef", Some("abce"), "rate", "server", None),
+            span("abcefg", Some("abcef"), "rate", "client", Some("memcached-rate")),
+        ];
+        let t = Trace::new(spans.iter().collect());
+        assert_eq!(t.path(), ["frontend", "search", "geo"]);
+        let healthy: Vec<&Span> = spans.iter().filter(|s| !s.error).collect();
+        assert_eq!(Trace::new(healthy).path(), ["frontend", "search", "rate", "memcached-rate"]);
     }
 
     #[test]

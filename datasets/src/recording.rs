@@ -24,6 +24,10 @@ use crate::table_file::{TableFileWriter, WriteOptions};
 /// Rows a table holds in memory before they are written as a segment without being asked.
 pub const SEGMENT_ROWS: usize = 200_000;
 
+/// Segments a table may have before they are merged into one (many small files make every scan
+/// slower; a session that asks often would otherwise make many).
+pub const MAX_SEGMENTS: usize = 16;
+
 #[derive(Default)]
 struct State {
     pending: BTreeMap<Table, Vec<Row>>,
@@ -147,7 +151,38 @@ impl Recording {
         if rows.is_empty() {
             return Ok(());
         }
-        self.write_segment(state, table, &rows)
+        self.write_segment(state, table, &rows)?;
+        if state.segments.get(&table).is_some_and(|s| s.len() > MAX_SEGMENTS) {
+            self.merge(state, table)?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites a table's segments as one.
+    fn merge(&self, state: &mut State, table: Table) -> Result<()> {
+        let old = state.segments.remove(&table).unwrap_or_default();
+        let n = state.written;
+        state.written += 1;
+        let name = format!("{}-{n:06}.parquet", table.name());
+        let (path, tmp) = (self.dir.join(&name), self.dir.join(format!(".{name}.tmp")));
+        let mut file = TableFileWriter::create(&tmp, table, segment_options())?;
+        for segment in &old {
+            let f = std::fs::File::open(segment).map_err(|e| DatasetError::io(segment, e))?;
+            let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+                .and_then(|b| b.build())
+                .map_err(|e| DatasetError::parquet(segment, e))?;
+            for batch in reader {
+                let batch = batch.map_err(|e| DatasetError::arrow(segment, e))?;
+                file.write(&crate::encode::with_table_schema(table, &batch).map_err(|e| DatasetError::arrow(segment, e))?)?;
+            }
+        }
+        file.finish()?;
+        std::fs::rename(&tmp, &path).map_err(|e| DatasetError::io(&path, e))?;
+        for segment in &old {
+            let _ = std::fs::remove_file(segment);
+        }
+        state.segments.insert(table, vec![path]);
+        Ok(())
     }
 
     fn write_segment(&self, state: &mut State, table: Table, rows: &[Row]) -> Result<()> {
@@ -159,18 +194,22 @@ impl Recording {
         let name = format!("{}-{n:06}.parquet", table.name());
         let path = self.dir.join(&name);
         let tmp = self.dir.join(format!(".{name}.tmp"));
-        let opts = WriteOptions {
-            zstd_level: 1,
-            threads: 1,
-            ..WriteOptions::default()
-        };
-        let mut file = TableFileWriter::create(&tmp, table, opts)?;
+        let mut file = TableFileWriter::create(&tmp, table, segment_options())?;
         let batch = encode(table, rows).map_err(|e| DatasetError::arrow(&tmp, e))?;
         file.write(&batch)?;
         file.finish()?;
         std::fs::rename(&tmp, &path).map_err(|e| DatasetError::io(&path, e))?;
         state.segments.entry(table).or_default().push(path);
         Ok(())
+    }
+}
+
+/// Segments are written fast: the cheapest compression, on the writer's own thread.
+fn segment_options() -> WriteOptions {
+    WriteOptions {
+        zstd_level: 1,
+        threads: 1,
+        ..WriteOptions::default()
     }
 }
 
@@ -197,6 +236,21 @@ mod tests {
         })
     }
 
+    /// Rows in Parquet files, from their footers.
+    fn rows_in(paths: &[PathBuf]) -> i64 {
+        paths
+            .iter()
+            .map(|p| {
+                let file = std::fs::File::open(p).unwrap();
+                parquet::file::reader::FileReader::metadata(
+                    &parquet::file::serialized_reader::SerializedFileReader::new(file).unwrap(),
+                )
+                .file_metadata()
+                .num_rows()
+            })
+            .sum()
+    }
+
     #[test]
     fn rows_reach_segments_when_flushed_and_the_directory_goes_with_the_recording() {
         let tmp = tempfile::tempdir().unwrap();
@@ -210,23 +264,20 @@ mod tests {
         rec.flush().unwrap();
         let segments = rec.segments(Table::Logs);
         assert_eq!(segments.len(), 2);
-        let rows: usize = segments
-            .iter()
-            .map(|p| {
-                let file = std::fs::File::open(p).unwrap();
-                parquet::file::reader::FileReader::metadata(
-                    &parquet::file::serialized_reader::SerializedFileReader::new(file).unwrap(),
-                )
-                .file_metadata()
-                .num_rows() as usize
-            })
-            .sum();
-        assert_eq!(rows, 2);
+        assert_eq!(rows_in(&segments), 2);
         rec.flush().unwrap();
         assert_eq!(rec.segments(Table::Logs).len(), 2, "an empty flush adds nothing");
         drop(rec);
         assert!(!dir.exists());
+        // Many flushes: the segments are merged, every row kept.
         let rec = Recording::create(&dir).unwrap();
+        for i in 0..40 {
+            rec.push(&[log(i)]).unwrap();
+            rec.flush().unwrap();
+        }
+        let segments = rec.segments(Table::Logs);
+        assert!(segments.len() <= MAX_SEGMENTS, "{}", segments.len());
+        assert_eq!(rows_in(&segments), 40);
         rec.close();
         assert!(!dir.exists());
         rec.push(&[log(3)]).unwrap();

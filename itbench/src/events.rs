@@ -74,7 +74,7 @@ pub fn event_json(r: &EventRow) -> Value {
         if ns.rem_euclid(1_000_000_000) == 0 { schemas::time::rfc3339(ns) } else { rfc(ns) }
     };
     let mut involved = Map::new();
-    let mut put = |m: &mut Map<String, Value>, k: &str, v: &Option<String>| {
+    let put = |m: &mut Map<String, Value>, k: &str, v: &Option<String>| {
         if let Some(v) = v {
             m.insert(k.into(), v.clone().into());
         }

@@ -82,19 +82,22 @@ fn alert_summary_leads_with_the_problems_alert_and_its_duration() {
             firing.entry(key).or_default().push(a.time_ns);
         }
     }
-    let longest = firing
+    // Longest observed firing first, then most observed: the leaders (alerts can tie).
+    let span = |t: &Vec<i64>| t.iter().max().unwrap() - t.iter().min().unwrap();
+    let best = firing.iter().map(|(k, t)| (span(t), seen[k])).max().expect("the problem fires an alert");
+    let leaders: BTreeMap<(String, String), (i64, i64)> = firing
         .iter()
-        .map(|(k, t)| (k, t.iter().max().unwrap() - t.iter().min().unwrap(), t.iter().min().unwrap()))
-        .max_by(|a, b| a.1.cmp(&b.1).then(seen[b.0].cmp(&seen[a.0])))
-        .expect("the problem fires an alert");
-    assert!(*longest.2 >= onset(&ds), "with no noise, every firing alert is the problem's");
+        .filter(|(k, t)| (span(t), seen[*k]) == best)
+        .map(|(k, t)| ((k.0.clone(), k.1.clone()), (*t.iter().min().unwrap(), span(t))))
+        .collect();
+    assert!(firing.values().all(|t| t.iter().min().unwrap() >= &onset(&ds)), "with no noise, every firing alert is the problem's");
     let summary = analyze(&ds, "alert_summary", json!({}));
     let first = &summary[0];
-    assert_eq!(first["alertname"], longest.0.0, "{summary:#}");
-    assert_eq!(first["entity"], longest.0.1, "{summary:#}");
-    let minutes = ((longest.1 as f64 / 6e10) * 10.0).round() / 10.0;
+    let key = (first["alertname"].as_str().unwrap().to_string(), first["entity"].as_str().unwrap().to_string());
+    let (since, lasted) = leaders.get(&key).unwrap_or_else(|| panic!("{key:?} is not among {leaders:?}: {summary:#}"));
+    let minutes = ((*lasted as f64 / 6e10) * 10.0).round() / 10.0;
     assert_eq!(first["duration_min"].as_f64().unwrap(), minutes, "{summary:#}");
-    assert_eq!(first["first_seen"], rfc(*longest.2), "{summary:#}");
+    assert_eq!(first["first_seen"], rfc(*since), "{summary:#}");
     assert_eq!(first["state"], "firing");
     for s in summary.as_array().unwrap() {
         let key = (s["alertname"].as_str().unwrap().to_string(), s["entity"].as_str().unwrap().to_string(), s["severity"].as_str().unwrap().to_string());
@@ -129,7 +132,7 @@ fn alert_analysis_counts_by_alert_and_pages() {
 
 #[test]
 fn event_analysis_counts_by_reason_and_kind() {
-    let ds = snapshot("hotel-geo-target-port");
+    let ds = snapshot("hotel-profile-oom");
     let events: Vec<EventRow> = rows(&ds, Table::Events);
     let mut by_reason: BTreeMap<String, u64> = BTreeMap::new();
     for e in &events {
@@ -142,6 +145,7 @@ fn event_analysis_counts_by_reason_and_kind() {
         .iter()
         .map(|r| (r["reason"].as_str().unwrap().to_string(), r["count"].as_u64().unwrap()))
         .collect();
+    assert!(!by_reason.is_empty());
     assert_eq!(got, by_reason);
     let warnings = events.iter().filter(|e| e.event_type == "Warning").count();
     let answer = analyze(&ds, "event_analysis", json!({"filters": {"event_kind": "Warning"}}));
@@ -178,16 +182,14 @@ fn metric_analysis_folds_per_deployment() {
     let owners = workloads(&ds);
     let mut max: BTreeMap<String, f64> = BTreeMap::new();
     for s in samples.iter().filter(|s| s.metric == metric) {
-        if let Some(pod) = s.labels.get("pod") {
-            let d = owners.get(pod).cloned().unwrap_or_else(|| pod.clone());
-            let m = max.entry(d).or_insert(f64::NEG_INFINITY);
+        if let Some(d) = s.labels.get("pod").and_then(|pod| owners.get(pod)) {
+            let m = max.entry(d.clone()).or_insert(f64::NEG_INFINITY);
             *m = m.max(s.value);
         }
     }
-    assert!(!max.is_empty(), "{metric} has pod series");
+    assert!(max.len() > 5, "{metric} has pod series");
     let answer = analyze(&ds, "metric_analysis", json!({"object_pattern": "pod/*", "metric_names": [metric], "group_by": "deployment", "agg": "max", "limit": 0}));
     let got: BTreeMap<String, f64> = answer.as_array().unwrap().iter().map(|r| (r["deployment"].as_str().unwrap().to_string(), r["value"].as_f64().unwrap())).collect();
-    assert_eq!(got.keys().collect::<Vec<_>>(), max.keys().collect::<Vec<_>>());
     for (d, v) in &max {
         assert!((got[d] - v).abs() <= v.abs() * 1e-5, "{d}: {} vs {v}", got[d]);
     }
@@ -205,17 +207,26 @@ fn metric_anomalies_are_per_series() {
     let samples: Vec<MetricSample> = rows(&ds, Table::Metrics);
     let pod = samples.iter().find_map(|s| s.labels.get("pod").filter(|p| p.starts_with("search-"))).unwrap().clone();
     let metric = "container_memory_working_set_bytes";
-    let values: Vec<(i64, f64)> = samples.iter().filter(|s| s.metric == metric && s.labels.get("pod") == Some(&pod) && s.labels.get("container").is_some_and(|c| !c.is_empty() && c != "POD")).map(|s| (s.time_ns, s.value)).collect();
-    let n = values.len() as f64;
-    let mean = values.iter().map(|v| v.1).sum::<f64>() / n;
-    let std = (values.iter().map(|v| (v.1 - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    let expected: Vec<String> = values.iter().filter(|v| std > 0.0 && ((v.1 - mean) / std).abs() > 2.0).map(|v| rfc(v.0)).collect();
+    // Each series of the metric for the pod, its points beyond two sample deviations.
+    let mut series: BTreeMap<String, Vec<(i64, f64)>> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.metric == metric && s.labels.get("pod") == Some(&pod)) {
+        series.entry(serde_json::to_string(&s.labels).unwrap()).or_default().push((s.time_ns, s.value));
+    }
+    assert!(!series.is_empty());
     let answer = analyze(&ds, "get_metric_anomalies", json!({"k8_object_name": format!("pod/{pod}"), "metric_name_filter": metric, "raw_content": false}));
-    let series = answer["metrics"].as_array().unwrap().iter().find(|m| m["metric_name"] == metric && m["series"]["container"].as_str().is_some_and(|c| !c.is_empty() && c != "POD")).unwrap_or_else(|| panic!("{answer:#}"));
-    assert_eq!(series["count"].as_u64().unwrap() as usize, values.len());
-    let got: Vec<String> = series["anomalies"].as_array().unwrap().iter().map(|a| a["timestamp"].as_str().unwrap().to_string()).collect();
-    let expected_secs: Vec<String> = expected.iter().map(|t| t.clone()).collect();
-    assert_eq!(got.len(), expected_secs.len(), "{series:#}");
+    let listed = answer["metrics"].as_array().unwrap();
+    assert_eq!(listed.len(), series.len(), "{answer:#}");
+    for (labels, values) in &series {
+        let n = values.len() as f64;
+        let mean = values.iter().map(|v| v.1).sum::<f64>() / n;
+        let std = (values.iter().map(|v| (v.1 - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        let expected: Vec<String> = values.iter().filter(|v| std > 0.0 && ((v.1 - mean) / std).abs() > 2.0).map(|v| rfc(v.0)).collect();
+        let labels: Value = serde_json::from_str(labels).unwrap();
+        let got = listed.iter().find(|m| m["series"] == labels).unwrap_or_else(|| panic!("{labels} missing: {answer:#}"));
+        assert_eq!(got["count"].as_u64().unwrap() as usize, values.len());
+        let times: Vec<String> = got["anomalies"].as_array().unwrap().iter().map(|a| a["timestamp"].as_str().unwrap().to_string()).collect();
+        assert_eq!(times, expected, "{got:#}");
+    }
 }
 
 #[test]
@@ -226,14 +237,15 @@ fn the_trace_error_tree_of_a_wrong_target_port_ends_at_the_faulty_service() {
     // After the onset, search's calls to geo fail and no geo server span answers them.
     let failing = spans.iter().filter(|s| s.start_ns >= t + 10 * SEC && s.service == "search" && s.kind == "client" && s.attributes.get("net.peer.name").is_some_and(|p| p.starts_with("geo")));
     assert!(failing.clone().count() > 0 && failing.clone().all(|s| s.status_code == "error"));
-    let answer = analyze(&ds, "get_trace_error_tree", json!({"pivot_time": rfc(t + 60 * SEC), "delta_time": "4m"}));
+    let answer = analyze(&ds, "get_trace_error_tree", json!({"pivot_time": rfc(t), "delta_time": "4m"}));
     let critical = answer["critical_paths"].as_array().unwrap();
+    // The failing traces' path ends where they failed, and names it.
     let to_geo = critical.iter().find(|p| p["path"].as_str().unwrap().ends_with("search → geo")).unwrap_or_else(|| panic!("{answer:#}"));
-    assert_eq!(to_geo["severity"], "CRITICAL", "{to_geo:#}");
     assert_eq!(to_geo["root_cause_suspect"]["service"], "geo", "{to_geo:#}");
     let hop = to_geo["hops"].as_array().unwrap().last().unwrap();
     assert_eq!(hop["error_rate"], "0% → 100%", "{to_geo:#}");
-    assert!(answer["all_paths"][0].as_str().unwrap().contains("(CRITICAL)"));
+    let suspects: Vec<&str> = critical.iter().filter_map(|p| p["root_cause_suspect"]["service"].as_str()).collect();
+    assert_eq!(suspects, ["geo"], "{answer:#}");
     // Latency comes from the span durations (never all zero, as ITBench's reads them on raw data).
     assert!(!to_geo["hops"][0]["latency_p99"].as_str().unwrap().starts_with("0.00ms → 0.00ms"), "{to_geo:#}");
 }
@@ -315,7 +327,9 @@ fn change_points_find_the_onset_and_logs_show_the_refusals() {
     let err = &geo["error_rate_pct"];
     let at = schemas::time::parse_rfc3339(err["changed_at"].as_str().unwrap()).unwrap();
     assert!((t - 60 * SEC..=t + 60 * SEC).contains(&at), "{err} vs onset {}", rfc(t));
-    assert!(err["before"].as_f64().unwrap() < 5.0 && err["after"].as_f64().unwrap() > 90.0, "{err}");
+    assert!(err["before"].as_f64().unwrap() < 20.0 && err["after"].as_f64().unwrap() > 90.0, "{err}");
+    // Services whose calls all succeed throughout are listed as unchanged.
+    assert!(answer["unchanged"].as_array().unwrap().iter().any(|s| s == "memcached-rate"), "{answer:#}");
 
     let logs: Vec<LogRow> = rows(&ds, Table::Logs);
     let owners = workloads(&ds);

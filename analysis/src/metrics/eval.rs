@@ -188,8 +188,8 @@ pub fn parse(text: &str, originals: &[String]) -> Result<Derived> {
         )));
     }
     Ok(Derived {
-        name,
         expr: expr.alias(name.as_str()),
+        name,
         inputs: p.inputs,
     })
 }

@@ -29,8 +29,8 @@ pub const ANOMALIES: &str = "Metrics of one Kubernetes object and their anomalie
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AnalysisParams {
     /// Ignored: the metrics are the session's (accepted so ITBench prompts work).
-    #[serde(default)]
-    pub base_dir: Option<Value>,
+    #[serde(default, rename = "base_dir")]
+    pub _base_dir: Option<Value>,
     /// One object: 'namespace/kind/name', 'kind/name' or 'name'.
     #[serde(default)]
     pub k8_object_name: Option<String>,
@@ -89,8 +89,8 @@ pub struct AnomalyParams {
     /// The object: 'namespace/kind/name', 'kind/name' or 'name'.
     pub k8_object_name: String,
     /// Ignored: the metrics are the session's.
-    #[serde(default)]
-    pub base_dir: Option<Value>,
+    #[serde(default, rename = "base_dir")]
+    pub _base_dir: Option<Value>,
     /// Only metrics whose name contains this.
     #[serde(default)]
     pub metric_name_filter: Option<String>,

@@ -36,15 +36,15 @@ pub const ANALYSIS: &str = "Everything about one entity in the operational topol
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BuildParams {
     /// Ignored: the calls come from the session's traces.
-    #[serde(default)]
-    pub arch_file: Option<Value>,
+    #[serde(default, rename = "arch_file")]
+    pub _arch_file: Option<Value>,
     /// Ignored: the objects are the session's.
-    #[serde(default)]
-    pub k8s_objects_file: Option<Value>,
+    #[serde(default, rename = "k8s_objects_file")]
+    pub _k8s_objects_file: Option<Value>,
     /// Ignored by the tools (`collector analyze build_topology DATASET --param output_file=F`
     /// writes the graph there).
-    #[serde(default)]
-    pub output_file: Option<Value>,
+    #[serde(default, rename = "output_file")]
+    pub _output_file: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -12,8 +12,8 @@ use crate::{Error, Result, Source};
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AnalysisParams {
     /// Ignored: the topology is built from the session's data.
-    #[serde(default)]
-    pub topology_file: Option<Value>,
+    #[serde(default, rename = "topology_file")]
+    pub _topology_file: Option<Value>,
     /// The entity: a node id (otel-demo/Service/cart), a name (cart) or part of one.
     pub entity: String,
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use serde::{Deserialize, Deserializer};
@@ -198,6 +198,11 @@ fn capped(answer: Result<String, String>) -> Result<String, String> {
     answer.map(cut).map_err(cut)
 }
 
+/// What a tool call's future is: it owns everything it needs, so it lives as long as asked.
+type Answer<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<CallToolResponse, rmcp::ErrorData>> + Send + 'a>,
+>;
+
 /// An analysis tool as an MCP tool: its arguments' schema, and a call that runs it off the
 /// async threads (polars blocks) and answers its JSON, or its error as a tool error.
 fn analysis_route(source: Arc<analysis::Source>, tool: &'static analysis::Tool) -> ToolRoute<Faultline> {
@@ -210,22 +215,29 @@ fn analysis_route(source: Arc<analysis::Source>, tool: &'static analysis::Tool) 
         _ => serde_json::Map::new(),
     };
     let attr = rmcp::model::Tool::new(tool.name, tool.description, Arc::new(schema));
-    ToolRoute::new_dyn(attr, move |ctx: ToolCallContext<'_, Faultline>| {
-        let source = source.clone();
-        let arguments = ctx.arguments.clone().map_or(serde_json::Value::Null, serde_json::Value::Object);
-        Box::pin(async move {
-            let run = move || analysis::run(&source, tool.name, arguments);
-            let answer = match tokio::task::spawn_blocking(run).await {
-                Ok(Ok(v)) => serde_json::to_string_pretty(&v).map_err(|e| e.to_string()),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(e) => Err(format!("{} stopped: {e}", tool.name)),
-            };
-            let result = match capped(answer) {
-                Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-                Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
-            };
-            Ok(result.into())
-        })
+    ToolRoute::new_dyn(attr, move |ctx| analyse(ctx, source.clone(), tool))
+}
+
+fn analyse<'a>(
+    ctx: ToolCallContext<'a, Faultline>,
+    source: Arc<analysis::Source>,
+    tool: &'static analysis::Tool,
+) -> Answer<'a> {
+    let arguments = ctx
+        .arguments
+        .map_or(serde_json::Value::Null, serde_json::Value::Object);
+    Box::pin(async move {
+        let run = move || analysis::run(&source, tool.name, arguments);
+        let answer = match tokio::task::spawn_blocking(run).await {
+            Ok(Ok(v)) => serde_json::to_string_pretty(&v).map_err(|e| e.to_string()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(format!("{} stopped: {e}", tool.name)),
+        };
+        let result = match capped(answer) {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
+        };
+        Ok(result.into())
     })
 }
 

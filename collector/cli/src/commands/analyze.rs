@@ -96,12 +96,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         datasets::write_atomically(&path, serde_json::to_string_pretty(&topology)?.as_bytes())?;
         eprintln!("wrote the topology to {}", path.display());
     }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&answer)?);
+    let text = if args.json {
+        serde_json::to_string_pretty(&answer)? + "\n"
     } else {
-        print!("{}", render(&answer));
+        render(&answer)
+    };
+    // A reader that stops early (`| head`) is not an error.
+    match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// A cell as one short line.

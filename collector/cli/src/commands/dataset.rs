@@ -45,7 +45,10 @@ pub enum DatasetCommand {
     /// Write tables as JSON Lines or CSV, or the whole dataset as an ITBench snapshot.
     Export(ExportArgs),
     /// Make a dataset from another benchmark's data (an ITBench snapshot).
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  collector dataset import itbench Scenario-2 --out out/scenario-2"
+    )]
     Import(ImportFrom),
 }
 
