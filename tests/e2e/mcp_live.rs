@@ -23,6 +23,9 @@ const PROM_MCP_INSTALL: &str = "python3 -m pip install prometheus_mcp_server==1.
 fn inspector() -> Command {
     let mut c = Command::new("npx");
     c.args(["--no", "--", INSPECTOR, "--cli", "--format", "json", "-q"]);
+    // A server started through npx can take longer than the inspector's 15 s default to answer
+    // `initialize` on a loaded machine; the answers, not the start-up time, are under test.
+    c.args(["--connect-timeout", "120000"]);
     c
 }
 
