@@ -30,6 +30,7 @@ pub mod chunk;
 pub mod disk;
 pub mod eval;
 pub mod labels;
+pub mod limits;
 pub mod live;
 pub mod promqltest;
 pub mod storage;
@@ -38,6 +39,7 @@ pub mod value;
 pub use api::{PromApi, router};
 pub use disk::{DiskConfig, DiskStorage};
 pub use eval::{Engine, EvalError, parse};
+pub use limits::Cancel;
 pub use labels::Labels;
 pub use live::LiveStorage;
 /// The virtual clock the API answers by (shared with every other faultline API).
