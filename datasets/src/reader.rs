@@ -55,10 +55,9 @@ impl Dataset {
                     })
                 })
                 .collect();
-            handles.into_iter().try_for_each(|h| {
-                h.join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
-            })
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
         })?;
         Ok(ds)
     }
@@ -237,7 +236,10 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
     }
     for (table, entry) in &manifest.tables {
         schemas::paths::check_plain_name(&entry.file).map_err(|why| {
-            DatasetError::invalid(&path, format!("tables.{table}.file: `{}` {why}", entry.file))
+            DatasetError::invalid(
+                &path,
+                format!("tables.{table}.file: `{}` {why}", entry.file),
+            )
         })?;
     }
     if manifest.schema_version != DATASET_FORMAT_VERSION {
@@ -252,4 +254,3 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
     }
     Ok(manifest)
 }
-

@@ -74,7 +74,12 @@ pub fn corpus_dir(target: &str) -> PathBuf {
 /// The corpus of a target, in file-name order.
 pub fn load_corpus(target: &str) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir(target))
-        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
         .unwrap_or_default();
     files.sort();
     files

@@ -41,8 +41,32 @@ const NUMBERS: &[&str] = &[
 
 /// Characters that open, close, quote or escape something.
 const SPECIALS: &[&str] = &[
-    "(", ")", "[", "]", "{", "}", "\"", "'", "`", "\\", ",", ":", "=", "!", "~", "|", "/", "..",
-    "\n", "\0", "#", "%", "&", "\u{feff}", "\u{10ffff}", "é",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "\"",
+    "'",
+    "`",
+    "\\",
+    ",",
+    ":",
+    "=",
+    "!",
+    "~",
+    "|",
+    "/",
+    "..",
+    "\n",
+    "\0",
+    "#",
+    "%",
+    "&",
+    "\u{feff}",
+    "\u{10ffff}",
+    "é",
 ];
 
 /// One input: a corpus entry (or nothing) with one to four mutations.

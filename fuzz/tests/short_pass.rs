@@ -27,7 +27,10 @@ fn pass(name: &str) {
         },
     );
     for f in &report.findings {
-        let shown: String = String::from_utf8_lossy(&f.input).chars().take(300).collect();
+        let shown: String = String::from_utf8_lossy(&f.input)
+            .chars()
+            .take(300)
+            .collect();
         eprintln!("{name}: input {:?}: {}\n  {shown:?}", f.index, f.what);
     }
     assert!(report.corpus > 0, "{name}: the corpus is empty");

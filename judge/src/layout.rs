@@ -123,7 +123,9 @@ pub fn find_run_files(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> 
     let mut found = Vec::new();
     while let Some(d) = pending.pop() {
         for p in truth::sorted_entries(&d)? {
-            let is_link = p.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+            let is_link = p
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink());
             if p.is_dir() && !is_link {
                 pending.push(p);
             } else if p.file_name().is_some_and(|n| n == "run.json") {

@@ -82,10 +82,13 @@ pub fn write(
             let scenario = scenario_name(&r.problem_id);
             // Every part comes from data (a run.json, a CSV, a directory name): each must stay
             // one directory level inside OUT/trials.
-            for (what, part) in [("agent", &r.agent), ("scenario", &scenario), ("trial", &r.trial)] {
-                schemas::paths::check_plain_name(part).map_err(|why| {
-                    anyhow::anyhow!("{}: {what}: `{part}` {why}", r.source)
-                })?;
+            for (what, part) in [
+                ("agent", &r.agent),
+                ("scenario", &scenario),
+                ("trial", &r.trial),
+            ] {
+                schemas::paths::check_plain_name(part)
+                    .map_err(|why| anyhow::anyhow!("{}: {what}: `{part}` {why}", r.source))?;
             }
             let path = out_dir
                 .join("trials")

@@ -12,7 +12,10 @@ fn judge(args: &[&str]) -> Output {
         .env_remove("JUDGE_BASE_URL")
         .env_remove("JUDGE_API_KEY")
         .env_remove("JUDGE_MODEL")
-        .env("JUDGE_CACHE_DIR", std::env::temp_dir().join("faultline-judge-hostile"))
+        .env(
+            "JUDGE_CACHE_DIR",
+            std::env::temp_dir().join("faultline-judge-hostile"),
+        )
         .args(args)
         .output()
         .expect("judge runs")
@@ -116,8 +119,11 @@ fn unreadable_outputs_are_counted_and_one_truth_file_matches_its_problem() {
     let dir = tempfile::tempdir().unwrap();
     // A single ground-truth file whose name is not the problem id.
     let gt = dir.path().join("truth-of-the-run.json");
-    std::fs::write(&gt, TRUTH.replace("\"problem_id\": \"hotel-geo-target-port\"", "\"x\": 1"))
-        .unwrap();
+    std::fs::write(
+        &gt,
+        TRUTH.replace("\"problem_id\": \"hotel-geo-target-port\"", "\"x\": 1"),
+    )
+    .unwrap();
     let garbage = dir.path().join("answer.json");
     std::fs::write(&garbage, "[1, 2, 3]").unwrap();
     let out = judge(&[
@@ -139,5 +145,8 @@ fn unreadable_outputs_are_counted_and_one_truth_file_matches_its_problem() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("1 items"), "{stdout}");
-    assert!(stdout.contains("1 unreadable outputs (scored 0)"), "{stdout}");
+    assert!(
+        stdout.contains("1 unreadable outputs (scored 0)"),
+        "{stdout}"
+    );
 }

@@ -205,9 +205,8 @@ fn parse_into<T: serde::de::DeserializeOwned>(
 ) {
     match toml::from_str::<T>(&file.text) {
         Ok(spec) => into.push(Located { spec, file }),
-        Err(err) => diagnostics.push(
-            fault_field_error(&file, &err).unwrap_or_else(|| file.from_toml_error(&err)),
-        ),
+        Err(err) => diagnostics
+            .push(fault_field_error(&file, &err).unwrap_or_else(|| file.from_toml_error(&err))),
     }
 }
 

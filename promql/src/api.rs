@@ -18,8 +18,8 @@ use promql_parser::parser::Expr;
 use schemas::time::Clock;
 
 use crate::eval::{Engine, EvalError};
-use crate::limits::Cancel;
 use crate::labels::Labels;
+use crate::limits::Cancel;
 use crate::storage::{LabelMatcher, SeriesId, Storage, StorageSource, TimeShifted};
 use crate::value::{Value, format_float, format_timestamp};
 

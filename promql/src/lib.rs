@@ -39,8 +39,8 @@ pub mod value;
 pub use api::{PromApi, router};
 pub use disk::{DiskConfig, DiskStorage};
 pub use eval::{Engine, EvalError, parse};
-pub use limits::Cancel;
 pub use labels::Labels;
+pub use limits::Cancel;
 pub use live::LiveStorage;
 /// The virtual clock the API answers by (shared with every other faultline API).
 pub use schemas::time::Clock;

@@ -237,7 +237,9 @@ mod tests {
     }
 
     fn depth(q: &str) -> usize {
-        (0..10_000).find(|&m| nesting_depth(q, m).is_none()).unwrap()
+        (0..10_000)
+            .find(|&m| nesting_depth(q, m).is_none())
+            .unwrap()
     }
 
     #[test]

@@ -20,13 +20,29 @@ pub fn check_plain_name(name: &str) -> Result<(), &'static str> {
     }
 }
 
+/// An output directory named on a command line (clap's value parser for `--out DIR`): `-` means
+/// standard output to Unix tools, never a directory, so it is refused rather than created.
+pub fn output_dir(s: &str) -> Result<std::path::PathBuf, String> {
+    match s {
+        "" => Err("expected a directory".into()),
+        "-" => Err("`-` (standard output) cannot hold a directory; name a directory".into()),
+        _ => Ok(std::path::PathBuf::from(s)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn only_one_plain_component_passes() {
-        for ok in ["metrics.parquet", "run-1", "a.b.c", "ground_truth.json", "..."] {
+        for ok in [
+            "metrics.parquet",
+            "run-1",
+            "a.b.c",
+            "ground_truth.json",
+            "...",
+        ] {
             assert_eq!(check_plain_name(ok), Ok(()), "{ok}");
         }
         for bad in [
@@ -42,15 +58,5 @@ mod tests {
         ] {
             assert!(check_plain_name(bad).is_err(), "{bad:?}");
         }
-    }
-}
-
-/// An output directory named on a command line (clap's value parser for `--out DIR`): `-` means
-/// standard output to Unix tools, never a directory, so it is refused rather than created.
-pub fn output_dir(s: &str) -> Result<std::path::PathBuf, String> {
-    match s {
-        "" => Err("expected a directory".into()),
-        "-" => Err("`-` (standard output) cannot hold a directory; name a directory".into()),
-        _ => Ok(std::path::PathBuf::from(s)),
     }
 }

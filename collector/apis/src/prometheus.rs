@@ -273,8 +273,7 @@ pub fn router(
     clock: Clock,
     limits: &crate::limits::Limits,
 ) -> Router {
-    let api =
-        PromApi::new(storage, clock).with_limits(limits.promql, limits.max_concurrency);
+    let api = PromApi::new(storage, clock).with_limits(limits.promql, limits.max_concurrency);
     let state = Arc::new(AlertsState { alerts, clock });
     promql::api::router(api).merge(
         Router::new()

@@ -136,7 +136,11 @@ fn hostile_mix(replay: &Replay) -> Vec<Req> {
         )),
         req(format!(
             "{loki}/loki/api/v1/query?query={}",
-            enc(&format!("{}{{a=\"b\"}}{}", "(".repeat(5000), ")".repeat(5000)))
+            enc(&format!(
+                "{}{{a=\"b\"}}{}",
+                "(".repeat(5000),
+                ")".repeat(5000)
+            ))
         )),
         req(format!(
             "{loki}/loki/api/v1/query_range?query={}&limit=1000000000",
@@ -144,7 +148,10 @@ fn hostile_mix(replay: &Replay) -> Vec<Req> {
         )),
         req(format!("{jaeger}/api/traces?service=x&limit=1000000000")),
         req(format!("{kube}/api/v1/pods?limit=abc")),
-        req(format!("{kube}/api/v1/pods?labelSelector={}", enc("a!=b!=c"))),
+        req(format!(
+            "{kube}/api/v1/pods?labelSelector={}",
+            enc("a!=b!=c")
+        )),
         req(format!("{kube}/api/v1/pods?watch=1&resourceVersion=abc")),
     ];
     // Expensive but legal, and the client hangs up: the server must stop working on it.
@@ -279,11 +286,7 @@ fn report(name: &str, p: &Phase) -> f64 {
         let statuses: Vec<String> = p.hostile.iter().map(|(s, n)| format!("{s}: {n}")).collect();
         println!("{name}: hostile requests answered {}", statuses.join(", "));
     }
-    let rss: Vec<String> = p
-        .rss
-        .iter()
-        .map(|(t, m)| format!("{t}s {m:.0}"))
-        .collect();
+    let rss: Vec<String> = p.rss.iter().map(|(t, m)| format!("{t}s {m:.0}")).collect();
     println!("{name}: RSS MiB over time: {}", rss.join(", "));
     p99
 }

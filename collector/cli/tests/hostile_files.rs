@@ -65,7 +65,10 @@ fn manifest_paths_stay_in_the_dataset() {
             &["dataset", "validate"][..],
             &["replay"][..],
         ] {
-            fails_saying(&run(args, &ds), &["tables.logs.file", file, "not a plain name"]);
+            fails_saying(
+                &run(args, &ds),
+                &["tables.logs.file", file, "not a plain name"],
+            );
         }
         let out = collector()
             .args(["dataset", "export", "--table", "logs"])
@@ -92,7 +95,10 @@ fn checksums_and_row_counts_are_checked_where_data_is_opened() {
         m["tables"]["objects"]["rows"] = (rows + 1).into();
     });
     for args in [&["dataset", "inspect"][..], &["replay"][..]] {
-        fails_saying(&run(args, &ds), &["objects.parquet", "rows, the manifest says"]);
+        fails_saying(
+            &run(args, &ds),
+            &["objects.parquet", "rows, the manifest says"],
+        );
     }
 }
 
@@ -135,7 +141,13 @@ fn a_closed_pipe_ends_a_listing_quietly() {
 fn simulated_durations_are_bounded() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = collector()
-        .args(["snapshot", "--problem", "hotel-geo-target-port", "--duration", "10000h"])
+        .args([
+            "snapshot",
+            "--problem",
+            "hotel-geo-target-port",
+            "--duration",
+            "10000h",
+        ])
         .arg("--out")
         .arg(tmp.path().join("o"))
         .output()
@@ -174,9 +186,24 @@ fn spec_values_the_simulator_cannot_run_are_refused_at_their_field() {
             "hotel-geo-target-port.toml:10:",
             "field `faults[0].target_port`",
         ),
-        ("problems", spike("inf"), "field `faults[0].multiplier`", "not a load multiplier"),
-        ("problems", spike("nan"), "field `faults[0].multiplier`", "not a load multiplier"),
-        ("problems", spike("1e300"), "field `faults[0].multiplier`", "at most 1000"),
+        (
+            "problems",
+            spike("inf"),
+            "field `faults[0].multiplier`",
+            "not a load multiplier",
+        ),
+        (
+            "problems",
+            spike("nan"),
+            "field `faults[0].multiplier`",
+            "not a load multiplier",
+        ),
+        (
+            "problems",
+            spike("1e300"),
+            "field `faults[0].multiplier`",
+            "at most 1000",
+        ),
         (
             "noise",
             noise.replace("every = \"5m\"", "every = \"0s\""),
@@ -211,7 +238,10 @@ fn spec_values_the_simulator_cannot_run_are_refused_at_their_field() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(out.status.code(), Some(1), "{all}");
-        assert!(all.contains(field) && all.contains(says), "{field} / {says}: {all}");
+        assert!(
+            all.contains(field) && all.contains(says),
+            "{field} / {says}: {all}"
+        );
     }
 }
 
@@ -220,7 +250,13 @@ fn a_killed_writer_leaves_nothing_behind_after_the_next_run() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("o");
     let mut child = collector()
-        .args(["snapshot", "--problem", "hotel-geo-target-port", "--duration", "20h"])
+        .args([
+            "snapshot",
+            "--problem",
+            "hotel-geo-target-port",
+            "--duration",
+            "20h",
+        ])
         .arg("--out")
         .arg(&out)
         .stdout(Stdio::null())
@@ -239,7 +275,10 @@ fn a_killed_writer_leaves_nothing_behind_after_the_next_run() {
     assert!(partial.exists(), "kill -9 leaves the partial directory");
     let ds = snapshot("hotel-geo-target-port", "1m", &out);
     assert!(ds.join("manifest.json").is_file());
-    assert!(!partial.exists(), "the next run removes what the killed one left");
+    assert!(
+        !partial.exists(),
+        "the next run removes what the killed one left"
+    );
 }
 
 #[test]
@@ -247,7 +286,13 @@ fn outputs_named_dash_are_refused() {
     let cwd = tempfile::tempdir().expect("tempdir");
     let out = collector()
         .current_dir(cwd.path())
-        .args(["snapshot", "--problem", "hotel-geo-target-port", "--out", "-"])
+        .args([
+            "snapshot",
+            "--problem",
+            "hotel-geo-target-port",
+            "--out",
+            "-",
+        ])
         .output()
         .expect("collector runs");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -272,7 +317,11 @@ fn a_multi_table_export_appears_whole() {
         .arg(dataset())
         .output()
         .expect("collector runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut names: Vec<String> = std::fs::read_dir(tmp.path())
         .expect("list")
         .flatten()

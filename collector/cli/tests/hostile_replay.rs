@@ -142,7 +142,13 @@ fn evaluation_stops_at_its_limits_and_when_its_client_leaves() {
         let mut c = collector();
         c.arg("replay")
             .arg(dataset())
-            .args(["--json", "--query-timeout", "3s", "--query-max-samples", "100000"])
+            .args([
+                "--json",
+                "--query-timeout",
+                "3s",
+                "--query-max-samples",
+                "100000",
+            ])
             .env("RUST_LOG", "promql=info")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -154,11 +160,17 @@ fn evaluation_stops_at_its_limits_and_when_its_client_leaves() {
         .read_line(&mut line)
         .expect("endpoints");
     let endpoints: Value = serde_json::from_str(&line).expect("endpoints JSON");
-    let prom = endpoints["prometheus"].as_str().expect("prometheus").to_string();
+    let prom = endpoints["prometheus"]
+        .as_str()
+        .expect("prometheus")
+        .to_string();
     let (tx, logs) = mpsc::channel();
     let stderr = child.stderr.take().expect("stderr");
     std::thread::spawn(move || {
-        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for l in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             let _ = tx.send(l);
         }
     });
@@ -257,10 +269,16 @@ fn kubernetes_refuses_what_the_apiserver_refuses() {
         ("limit=abc", "limit: Invalid value"),
         ("limit=-1", "must be greater than or equal to 0"),
         ("resourceVersionMatch=Bogus", "Unsupported value: \"Bogus\""),
-        ("resourceVersionMatch=Exact", "forbidden unless resourceVersion"),
+        (
+            "resourceVersionMatch=Exact",
+            "forbidden unless resourceVersion",
+        ),
         ("labelSelector=-x%3Dy", "invalid label key \"-x\""),
         ("labelSelector=a!%3Db!%3Dc", "invalid label value: \"b!=c\""),
-        ("watch=1&resourceVersion=abc", "resourceVersion: Invalid value"),
+        (
+            "watch=1&resourceVersion=abc",
+            "resourceVersion: Invalid value",
+        ),
     ] {
         let (status, body) = get(&format!("{kube}/api/v1/pods?{query}"));
         assert_eq!(
@@ -271,7 +289,9 @@ fn kubernetes_refuses_what_the_apiserver_refuses() {
         let msg = body["message"].as_str().unwrap_or("");
         assert!(msg.contains(says), "{query}: {msg}");
     }
-    let (status, body) = get(&format!("{kube}/api/v1/pods?limit=2&labelSelector=app%3Dgeo"));
+    let (status, body) = get(&format!(
+        "{kube}/api/v1/pods?limit=2&labelSelector=app%3Dgeo"
+    ));
     assert_eq!(status, 200, "{body}");
 }
 

@@ -145,7 +145,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let selected: Vec<String> = if names.is_empty() {
-                targets::all().iter().map(|t| t.name().to_string()).collect()
+                targets::all()
+                    .iter()
+                    .map(|t| t.name().to_string())
+                    .collect()
             } else {
                 names
             };

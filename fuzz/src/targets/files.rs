@@ -13,7 +13,9 @@ use super::{Target, text};
 fn scratch() -> tempfile::TempDir {
     let shm = Path::new("/dev/shm");
     let dir = if shm.is_dir() {
-        tempfile::Builder::new().prefix("faultline-fuzz-").tempdir_in(shm)
+        tempfile::Builder::new()
+            .prefix("faultline-fuzz-")
+            .tempdir_in(shm)
     } else {
         tempfile::Builder::new().prefix("faultline-fuzz-").tempdir()
     };
@@ -44,14 +46,48 @@ impl Target for ProblemSpec {
 
     fn dictionary(&self) -> &'static [&'static str] {
         &[
-            "[[faults]]\n", "[[decoys]]\n", "[oracle]\n", "[[oracle.state]]\n", "[ground_truth]\n",
-            "[[disturbances]]\n", "primitive = ", "\"service_target_port\"", "\"load_spike\"",
-            "\"scale\"", "\"network_loss\"", "\"memory_limit\"", "\"env_remove\"",
-            "\"node_cpu_stress\"", "service = \"geo\"", "target_port = ", "multiplier = ",
-            "replicas = ", "percent = ", "every = ", "per_period = ", "length = ", "onset = ",
-            "duration = ", "baseline = ", "\"0s\"", "\"10000h\"", "\"5m\"", "inf", "nan", "-250",
-            "1e300", "0", "65536", "= \"x\"", "kind = \"request_drop\"", "kind = \"pod_kill\"",
-            "\n", "=", "\"", "[", "]",
+            "[[faults]]\n",
+            "[[decoys]]\n",
+            "[oracle]\n",
+            "[[oracle.state]]\n",
+            "[ground_truth]\n",
+            "[[disturbances]]\n",
+            "primitive = ",
+            "\"service_target_port\"",
+            "\"load_spike\"",
+            "\"scale\"",
+            "\"network_loss\"",
+            "\"memory_limit\"",
+            "\"env_remove\"",
+            "\"node_cpu_stress\"",
+            "service = \"geo\"",
+            "target_port = ",
+            "multiplier = ",
+            "replicas = ",
+            "percent = ",
+            "every = ",
+            "per_period = ",
+            "length = ",
+            "onset = ",
+            "duration = ",
+            "baseline = ",
+            "\"0s\"",
+            "\"10000h\"",
+            "\"5m\"",
+            "inf",
+            "nan",
+            "-250",
+            "1e300",
+            "0",
+            "65536",
+            "= \"x\"",
+            "kind = \"request_drop\"",
+            "kind = \"pod_kill\"",
+            "\n",
+            "=",
+            "\"",
+            "[",
+            "]",
         ]
     }
 
@@ -95,13 +131,38 @@ impl Target for GroundTruth {
 
     fn dictionary(&self) -> &'static [&'static str] {
         &[
-            "\"schema_version\": 1", "\"schema_version\": 99", "\"components\": []",
-            "\"root_cause\": true", "\"id\": \"geo\"", "\"kind\": \"Service\"", "\"faults\": [",
-            "\"propagations\": [", "\"aliases\": [[", "\"source\": ", "\"target\": ",
-            "groups:\n", "  - id: x\n", "    kind: Pod\n", "    root_cause: true\n",
-            "    filter:\n      - geo-.*\n", "propagations:\n", "aliases:\n", "spec:\n",
-            "apiVersion: itbench.io/v1\n", "&a ", "*a", "!!binary ", "{}", "[]", "null", ": ",
-            "- ", "\n  ", "(?i)", ".*", "(a+)+$",
+            "\"schema_version\": 1",
+            "\"schema_version\": 99",
+            "\"components\": []",
+            "\"root_cause\": true",
+            "\"id\": \"geo\"",
+            "\"kind\": \"Service\"",
+            "\"faults\": [",
+            "\"propagations\": [",
+            "\"aliases\": [[",
+            "\"source\": ",
+            "\"target\": ",
+            "groups:\n",
+            "  - id: x\n",
+            "    kind: Pod\n",
+            "    root_cause: true\n",
+            "    filter:\n      - geo-.*\n",
+            "propagations:\n",
+            "aliases:\n",
+            "spec:\n",
+            "apiVersion: itbench.io/v1\n",
+            "&a ",
+            "*a",
+            "!!binary ",
+            "{}",
+            "[]",
+            "null",
+            ": ",
+            "- ",
+            "\n  ",
+            "(?i)",
+            ".*",
+            "(a+)+$",
         ]
     }
 
@@ -115,7 +176,8 @@ impl Target for GroundTruth {
 }
 
 pub struct AgentOutput {
-    truths: Vec<schemas::GroundTruth>,
+    /// Each truth with its index (its filters compiled once, as the judge does for a batch).
+    truths: Vec<(schemas::GroundTruth, judge::entities::GtIndex)>,
 }
 
 impl AgentOutput {
@@ -132,7 +194,17 @@ impl AgentOutput {
                 truths.extend(loaded.into_values().map(|t| t.truth.clone()));
             }
         }
-        assert!(!truths.is_empty(), "the ground_truth corpus holds valid seeds");
+        assert!(
+            !truths.is_empty(),
+            "the ground_truth corpus holds valid seeds"
+        );
+        let truths = truths
+            .into_iter()
+            .map(|t| {
+                let idx = judge::entities::GtIndex::new(&t);
+                (t, idx)
+            })
+            .collect();
         AgentOutput { truths }
     }
 }
@@ -144,10 +216,28 @@ impl Target for AgentOutput {
 
     fn dictionary(&self) -> &'static [&'static str] {
         &[
-            "{\"entities\": [", "\"name\": \"hotel/Service/geo\"", "\"contributing_factor\": true",
-            "\"propagations\": [", "\"source\": ", "\"target\": ", "\"condition\": \"x\"",
-            "\"diagnosis\": ", "\"root_cause\": ", "```json\n", "```\n", "{", "}", "[", "]",
-            ",", ":", "null", "true", "\"\\u0000\"", "hotel/Pod/geo-1", "Deployment/geo",
+            "{\"entities\": [",
+            "\"name\": \"hotel/Service/geo\"",
+            "\"contributing_factor\": true",
+            "\"propagations\": [",
+            "\"source\": ",
+            "\"target\": ",
+            "\"condition\": \"x\"",
+            "\"diagnosis\": ",
+            "\"root_cause\": ",
+            "```json\n",
+            "```\n",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "null",
+            "true",
+            "\"\\u0000\"",
+            "hotel/Pod/geo-1",
+            "Deployment/geo",
             "otel-demo/ConfigMap/flagd-config",
         ]
     }
@@ -156,8 +246,8 @@ impl Target for AgentOutput {
         let t = text(input);
         for json in [true, false] {
             if let Ok(out) = judge::submission::parse(&t, json) {
-                for gt in &self.truths {
-                    let e = judge::itbench::Evaluation::new(gt, &out);
+                for (gt, idx) in &self.truths {
+                    let e = judge::itbench::Evaluation::with_index(gt, idx, &out);
                     let _ = e.flat(None);
                 }
             }
@@ -182,12 +272,29 @@ impl Target for Manifest {
 
     fn dictionary(&self) -> &'static [&'static str] {
         &[
-            "\"file\": \"../../../../etc/passwd\"", "\"file\": \"/etc/passwd\"",
-            "\"file\": \"metrics.parquet\"", "\"file\": \"\"", "\"file\": \"a/b\"",
-            "\"rows\": ", "\"bytes\": ", "\"sha256\": \"", "\"format\": \"faultline-dataset\"",
-            "\"schema_version\": ", "\"window\": {", "\"start\": \"2026-01-01T00:00:00Z\"",
-            "\"end\": \"9999-12-31T23:59:59Z\"", "\"virtual_now\": ", "\"tables\": {",
-            "\"metrics\": {", "\"logs\": {", "18446744073709551615", "-1", "{", "}", ",", ":",
+            "\"file\": \"../../../../etc/passwd\"",
+            "\"file\": \"/etc/passwd\"",
+            "\"file\": \"metrics.parquet\"",
+            "\"file\": \"\"",
+            "\"file\": \"a/b\"",
+            "\"rows\": ",
+            "\"bytes\": ",
+            "\"sha256\": \"",
+            "\"format\": \"faultline-dataset\"",
+            "\"schema_version\": ",
+            "\"window\": {",
+            "\"start\": \"2026-01-01T00:00:00Z\"",
+            "\"end\": \"9999-12-31T23:59:59Z\"",
+            "\"virtual_now\": ",
+            "\"tables\": {",
+            "\"metrics\": {",
+            "\"logs\": {",
+            "18446744073709551615",
+            "-1",
+            "{",
+            "}",
+            ",",
+            ":",
         ]
     }
 

@@ -62,7 +62,13 @@ fn metrics() -> MemStorage {
     b.build()
 }
 
-fn object(kind: &str, api: &str, ns: Option<&str>, name: &str, json: serde_json::Value) -> ObjectRow {
+fn object(
+    kind: &str,
+    api: &str,
+    ns: Option<&str>,
+    name: &str,
+    json: serde_json::Value,
+) -> ObjectRow {
     ObjectRow {
         observed_ns: NOW_NS - 3_000_000_000_000,
         api_version: api.into(),
@@ -86,24 +92,54 @@ fn objects() -> ObjectTimeline {
     };
     let ns = Some("hotel");
     let rows = vec![
-        object("Namespace", "v1", None, "hotel", serde_json::json!({
+        object(
+            "Namespace",
+            "v1",
+            None,
+            "hotel",
+            serde_json::json!({
             "apiVersion": "v1", "kind": "Namespace", "metadata": meta("hotel", None),
-            "status": {"phase": "Active"}})),
-        object("Node", "v1", None, "node-1", serde_json::json!({
+            "status": {"phase": "Active"}}),
+        ),
+        object(
+            "Node",
+            "v1",
+            None,
+            "node-1",
+            serde_json::json!({
             "apiVersion": "v1", "kind": "Node", "metadata": meta("node-1", None),
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]}})),
-        object("Pod", "v1", ns, "geo-1", serde_json::json!({
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        ),
+        object(
+            "Pod",
+            "v1",
+            ns,
+            "geo-1",
+            serde_json::json!({
             "apiVersion": "v1", "kind": "Pod", "metadata": meta("geo-1", ns),
             "spec": {"nodeName": "node-1", "containers": [{"name": "geo", "image": "geo:1"}]},
             "status": {"phase": "Running", "podIP": "10.0.0.5",
-                       "containerStatuses": [{"name": "geo", "ready": true, "restartCount": 2}]}})),
-        object("Service", "v1", ns, "geo", serde_json::json!({
+                       "containerStatuses": [{"name": "geo", "ready": true, "restartCount": 2}]}}),
+        ),
+        object(
+            "Service",
+            "v1",
+            ns,
+            "geo",
+            serde_json::json!({
             "apiVersion": "v1", "kind": "Service", "metadata": meta("geo", ns),
-            "spec": {"selector": {"app": "geo"}, "ports": [{"port": 8083, "targetPort": 8083}]}})),
-        object("Deployment", "apps/v1", ns, "geo", serde_json::json!({
+            "spec": {"selector": {"app": "geo"}, "ports": [{"port": 8083, "targetPort": 8083}]}}),
+        ),
+        object(
+            "Deployment",
+            "apps/v1",
+            ns,
+            "geo",
+            serde_json::json!({
             "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta("geo", ns),
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "geo"}}},
-            "status": {"replicas": 1, "readyReplicas": 1}})),
+            "status": {"replicas": 1, "readyReplicas": 1}}),
+        ),
     ];
     let mut t = ObjectTimeline::default();
     t.add_objects(rows).expect("fixture objects parse");

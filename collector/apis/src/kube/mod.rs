@@ -322,8 +322,7 @@ impl Params {
                 _ => {}
             }
         }
-        if p
-            .resource_version_match
+        if p.resource_version_match
             .as_deref()
             .is_some_and(|m| !m.is_empty())
             && p.resource_version.as_deref().is_none_or(str::is_empty)
