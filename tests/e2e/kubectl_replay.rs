@@ -297,10 +297,28 @@ fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
         bad_field.contains("field label not supported: spec.bogus"),
         "{bad_field}"
     );
+    // `apply` downloads the OpenAPI documents first: it must reach the read-only refusal, for a
+    // recorded object and for a kind the recording never held.
+    let manifests = tempfile::tempdir().unwrap();
+    let deploy = manifests.path().join("deploy.yaml");
+    std::fs::write(
+        &deploy,
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: cart, namespace: {NS}}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: cart}}}}\n  template:\n    metadata: {{labels: {{app: cart}}}}\n    spec: {{containers: [{{name: cart, image: x}}]}}\n"),
+    )
+    .unwrap();
+    let policy = manifests.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {{name: deny, namespace: {NS}}}\nspec: {{podSelector: {{}}}}\n"),
+    )
+    .unwrap();
+    let (deploy, policy) = (deploy.display().to_string(), policy.display().to_string());
     for args in [
         vec!["scale", "deploy", "cart", "-n", NS, "--replicas=3"],
         vec!["delete", "pod", CRASHING, "-n", NS],
         vec!["label", "pod", CRASHING, "-n", NS, "x=y"],
+        vec!["apply", "-f", &deploy],
+        vec!["apply", "-f", &policy],
     ] {
         let err = fails(&r, &args);
         assert!(

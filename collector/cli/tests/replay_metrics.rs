@@ -209,6 +209,7 @@ fn metrics_from_disk_equal_metrics_in_memory() {
             Arc::new(mem),
             Arc::new(std::sync::RwLock::new(alerts)),
             Clock::frozen(end_ns),
+            &apis::limits::Limits::default(),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let reference = format!("http://{}", listener.local_addr().unwrap());

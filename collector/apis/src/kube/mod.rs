@@ -263,6 +263,7 @@ pub struct Params {
     pub limit: Option<usize>,
     pub continue_token: Option<String>,
     pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
     pub watch: bool,
     pub allow_bookmarks: bool,
     pub timeout_seconds: Option<u64>,
@@ -275,6 +276,9 @@ pub struct Params {
     pub timestamps: bool,
     pub limit_bytes: Option<usize>,
     pub follow: bool,
+    /// The first parameter the apiserver would refuse (its message), answered as a 400 by
+    /// lists and watches.
+    pub invalid: Option<String>,
 }
 
 impl Params {
@@ -286,7 +290,21 @@ impl Params {
             match k.as_ref() {
                 "labelSelector" => p.label_selector = Some(v),
                 "fieldSelector" => p.field_selector = Some(v),
-                "limit" => p.limit = v.parse().ok().filter(|n| *n > 0),
+                "limit" => match v.parse::<i64>() {
+                    Ok(n) if n >= 0 => p.limit = usize::try_from(n).ok().filter(|n| *n > 0),
+                    Ok(n) => p.refuse(format!(
+                        "limit: Invalid value: {n}: must be greater than or equal to 0"
+                    )),
+                    Err(_) => p.refuse(format!(
+                        "limit: Invalid value: \"{v}\": strconv.ParseInt: parsing \"{v}\": invalid syntax"
+                    )),
+                },
+                "resourceVersionMatch" => match v.as_str() {
+                    "" | "Exact" | "NotOlderThan" => p.resource_version_match = Some(v),
+                    _ => p.refuse(format!(
+                        "resourceVersionMatch: Unsupported value: \"{v}\": supported values: \"Exact\", \"NotOlderThan\""
+                    )),
+                },
                 "continue" => p.continue_token = Some(v).filter(|s| !s.is_empty()),
                 "resourceVersion" => p.resource_version = Some(v),
                 "watch" => p.watch = truthy(&v),
@@ -304,7 +322,18 @@ impl Params {
                 _ => {}
             }
         }
+        if p.resource_version_match
+            .as_deref()
+            .is_some_and(|m| !m.is_empty())
+            && p.resource_version.as_deref().is_none_or(str::is_empty)
+        {
+            p.refuse("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".into());
+        }
         p
+    }
+
+    fn refuse(&mut self, message: String) {
+        self.invalid.get_or_insert(message);
     }
 }
 

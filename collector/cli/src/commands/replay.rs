@@ -32,6 +32,8 @@ pub struct Args {
     /// Print the endpoints as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub limits: super::limits::LimitArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -42,6 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             listen: args.listen,
             at: args.at.clone(),
             time_shift: args.time_shift,
+            limits: args.limits.limits()?,
         })
         .await?;
         let e = &replay.endpoints;

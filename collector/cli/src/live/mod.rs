@@ -27,7 +27,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use problems::{Catalog, Dur, ProblemSpec};
 use schemas::time::{Clock, LiveNow, real_now_ns};
-use tokio::net::TcpListener;
 
 use crate::replay::Endpoints;
 use crate::run::problem::{Options, ProblemRun};
@@ -54,6 +53,8 @@ pub struct LiveOptions {
     pub listen: SocketAddr,
     /// Keep the run as a dataset in this directory.
     pub out: Option<PathBuf>,
+    /// What one request to the APIs may cost.
+    pub limits: apis::limits::Limits,
 }
 
 /// A running environment.
@@ -150,6 +151,7 @@ impl LiveEnv {
         let traces = Arc::new(JaegerFacade {
             spans: stores.spans.clone(),
             clock,
+            max_traces: opts.limits.max_traces,
         });
         let logs = Arc::new(LokiFacade::new(
             stores.logs.clone(),
@@ -163,7 +165,12 @@ impl LiveEnv {
                 audit_log.clone(),
             ),
             audited(
-                prometheus::router(stores.metrics.clone(), stores.alerts.clone(), clock),
+                prometheus::router(
+                    stores.metrics.clone(),
+                    stores.alerts.clone(),
+                    clock,
+                    &opts.limits,
+                ),
                 Api::Prometheus,
                 audit_log.clone(),
             ),
@@ -397,13 +404,7 @@ async fn listen(
     let mut urls = Vec::new();
     let mut servers = Vec::new();
     for (i, router) in routers.into_iter().enumerate() {
-        let mut addr = listen;
-        if listen.port() != 0 {
-            addr.set_port(listen.port() + i as u16);
-        }
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
+        let listener = crate::replay::bind(listen, i as u16).await?;
         let local = listener.local_addr()?;
         urls.push(format!("http://{local}"));
         // With the peer's address, which audit events record.
