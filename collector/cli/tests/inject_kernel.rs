@@ -110,12 +110,14 @@ struct Injector {
 impl Injector {
     fn start(args: &[&str]) -> Injector {
         let journal = tempfile::tempdir().unwrap();
+        // The flags go right after the subcommand: anything after `--` is the command to run.
         let mut child = collector()
             .arg("inject")
-            .args(args)
+            .arg(args[0])
             .arg("--json")
             .arg("--journal")
             .arg(journal.path())
+            .args(&args[1..])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

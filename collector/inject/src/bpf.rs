@@ -131,7 +131,7 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    fn new(hook: Hook, stage: &'static str, err: &dyn std::error::Error) -> Refusal {
+    fn new(hook: Hook, stage: &'static str, err: &(dyn std::error::Error + 'static)) -> Refusal {
         let (errno, verifier_log) = match err.downcast_ref::<ProgramError>() {
             Some(ProgramError::LoadError {
                 io_error,
@@ -260,8 +260,8 @@ impl Loaded {
         })
     }
 
-    /// Attaches every program: cgroup programs to `cgroup` (beside any others, so a container's own
-    /// programs keep running), LSM programs to their hooks (they pick processes by cgroup id).
+    /// Attaches every program: cgroup programs to `cgroup` as links (beside any others, so a
+    /// container's own programs keep running), LSM programs to their hooks (they pick processes by cgroup id).
     pub fn attach(&mut self, cgroup: Option<&Cgroup>) -> Result<(), Refusal> {
         for &hook in &self.hooks {
             let Some(cgroup) = cgroup.filter(|_| hook.tier() == Tier::Cgroup) else {
@@ -284,7 +284,9 @@ impl Loaded {
                 .ebpf
                 .program_mut(hook.program())
                 .expect("loaded before");
-            let mode = CgroupAttachMode::AllowMultiple;
+            // A link (what aya creates on Linux >= 5.7) must be created without attach flags; the
+            // kernel always runs a cgroup's links beside its other programs, as if ALLOW_MULTI.
+            let mode = CgroupAttachMode::Single;
             let attached = match hook {
                 Hook::SkbIngress | Hook::SkbEgress => {
                     let kind = if hook == Hook::SkbIngress {

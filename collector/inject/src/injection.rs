@@ -181,7 +181,7 @@ pub async fn run(
     journal.set_state(&mut links, State::Applied)?;
 
     let mut child = match (&injection.scope, &created) {
-        (Scope::Command(argv), Some(_)) => match spawn_in(&cgroup, argv) {
+        (Scope::Command(argv), Some(_)) => match spawn_in(&cgroup, argv).await {
             Ok(child) => Some(child),
             Err(err) => {
                 drop(loaded);
@@ -278,16 +278,39 @@ fn create_command_cgroup(journal: &Journal) -> Result<(Cgroup, Entry<Undo>), Inj
 }
 
 /// Starts the command inside the cgroup: a shell moves itself in, then becomes the command, so the
-/// command's first instruction already runs faulted.
-fn spawn_in(cgroup: &Cgroup, argv: &[String]) -> Result<tokio::process::Child, InjectError> {
-    tokio::process::Command::new("sh")
+/// command's first instruction already runs faulted. Returns once the process is in the cgroup.
+async fn spawn_in(cgroup: &Cgroup, argv: &[String]) -> Result<tokio::process::Child, InjectError> {
+    let mut child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(r#"echo $$ > "$0" && exec "$@""#)
         .arg(cgroup.path().join("cgroup.procs"))
         .args(argv)
         .stdin(Stdio::inherit())
         .spawn()
-        .map_err(io(format!("starting {}", argv[0])))
+        .map_err(io(format!("starting {}", argv[0])))?;
+    let pid = child.id().unwrap_or_default();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if cgroup.pids()?.contains(&pid) {
+            return Ok(child);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(InjectError::Request(format!(
+                "{} exited ({status}) before it joined {}",
+                argv[0],
+                cgroup.path().display()
+            )));
+        }
+        if tokio::time::Instant::now() > deadline {
+            let _ = child.start_kill();
+            return Err(InjectError::Request(format!(
+                "{} did not join {} within 10 s",
+                argv[0],
+                cgroup.path().display()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 /// Ends a command still running when the injection ends: SIGTERM, then SIGKILL after a grace.

@@ -103,16 +103,16 @@ pub fn reason(refusal: &Refusal, kernel: &Kernel) -> String {
         ));
     }
     if refusal.hook.tier() == Tier::Lsm {
-        let active = kernel.lsm.as_deref().unwrap_or("unknown");
-        let bpf_active = active.split(',').any(|l| l == "bpf");
+        let active = match kernel.lsm.as_deref() {
+            Some(list) if list.split(',').any(|l| l == "bpf") => {
+                format!("active LSMs `{list}` (bpf among them)")
+            }
+            Some(list) => format!("active LSMs `{list}` (bpf not among them: boot with lsm=...,bpf)"),
+            None => "active LSMs unknown (securityfs is not mounted at /sys/kernel/security)".into(),
+        };
         reason.push_str(&format!(
-            "; BPF LSM: active LSMs `{active}` ({}), lockdown `{}`, kernel BTF {}",
-            if bpf_active {
-                "bpf is among them"
-            } else {
-                "bpf is not among them: boot with lsm=...,bpf"
-            },
-            kernel.lockdown.as_deref().unwrap_or("unknown"),
+            "; BPF LSM: {active}, lockdown {}, kernel BTF {}",
+            kernel.lockdown.as_deref().map_or("unknown".into(), |l| format!("`{l}`")),
             if kernel.btf { "present" } else { "absent" },
         ));
     }
