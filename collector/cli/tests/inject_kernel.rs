@@ -164,6 +164,22 @@ impl Injector {
         self.signal(rustix::process::Signal::TERM);
         self.ended()
     }
+
+    /// kill -9, and wait until it is gone.
+    fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+/// A test that fails midway still ends its injector (which then undoes its fault).
+impl Drop for Injector {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.signal(rustix::process::Signal::TERM);
+            let _ = self.child.wait();
+        }
+    }
 }
 
 /// A TCP listener on loopback that accepts and closes every connection.
@@ -297,21 +313,32 @@ fn dns_to_port_53_fails_inside_the_cgroup_only() {
 fn packet_drop_at_0_2_gives_the_expected_loss_on_a_udp_echo() {
     preflight();
     let cg = TestCgroup::new();
-    let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let port = server.local_addr().unwrap().port().to_string();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 64];
-        while let Ok((n, from)) = server.recv_from(&mut buf) {
-            let _ = server.send_to(&buf[..n], from);
-        }
-    });
+    let echo_server = || {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = server.local_addr().unwrap().port().to_string();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            while let Ok((n, from)) = server.recv_from(&mut buf) {
+                let _ = server.send_to(&buf[..n], from);
+            }
+        });
+        port
+    };
+    let port = echo_server();
+    // The fault names this server's port: an echo server on another port is not touched.
+    let other = echo_server();
     let n = 4000u64;
     let clean = client(None, &["echo", "127.0.0.1", &port, "1000"]);
     assert_eq!(clean["received"], 1000, "loopback itself loses nothing: {clean}");
 
-    let injector = Injector::start(&["network", "--cgroup", cg.0.to_str().unwrap(), "--drop", "0.2"]);
+    let injector = Injector::start(&[
+        "network", "--cgroup", cg.0.to_str().unwrap(), "--drop", "0.2", "--port", &port,
+        "--proto", "udp",
+    ]);
     let report = client(Some(&cg.0), &["echo", "127.0.0.1", &port, "4000"]);
+    let untouched = client(Some(&cg.0), &["echo", "127.0.0.1", &other, "1000"]);
     let ended = injector.stop();
+    assert_eq!(untouched["received"], 1000, "another port loses nothing: {untouched}");
 
     // Dropped sends are silent for UDP (no error), as on a lossy link.
     assert_eq!(report["sent"], n, "{report}");
@@ -349,9 +376,9 @@ fn kill_9_of_the_injector_leaves_nothing_attached_and_recover_clears_the_journal
         .collect();
     assert!(names.contains(&"fl_connect4".to_owned()), "bpftool sees {names:?}");
 
-    let Injector { mut child, journal, .. } = injector;
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let mut injector = injector;
+    injector.kill();
+    let journal = injector.journal.path();
     // The links were the killed process's file descriptors: the kernel detaches them.
     let deadline = Instant::now() + Duration::from_secs(5);
     while !attached(&cg.0).is_empty() {
@@ -362,7 +389,7 @@ fn kill_9_of_the_injector_leaves_nothing_attached_and_recover_clears_the_journal
     assert_eq!(after["ok"], 10, "{after}");
 
     // The journal still lists the injection; recover proves it gone and clears it, twice.
-    assert_eq!(std::fs::read_dir(journal.path()).unwrap().count(), 1);
+    assert_eq!(std::fs::read_dir(journal).unwrap().count(), 1);
     let recover = |journal: &Path| {
         let out = collector()
             .args(["recover", "--json", "--journal"])
@@ -372,10 +399,10 @@ fn kill_9_of_the_injector_leaves_nothing_attached_and_recover_clears_the_journal
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
-    let first = recover(journal.path());
+    let first = recover(journal);
     assert_eq!(first[0]["reverted"], true, "{first}");
     assert!(first[0]["detail"].as_str().unwrap().contains("no longer loaded"), "{first}");
-    assert_eq!(recover(journal.path()), serde_json::json!([]));
+    assert_eq!(recover(journal), serde_json::json!([]));
 }
 
 #[test]
@@ -387,12 +414,11 @@ fn recover_moves_processes_out_of_a_command_cgroup_left_by_a_killed_injector() {
     let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap();
     assert_eq!(procs.trim(), pid.to_string(), "the command runs in its own cgroup");
 
-    let Injector { mut child, journal, .. } = injector;
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let mut injector = injector;
+    injector.kill();
     let out = collector()
         .args(["recover", "--json", "--journal"])
-        .arg(journal.path())
+        .arg(injector.journal.path())
         .output()
         .unwrap();
     let done: Value = serde_json::from_slice(&out.stdout).unwrap();
