@@ -8,7 +8,8 @@ use std::process::Command;
 const OBJECTS: [&str; 2] = ["cgroup", "lsm"];
 
 fn main() {
-    let bpf_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo")).join("bpf");
+    let bpf_dir =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo")).join("bpf");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
     println!("cargo:rerun-if-changed={}", bpf_dir.display());
     println!("cargo:rerun-if-env-changed=CLANG");

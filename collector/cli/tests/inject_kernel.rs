@@ -45,7 +45,11 @@ fn preflight() -> &'static Value {
             .arg(journal.path())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
         for m in report["mechanisms"].as_array().unwrap() {
             if m["tier"] == "cgroup" {
@@ -156,7 +160,10 @@ impl Injector {
         let ended: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(ended["event"], "ended", "{line}");
         let left: Vec<_> = std::fs::read_dir(self.journal.path()).unwrap().collect();
-        assert!(left.is_empty(), "an injection that ended cleanly leaves no journal entry");
+        assert!(
+            left.is_empty(),
+            "an injection that ended cleanly leaves no journal entry"
+        );
         ended
     }
 
@@ -180,6 +187,14 @@ impl Drop for Injector {
             let _ = self.child.wait();
         }
     }
+}
+
+/// connect() in the cgroup fails with ECONNREFUSED at `rate`, until stopped.
+fn fault_connects(cg: &TestCgroup, rate: &str) -> Injector {
+    let cgroup = cg.0.to_str().unwrap();
+    Injector::start(&[
+        "syscall", "--cgroup", cgroup, "--op", "connect", "--rate", rate,
+    ])
 }
 
 /// A TCP listener on loopback that accepts and closes every connection.
@@ -206,7 +221,11 @@ fn attached(cgroup: &Path) -> Vec<Value> {
         .arg("-j")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     if out.stdout.iter().all(u8::is_ascii_whitespace) {
         return Vec::new();
     }
@@ -224,15 +243,27 @@ fn connect_fails_in_the_cgroup_only_later_processes_too_and_not_after_the_window
     let addr = listener();
     let (host, port) = ("127.0.0.1", addr.port().to_string());
     let injector = Injector::start(&[
-        "syscall", "--cgroup", cg.0.to_str().unwrap(), "--op", "connect", "--errno",
-        "ECONNREFUSED", "--rate", "1", "--for", "8s",
+        "syscall",
+        "--cgroup",
+        cg.0.to_str().unwrap(),
+        "--op",
+        "connect",
+        "--errno",
+        "ECONNREFUSED",
+        "--rate",
+        "1",
+        "--for",
+        "8s",
     ]);
     let until = chrono::DateTime::parse_from_rfc3339(injector.ready["until"].as_str().unwrap())
         .unwrap()
         .timestamp() as f64;
 
     let inside = client(Some(&cg.0), &["connect", host, &port, "200"]);
-    assert_eq!((inside["ok"].as_u64(), errors(&inside, "ECONNREFUSED")), (Some(0), 200));
+    assert_eq!(
+        (inside["ok"].as_u64(), errors(&inside, "ECONNREFUSED")),
+        (Some(0), 200)
+    );
     let outside = client(None, &["connect", host, &port, "200"]);
     assert_eq!(outside["ok"].as_u64(), Some(200), "{outside}");
     // A process started after the fault, in the same cgroup (a restarted container), is faulted.
@@ -256,13 +287,18 @@ fn connect_failures_at_rate_0_3_over_10000_connects_are_within_5_sigma() {
     preflight();
     let cg = TestCgroup::new();
     let addr = listener();
-    let injector = Injector::start(&[
-        "syscall", "--cgroup", cg.0.to_str().unwrap(), "--op", "connect", "--rate", "0.3",
-    ]);
+    let injector = fault_connects(&cg, "0.3");
     let n = 10_000u64;
-    let report = client(Some(&cg.0), &["connect", "127.0.0.1", &addr.port().to_string(), "10000"]);
+    let report = client(
+        Some(&cg.0),
+        &["connect", "127.0.0.1", &addr.port().to_string(), "10000"],
+    );
     let failed = errors(&report, "ECONNREFUSED");
-    assert_eq!(failed + report["ok"].as_u64().unwrap(), n, "only ECONNREFUSED: {report}");
+    assert_eq!(
+        failed + report["ok"].as_u64().unwrap(),
+        n,
+        "only ECONNREFUSED: {report}"
+    );
     // Binomial(10000, 0.3): sd = sqrt(n p (1-p)) = 45.8; 5 sd is 229 (a false alarm ~ 1 in 2 million).
     let sd = (n as f64 * 0.3 * 0.7).sqrt();
     let share = failed as f64;
@@ -286,7 +322,11 @@ fn dns_to_port_53_fails_inside_the_cgroup_only() {
     let host = "127.0.53.1";
     let udp53 = UdpSocket::bind((host, 53)).expect("port 53 on 127.0.53.1 is free");
     let tcp53 = TcpListener::bind((host, 53)).unwrap();
-    std::thread::spawn(move || for c in tcp53.incoming() { drop(c) });
+    std::thread::spawn(move || {
+        for c in tcp53.incoming() {
+            drop(c)
+        }
+    });
     let other = UdpSocket::bind((host, 0)).unwrap();
     let other_port = other.local_addr().unwrap().port().to_string();
     let injector = Injector::start(&["syscall", "--cgroup", cg.0.to_str().unwrap(), "--op", "dns"]);
@@ -304,7 +344,9 @@ fn dns_to_port_53_fails_inside_the_cgroup_only() {
     assert_eq!(outside_tcp["ok"], 50, "{outside_tcp}");
     // What the outside client sent really arrived.
     let mut buf = [0u8; 8];
-    udp53.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    udp53
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     assert_eq!(udp53.recv(&mut buf).unwrap(), 1);
     injector.stop();
 }
@@ -329,16 +371,29 @@ fn packet_drop_at_0_2_gives_the_expected_loss_on_a_udp_echo() {
     let other = echo_server();
     let n = 4000u64;
     let clean = client(None, &["echo", "127.0.0.1", &port, "1000"]);
-    assert_eq!(clean["received"], 1000, "loopback itself loses nothing: {clean}");
+    assert_eq!(
+        clean["received"], 1000,
+        "loopback itself loses nothing: {clean}"
+    );
 
     let injector = Injector::start(&[
-        "network", "--cgroup", cg.0.to_str().unwrap(), "--drop", "0.2", "--port", &port,
-        "--proto", "udp",
+        "network",
+        "--cgroup",
+        cg.0.to_str().unwrap(),
+        "--drop",
+        "0.2",
+        "--port",
+        &port,
+        "--proto",
+        "udp",
     ]);
     let report = client(Some(&cg.0), &["echo", "127.0.0.1", &port, "4000"]);
     let untouched = client(Some(&cg.0), &["echo", "127.0.0.1", &other, "1000"]);
     let ended = injector.stop();
-    assert_eq!(untouched["received"], 1000, "another port loses nothing: {untouched}");
+    assert_eq!(
+        untouched["received"], 1000,
+        "another port loses nothing: {untouched}"
+    );
 
     // Dropped sends are silent for UDP (no error), as on a lossy link.
     assert_eq!(report["sent"], n, "{report}");
@@ -365,16 +420,17 @@ fn kill_9_of_the_injector_leaves_nothing_attached_and_recover_clears_the_journal
     let cg = TestCgroup::new();
     let addr = listener();
     let port = addr.port().to_string();
-    let injector = Injector::start(&[
-        "syscall", "--cgroup", cg.0.to_str().unwrap(), "--op", "connect", "--rate", "1",
-    ]);
+    let injector = fault_connects(&cg, "1");
     let faulted = client(Some(&cg.0), &["connect", "127.0.0.1", &port, "10"]);
     assert_eq!(errors(&faulted, "ECONNREFUSED"), 10);
     let names: Vec<String> = attached(&cg.0)
         .iter()
         .map(|p| p["name"].as_str().unwrap_or_default().to_owned())
         .collect();
-    assert!(names.contains(&"fl_connect4".to_owned()), "bpftool sees {names:?}");
+    assert!(
+        names.contains(&"fl_connect4".to_owned()),
+        "bpftool sees {names:?}"
+    );
 
     let mut injector = injector;
     injector.kill();
@@ -382,7 +438,11 @@ fn kill_9_of_the_injector_leaves_nothing_attached_and_recover_clears_the_journal
     // The links were the killed process's file descriptors: the kernel detaches them.
     let deadline = Instant::now() + Duration::from_secs(5);
     while !attached(&cg.0).is_empty() {
-        assert!(Instant::now() < deadline, "still attached after kill -9: {:?}", attached(&cg.0));
+        assert!(
+            Instant::now() < deadline,
+            "still attached after kill -9: {:?}",
+            attached(&cg.0)
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let after = client(Some(&cg.0), &["connect", "127.0.0.1", &port, "10"]);
@@ -396,12 +456,22 @@ fn kill_9_of_the_injector_leaves_nothing_attached_and_recover_clears_the_journal
             .arg(journal)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
     let first = recover(journal);
     assert_eq!(first[0]["reverted"], true, "{first}");
-    assert!(first[0]["detail"].as_str().unwrap().contains("no longer loaded"), "{first}");
+    assert!(
+        first[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no longer loaded"),
+        "{first}"
+    );
     assert_eq!(recover(journal), serde_json::json!([]));
 }
 
@@ -412,7 +482,11 @@ fn recover_moves_processes_out_of_a_command_cgroup_left_by_a_killed_injector() {
     let cgroup = PathBuf::from(injector.ready["cgroup"].as_str().unwrap());
     let pid = injector.ready["command_pid"].as_u64().unwrap();
     let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap();
-    assert_eq!(procs.trim(), pid.to_string(), "the command runs in its own cgroup");
+    assert_eq!(
+        procs.trim(),
+        pid.to_string(),
+        "the command runs in its own cgroup"
+    );
 
     let mut injector = injector;
     injector.kill();
@@ -423,7 +497,11 @@ fn recover_moves_processes_out_of_a_command_cgroup_left_by_a_killed_injector() {
         .unwrap();
     let done: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(out.status.success(), "{done}");
-    assert_eq!(done.as_array().unwrap().len(), 2, "the links, then the cgroup: {done}");
+    assert_eq!(
+        done.as_array().unwrap().len(),
+        2,
+        "the links, then the cgroup: {done}"
+    );
     assert!(!cgroup.exists(), "recover removed {}", cgroup.display());
     let now_in = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
     assert!(!now_in.contains("/faultline/"), "{now_in}");
@@ -436,16 +514,26 @@ fn probe_reports_every_mechanism_with_the_kernels_answer() {
     for m in report["mechanisms"].as_array().unwrap() {
         if m["available"] == false {
             // A refusal is the kernel's answer at load or attach, with its errno.
-            assert!(m["refusal"]["stage"] == "load" || m["refusal"]["stage"] == "attach", "{m}");
+            assert!(
+                m["refusal"]["stage"] == "load" || m["refusal"]["stage"] == "attach",
+                "{m}"
+            );
             let reason = m["reason"].as_str().unwrap();
             assert!(reason.contains(m["section"].as_str().unwrap()), "{reason}");
         }
     }
     // The human form says the same.
     let journal = tempfile::tempdir().unwrap();
-    let out = collector().args(["inject", "probe", "--journal"]).arg(journal.path()).output().unwrap();
+    let out = collector()
+        .args(["inject", "probe", "--journal"])
+        .arg(journal.path())
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("cgroup/connect4") && text.contains("available"), "{text}");
+    assert!(
+        text.contains("cgroup/connect4") && text.contains("available"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -477,7 +565,9 @@ fn an_lsm_request_fails_with_the_probes_reason_and_changes_nothing_where_lsm_is_
         // A kernel that allows BPF LSM: the read really fails with EIO, inside the cgroup only.
         let mut child = args(&["--json"]).stdout(Stdio::piped()).spawn().unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         let inside = client(Some(&cg.0), &["read", file.to_str().unwrap()]);
         let outside = client(None, &["read", file.to_str().unwrap()]);
         rustix::process::kill_process(
@@ -494,9 +584,16 @@ fn an_lsm_request_fails_with_the_probes_reason_and_changes_nothing_where_lsm_is_
     let out = args(&[]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(reason), "the probe's reason `{reason}` in: {stderr}");
+    assert!(
+        stderr.contains(reason),
+        "the probe's reason `{reason}` in: {stderr}"
+    );
     assert!(stderr.contains("nothing was changed"), "{stderr}");
-    assert_eq!(std::fs::read_dir(journal.path()).unwrap().count(), 0, "nothing journaled");
+    assert_eq!(
+        std::fs::read_dir(journal.path()).unwrap().count(),
+        0,
+        "nothing journaled"
+    );
     assert!(attached(&cg.0).is_empty());
     let read = client(Some(&cg.0), &["read", file.to_str().unwrap()]);
     assert_eq!(read["ok"], 6, "{read}");

@@ -65,7 +65,9 @@ fn attach_all(cg: &Cgroup) -> Vec<Loaded> {
         .map(|fault| {
             let mut loaded = Loaded::load(&fault.hooks(), &Params::of(fault, 0, cg.id(), None))
                 .unwrap_or_else(|r| panic!("{}", r.summary()));
-            loaded.attach(Some(cg)).unwrap_or_else(|r| panic!("{}", r.summary()));
+            loaded
+                .attach(Some(cg))
+                .unwrap_or_else(|r| panic!("{}", r.summary()));
             loaded
         })
         .collect()

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use aya::maps::Array;
 use aya::programs::{
-    CgroupAttachMode, CgroupSkb, CgroupSkbAttachType, CgroupSock, CgroupSockAddr, Lsm,
-    ProgramError,
+    CgroupAttachMode, CgroupSkb, CgroupSkbAttachType, CgroupSock, CgroupSockAddr, Lsm, ProgramError,
 };
 use aya::{Btf, Ebpf, EbpfLoader};
 use serde::Serialize;
@@ -17,7 +16,8 @@ use serde::Serialize;
 use crate::cgroup::Cgroup;
 use crate::request::{Fault, Hook, Tier};
 
-static CGROUP_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/cgroup.bpf.o"));
+static CGROUP_OBJECT: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/cgroup.bpf.o"));
 static LSM_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/lsm.bpf.o"));
 
 /// The values an injection bakes into its programs (read-only globals of `bpf/common.h` and the
@@ -274,7 +274,10 @@ impl Loaded {
                         verifier_log: String::new(),
                     });
                 }
-                let program = self.ebpf.program_mut(hook.program()).expect("loaded before");
+                let program = self
+                    .ebpf
+                    .program_mut(hook.program())
+                    .expect("loaded before");
                 <&mut Lsm>::try_from(program)
                     .and_then(|p| p.attach().map(drop))
                     .map_err(|e| Refusal::new(hook, "attach", &e))?;
@@ -354,7 +357,10 @@ pub fn still_loaded(ids: &[u32]) -> Vec<u32> {
         .filter_map(Result::ok)
         .map(|info| info.id())
         .collect();
-    ids.iter().copied().filter(|id| loaded.contains(id)).collect()
+    ids.iter()
+        .copied()
+        .filter(|id| loaded.contains(id))
+        .collect()
 }
 
 /// Waits (up to `timeout`) for the kernel to release programs whose last reference was closed: a
@@ -378,7 +384,8 @@ mod tests {
     fn dev_t_is_converted_to_the_kernel_encoding() {
         // 8:1 (sda1) and 259:3 (nvme0n1p3) in glibc's encoding.
         assert_eq!(kernel_dev((8 << 8) | 1), (8 << 20) | 1);
-        let nvme = ((259u64 & 0xfff) << 8) | ((259u64 & !0xfff) << 32) | 3;
+        // Majors above 255 keep their low 12 bits at bit 8 (the kernel has no majors above 4095).
+        let nvme = (259u64 << 8) | 3;
         assert_eq!(kernel_dev(nvme), (259 << 20) | 3);
     }
 }

@@ -76,7 +76,11 @@ pub fn realize(primitive: &Primitive, app: &AppSpec) -> Realization {
         Err(reason) => unsupported(reason),
     };
     match primitive {
-        Primitive::NetworkLoss { from, to, percent: p } => {
+        Primitive::NetworkLoss {
+            from,
+            to,
+            percent: p,
+        } => {
             let Some(target) = service(to).filter(|s| !s.ports.is_empty()) else {
                 return unsupported(format!("{to} has no port to single its traffic out by"));
             };
@@ -125,7 +129,10 @@ pub fn realize(primitive: &Primitive, app: &AppSpec) -> Realization {
             });
             node(service, fault, None)
         }
-        Primitive::DiskReadErrors { service: name, percent: p } => {
+        Primitive::DiskReadErrors {
+            service: name,
+            percent: p,
+        } => {
             let Some(volume) = service(name).and_then(|s| s.volumes.first()) else {
                 return unsupported(format!("{name} mounts no volume to fail reads under"));
             };
@@ -278,9 +285,16 @@ mod tests {
         assert_eq!((loss.status, loss.node_level), ("runnable", true));
         let disk = of("hotel-geo-mongo-disk-errors");
         assert_eq!(disk.status, "not_here");
-        assert!(disk.reasons[0].contains("EPERM at load"), "{:?}", disk.reasons);
+        assert!(
+            disk.reasons[0].contains("EPERM at load"),
+            "{:?}",
+            disk.reasons
+        );
         let fds = of("hotel-frontend-fd-exhaustion");
-        assert_eq!(fds.status, "not_here", "accept4 needs the LSM socket_accept hook");
+        assert_eq!(
+            fds.status, "not_here",
+            "accept4 needs the LSM socket_accept hook"
+        );
         let delay = of("hotel-search-geo-delay");
         assert_eq!(delay.status, "unsupported");
         let api = of("hotel-geo-target-port");
@@ -292,7 +306,12 @@ mod tests {
             panic!("network_loss is node-level")
         };
         assert_eq!(requests[0].service, "compose-post-service");
-        let Fault::Drop { rate, direction, peer } = requests[0].fault else {
+        let Fault::Drop {
+            rate,
+            direction,
+            peer,
+        } = requests[0].fault
+        else {
             panic!("a drop")
         };
         assert_eq!((rate.value(), direction), (0.4, Direction::Egress));

@@ -13,7 +13,9 @@ const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
-    #[error("no cgroup v2 hierarchy is mounted (looked in /proc/self/mountinfo for a cgroup2 mount); mount one with `mount -t cgroup2 none /sys/fs/cgroup/unified`")]
+    #[error(
+        "no cgroup v2 hierarchy is mounted (looked in /proc/self/mountinfo for a cgroup2 mount); mount one with `mount -t cgroup2 none /sys/fs/cgroup/unified`"
+    )]
     NoHierarchy,
     #[error("{path}: {source}")]
     Io {

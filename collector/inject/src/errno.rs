@@ -68,7 +68,10 @@ impl Errno {
 
     /// The name, when it is one of the known ones.
     pub fn name(self) -> Option<&'static str> {
-        NAMES.iter().find(|(_, n)| *n == self.0).map(|(name, _)| *name)
+        NAMES
+            .iter()
+            .find(|(_, n)| *n == self.0)
+            .map(|(name, _)| *name)
     }
 }
 

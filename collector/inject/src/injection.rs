@@ -139,8 +139,8 @@ pub async fn run(
     // Loading changes nothing: a refusal ends here with the system untouched.
     let kernel = probe::kernel();
     let refused = |r: bpf::Refusal| InjectError::Refused(probe::reason(&r, &kernel));
-    let mut loaded = Loaded::load(&hooks, &params(existing.as_ref().map_or(0, Cgroup::id)))
-        .map_err(refused)?;
+    let mut loaded =
+        Loaded::load(&hooks, &params(existing.as_ref().map_or(0, Cgroup::id))).map_err(refused)?;
 
     let mut created: Option<Entry<Undo>> = None;
     let cgroup = match existing {
@@ -349,9 +349,6 @@ fn undo_now(journal: &Journal, entry: Option<Entry<Undo>>) {
                 tracing::warn!("{err}");
             }
         }
-        Err(err) => tracing::warn!(
-            "{} is left for `collector recover`: {err}",
-            entry.change
-        ),
+        Err(err) => tracing::warn!("{} is left for `collector recover`: {err}", entry.change),
     }
 }

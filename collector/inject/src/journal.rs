@@ -375,7 +375,11 @@ mod tests {
         let done = recover::<Note>(&journal, Duration::ZERO).unwrap();
         assert_eq!(done.len(), 1);
         assert!(!done[0].reverted);
-        assert!(done[0].detail.contains("unreadable entry"), "{}", done[0].detail);
+        assert!(
+            done[0].detail.contains("unreadable entry"),
+            "{}",
+            done[0].detail
+        );
     }
 
     #[test]

@@ -107,12 +107,19 @@ pub fn reason(refusal: &Refusal, kernel: &Kernel) -> String {
             Some(list) if list.split(',').any(|l| l == "bpf") => {
                 format!("active LSMs `{list}` (bpf among them)")
             }
-            Some(list) => format!("active LSMs `{list}` (bpf not among them: boot with lsm=...,bpf)"),
-            None => "active LSMs unknown (securityfs is not mounted at /sys/kernel/security)".into(),
+            Some(list) => {
+                format!("active LSMs `{list}` (bpf not among them: boot with lsm=...,bpf)")
+            }
+            None => {
+                "active LSMs unknown (securityfs is not mounted at /sys/kernel/security)".into()
+            }
         };
         reason.push_str(&format!(
             "; BPF LSM: {active}, lockdown {}, kernel BTF {}",
-            kernel.lockdown.as_deref().map_or("unknown".into(), |l| format!("`{l}`")),
+            kernel
+                .lockdown
+                .as_deref()
+                .map_or("unknown".into(), |l| format!("`{l}`")),
             if kernel.btf { "present" } else { "absent" },
         ));
     }

@@ -185,7 +185,12 @@ impl Op {
         match self {
             Op::Connect => &[Hook::Connect4, Hook::Connect6],
             Op::Sendmsg => &[Hook::Sendmsg4, Hook::Sendmsg6],
-            Op::Dns => &[Hook::Connect4, Hook::Connect6, Hook::Sendmsg4, Hook::Sendmsg6],
+            Op::Dns => &[
+                Hook::Connect4,
+                Hook::Connect6,
+                Hook::Sendmsg4,
+                Hook::Sendmsg6,
+            ],
             Op::Bind => &[Hook::Bind4, Hook::Bind6],
             Op::Socket => &[Hook::SockCreate],
             Op::Read | Op::Write => &[Hook::FilePermission],
@@ -221,12 +226,15 @@ impl FromStr for Op {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Op, String> {
-        Op::ALL.into_iter().find(|op| op.name() == s).ok_or_else(|| {
-            format!(
-                "unknown op `{s}`: expected one of {}",
-                Op::ALL.map(Op::name).join(", ")
-            )
-        })
+        Op::ALL
+            .into_iter()
+            .find(|op| op.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown op `{s}`: expected one of {}",
+                    Op::ALL.map(Op::name).join(", ")
+                )
+            })
     }
 }
 
@@ -492,7 +500,12 @@ mod tests {
         assert_eq!("30%".parse::<Rate>().unwrap().value(), 0.3);
         assert_eq!(Rate::ALWAYS.threshold(), 1 << 32);
         assert_eq!("0".parse::<Rate>().unwrap().threshold(), 0);
-        assert!("1.5".parse::<Rate>().unwrap_err().contains("outside [0, 1]"));
+        assert!(
+            "1.5"
+                .parse::<Rate>()
+                .unwrap_err()
+                .contains("outside [0, 1]")
+        );
         assert!("x".parse::<Rate>().unwrap_err().contains("not a number"));
     }
 

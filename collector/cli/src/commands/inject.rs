@@ -41,8 +41,10 @@ impl JournalArg {
 pub enum InjectCommand {
     /// Which fault mechanisms this kernel allows, measured by loading (and attaching) each BPF
     /// program, and for each refused one the kernel's answer.
-    #[command(after_help = "Example:\n  collector inject probe\n  collector inject probe --json | jq '.mechanisms[] | select(.available | not) | .reason'\n\n\
-        Exits 0 when the probe ran (whatever it found), 1 when it could not run.")]
+    #[command(
+        after_help = "Example:\n  collector inject probe\n  collector inject probe --json | jq '.mechanisms[] | select(.available | not) | .reason'\n\n\
+        Exits 0 when the probe ran (whatever it found), 1 when it could not run."
+    )]
     Probe {
         #[arg(long)]
         json: bool,
@@ -68,8 +70,10 @@ pub enum InjectCommand {
     Network(NetworkArgs),
     /// Which catalog problems this host can run: the node-level primitives (packet loss, syscall
     /// failures, disk read errors) mapped onto injector requests and checked against the probe.
-    #[command(after_help = "Example:\n  collector inject catalog\n  collector inject catalog --problems 'social-*' --json\n\n\
-        Problems whose faults are Kubernetes API changes need no node agent and are runnable.")]
+    #[command(
+        after_help = "Example:\n  collector inject catalog\n  collector inject catalog --problems 'social-*' --json\n\n\
+        Problems whose faults are Kubernetes API changes need no node agent and are runnable."
+    )]
     Catalog {
         /// Comma-separated glob patterns over problem ids.
         #[arg(long)]
@@ -227,12 +231,7 @@ fn probe(json: bool, journal: &Journal) -> anyhow::Result<ExitCode> {
     );
     for m in &report.mechanisms {
         let state = if m.available { "available" } else { "refused" };
-        println!(
-            "{:<22} {:<9} {}",
-            m.section,
-            state,
-            m.used_by.join(", ")
-        );
+        println!("{:<22} {:<9} {}", m.section, state, m.used_by.join(", "));
         if let Some(reason) = &m.reason {
             println!("    {reason}");
         }
@@ -243,7 +242,8 @@ fn probe(json: bool, journal: &Journal) -> anyhow::Result<ExitCode> {
 fn catalog(pattern: Option<&str>, json: bool, journal: &Journal) -> anyhow::Result<ExitCode> {
     let catalog = problems::Catalog::builtin()?;
     let report = inject::probe::probe(journal);
-    let verdicts = inject::catalog::verdicts(&catalog, pattern, &report).map_err(anyhow::Error::msg)?;
+    let verdicts =
+        inject::catalog::verdicts(&catalog, pattern, &report).map_err(anyhow::Error::msg)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
         return Ok(ExitCode::SUCCESS);
@@ -293,9 +293,9 @@ fn print_ready(ready: &Ready, json: bool) {
     if json {
         println!("{}", serde_json::to_string(ready).unwrap_or_default());
     } else {
-        let until = ready
-            .until
-            .map_or("until Ctrl-C".into(), |t| format!("until {}", t.to_rfc3339()));
+        let until = ready.until.map_or("until Ctrl-C".into(), |t| {
+            format!("until {}", t.to_rfc3339())
+        });
         println!(
             "{} in {} (programs {:?}), {until}",
             ready.fault,
@@ -319,9 +319,11 @@ fn print_outcome(outcome: &Outcome, json: bool) -> anyhow::Result<()> {
 
 /// `collector recover`: reverts whatever the journal still lists.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  collector recover\n  collector recover --journal /var/lib/faultline/journal --json\n\n\
+#[command(
+    after_help = "Example:\n  collector recover\n  collector recover --journal /var/lib/faultline/journal --json\n\n\
     A change whose injector still runs is ended first (SIGTERM, then --grace). Idempotent: a second run finds\n\
-    nothing. Exits 1 when something could not be reverted (it stays listed).")]
+    nothing. Exits 1 when something could not be reverted (it stays listed)."
+)]
 pub struct RecoverArgs {
     #[command(flatten)]
     pub journal: JournalArg,
@@ -338,7 +340,10 @@ pub fn recover(args: RecoverArgs) -> anyhow::Result<ExitCode> {
         if args.json {
             println!("[]");
         } else {
-            println!("nothing to recover: {} does not exist", args.journal.journal.display());
+            println!(
+                "nothing to recover: {} does not exist",
+                args.journal.journal.display()
+            );
         }
         return Ok(ExitCode::SUCCESS);
     };
