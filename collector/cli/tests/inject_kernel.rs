@@ -598,3 +598,28 @@ fn an_lsm_request_fails_with_the_probes_reason_and_changes_nothing_where_lsm_is_
     let read = client(Some(&cg.0), &["read", file.to_str().unwrap()]);
     assert_eq!(read["ok"], 6, "{read}");
 }
+
+#[test]
+fn recover_ends_a_running_injector_which_undoes_its_own_fault() {
+    preflight();
+    let cg = TestCgroup::new();
+    let injector = fault_connects(&cg, "1");
+    let out = collector()
+        .args(["recover", "--json", "--journal"])
+        .arg(injector.journal.path())
+        .output()
+        .unwrap();
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success(), "{done}");
+    assert!(
+        done[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("undid it on SIGTERM"),
+        "{done}"
+    );
+    let ended = injector.ended();
+    assert_eq!(ended["ended"], "signal");
+    assert_eq!(ended["released"], true);
+    assert!(attached(&cg.0).is_empty());
+}

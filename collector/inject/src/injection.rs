@@ -64,6 +64,16 @@ pub enum Ended {
     CommandExited,
 }
 
+impl Ended {
+    pub fn name(self) -> &'static str {
+        match self {
+            Ended::Window => "the window ended",
+            Ended::Signal => "a signal ended it",
+            Ended::CommandExited => "the command exited",
+        }
+    }
+}
+
 /// How an injection ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
@@ -72,6 +82,9 @@ pub struct Outcome {
     pub ended: Ended,
     /// Calls (or packets) that matched, and those faulted.
     pub counts: Counts,
+    /// Whether the kernel had released every program when the injector checked (otherwise the
+    /// journal entry stays for `collector recover`).
+    pub released: bool,
     /// The command's exit code (128 + signal when a signal ended it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command_exit: Option<i32>,
@@ -228,7 +241,8 @@ pub async fn run(
     let ids = loaded.program_ids().to_vec();
     drop(loaded);
     let left = bpf::wait_released(&ids, RELEASE_TIMEOUT);
-    if left.is_empty() {
+    let released = left.is_empty();
+    if released {
         journal.remove(&links.id)?;
     } else {
         tracing::warn!(
@@ -246,6 +260,7 @@ pub async fn run(
         id: links.id,
         ended,
         counts,
+        released,
         command_exit: status.map(exit_code),
     })
 }

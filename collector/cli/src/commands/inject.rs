@@ -309,9 +309,16 @@ fn print_outcome(outcome: &Outcome, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(outcome)?);
     } else {
+        let left = if outcome.released {
+            "detached, nothing left attached"
+        } else {
+            "detached, but the kernel still held programs: run `collector recover`"
+        };
         println!(
-            "ended ({:?}): {} of {} matching calls or packets faulted; detached, nothing left attached",
-            outcome.ended, outcome.counts.faulted, outcome.counts.matched
+            "ended ({}): {} of {} matching calls or packets faulted; {left}",
+            outcome.ended.name(),
+            outcome.counts.faulted,
+            outcome.counts.matched
         );
     }
     Ok(())
