@@ -58,7 +58,8 @@ pub enum InjectCommand {
         collector inject syscall --op connect --port 5432 -- ./client --check       # a cgroup of its own for the command\n  \
         collector inject syscall --cgroup /sys/fs/cgroup/db --op read --path-prefix /data/db --errno EIO   # needs BPF LSM\n\n\
         Ops: connect, sendmsg, dns, bind, socket (cgroup programs); read, write, open, mmap, fork, accept (BPF LSM).\n\
-        Runs until --for ends, Ctrl-C, SIGTERM or the command exits; then detaches and checks nothing is left.\n\
+        Runs until --for ends, Ctrl-C, SIGTERM or the command exits (a command still running then gets SIGTERM);\n\
+        then detaches and checks the kernel released every program.\n\
         With a command, exits with its exit code. A mechanism the kernel refuses fails at once (exit 1) with the probe's reason, changing nothing.")]
     Syscall(SyscallArgs),
     /// Drop packets of the processes of a cgroup at a rate (packet loss without netem).
