@@ -253,7 +253,7 @@ fn connect_fails_in_the_cgroup_only_later_processes_too_and_not_after_the_window
         "--rate",
         "1",
         "--for",
-        "8s",
+        "15s",
     ]);
     let until = chrono::DateTime::parse_from_rfc3339(injector.ready["until"].as_str().unwrap())
         .unwrap()
@@ -271,7 +271,7 @@ fn connect_fails_in_the_cgroup_only_later_processes_too_and_not_after_the_window
     assert_eq!(errors(&later, "ECONNREFUSED"), 100, "{later}");
     assert!(
         later["finished_at"].as_f64().unwrap() < until,
-        "the clients ran past the 8 s window on this machine"
+        "the clients ran past the 15 s window on this machine"
     );
 
     let ended = injector.ended();
