@@ -82,7 +82,7 @@ fn lines(data: &Value) -> Vec<String> {
 
 #[test]
 fn labels_values_and_series() {
-    let l = start(&[]);
+    let l = start(&["--frozen"]);
     assert_eq!(
         l.ok("/loki/api/v1/labels", &[])["data"],
         json!([
@@ -136,7 +136,7 @@ fn labels_values_and_series() {
 
 #[test]
 fn log_queries_filter_parse_and_page() {
-    let l = start(&[]);
+    let l = start(&["--frozen"]);
     let start = ns(T0);
     let data = l.query_range(&[
         (
@@ -236,7 +236,7 @@ fn log_queries_filter_parse_and_page() {
 
 #[test]
 fn metric_queries_over_ranges_and_instants() {
-    let l = start(&[]);
+    let l = start(&["--frozen"]);
     let data = l.query_range(&[
         (
             "query",
@@ -341,7 +341,7 @@ fn metric_queries_over_ranges_and_instants() {
 
 #[test]
 fn refusals_read_like_loki() {
-    let l = start(&[]);
+    let l = start(&["--frozen"]);
     let e = l.fails("/loki/api/v1/query", &[("query", r#"{namespace="shop"}"#)]);
     assert_eq!(
         e,
@@ -409,8 +409,8 @@ fn refusals_read_like_loki() {
 }
 
 #[test]
-fn time_shift_serves_line_times_from_the_real_now() {
-    let l = start(&["--time-shift"]);
+fn by_default_line_times_are_served_from_the_real_now() {
+    let l = start(&[]);
     let data = l.query_range(&[
         ("query", r#"{container="checkout", stream="stdout"}"#),
         ("limit", "1"),
