@@ -253,9 +253,12 @@ fn usage_of(
 /// A CPU amount in nanocores as a canonical Kubernetes quantity (`12345678n`, `250m`, `2`): the
 /// largest decimal suffix that keeps the number whole, as metrics-server's quantities print.
 pub fn cpu_quantity(nanocores: i64) -> String {
+    if nanocores == 0 {
+        return "0".into();
+    }
     let mut value = nanocores;
     for suffix in ["n", "u", "m"] {
-        if value == 0 || value % 1000 != 0 {
+        if value % 1000 != 0 {
             return format!("{value}{suffix}");
         }
         value /= 1000;
@@ -290,5 +293,111 @@ pub fn go_duration(ms: i64) -> String {
         (0, 0) => secs,
         (0, m) => format!("{m}m{secs}"),
         (h, m) => format!("{h}h{m}m{secs}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use promql::StorageBuilder;
+
+    /// cAdvisor series every 15 s from t = 0 to `until_s`: a container at `cores` with a fixed
+    /// working set, on node `n1`.
+    fn container(b: &mut StorageBuilder, pod: &str, cores: f64, until_s: i64) {
+        let labels = [
+            ("namespace", "ns"),
+            ("pod", pod),
+            ("container", "app"),
+            ("node", "n1"),
+            ("id", "/kubepods/x"),
+        ];
+        for t in (0..=until_s).step_by(15) {
+            b.add_sample(CPU, labels, t * 1000, cores * t as f64);
+            b.add_sample(MEMORY, labels, t * 1000, 10_000_000.0);
+        }
+    }
+
+    #[test]
+    fn rates_over_the_two_newest_samples_and_forgets_what_stopped() {
+        let mut b = StorageBuilder::new();
+        container(&mut b, "busy", 0.25, 300);
+        container(&mut b, "gone", 0.5, 150);
+        let st = b.build();
+        // 20 s after the last scrape: still current, as a recording's now may be.
+        let r = read(&st, 320_000, Scope::default());
+        let busy = r.containers[&("ns".into(), "busy".into(), "app".into())];
+        assert_eq!(busy.cpu_nanocores, 250_000_000);
+        assert_eq!((busy.time_ms, busy.window_ms), (300_000, 15_000));
+        assert_eq!(busy.memory_bytes, 10_000_000);
+        // Scraped for the last time two and a half minutes before the newest scrape: gone.
+        assert!(
+            !r.containers
+                .contains_key(&("ns".into(), "gone".into(), "app".into()))
+        );
+        // Scoped to another pod, nothing.
+        let r = read(
+            &st,
+            320_000,
+            Scope {
+                pod: Some("nope"),
+                ..Scope::default()
+            },
+        );
+        assert!(r.containers.is_empty());
+    }
+
+    #[test]
+    fn a_node_is_its_root_cgroup_or_else_the_sum_of_its_containers() {
+        let mut b = StorageBuilder::new();
+        container(&mut b, "a", 0.25, 60);
+        container(&mut b, "b", 0.5, 60);
+        let nodes = Scope {
+            nodes: true,
+            ..Scope::default()
+        };
+        let summed = read(&b.build(), 60_000, nodes);
+        assert_eq!(summed.nodes["n1"].cpu_nanocores, 750_000_000);
+        assert_eq!(summed.nodes["n1"].memory_bytes, 20_000_000);
+
+        let mut b = StorageBuilder::new();
+        container(&mut b, "a", 0.25, 60);
+        for t in (0..=60).step_by(15) {
+            let root = [("id", "/"), ("node", "n1")];
+            b.add_sample(CPU, root, t * 1000, 2.0 * t as f64);
+            b.add_sample(MEMORY, root, t * 1000, 3e9);
+        }
+        let rooted = read(&b.build(), 60_000, nodes);
+        assert_eq!(rooted.nodes["n1"].cpu_nanocores, 2_000_000_000);
+        assert_eq!(rooted.nodes["n1"].memory_bytes, 3_000_000_000);
+    }
+
+    #[test]
+    fn a_counter_reset_leaves_no_rate() {
+        let mut b = StorageBuilder::new();
+        let l = [("namespace", "ns"), ("pod", "p"), ("container", "app")];
+        b.add_sample(CPU, l, 0, 50.0);
+        b.add_sample(CPU, l, 15_000, 1.0);
+        b.add_sample(MEMORY, l, 15_000, 1.0);
+        assert!(
+            read(&b.build(), 15_000, Scope::default())
+                .containers
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn quantities_print_as_kubernetes_prints_them() {
+        assert_eq!(cpu_quantity(12_345_678), "12345678n");
+        assert_eq!(cpu_quantity(250_000_000), "250m");
+        assert_eq!(cpu_quantity(12_345_000), "12345u");
+        assert_eq!(cpu_quantity(2_000_000_000), "2");
+        assert_eq!(cpu_quantity(0), "0");
+        assert_eq!(memory_quantity(100), "0");
+        assert_eq!(memory_quantity(34_560 * 1024), "34560Ki");
+        assert_eq!(memory_quantity(12 * 1024 * 1024 + 100), "12Mi");
+        assert_eq!(memory_quantity(4096 * 3 + 5), "12Ki");
+        assert_eq!(go_duration(15_000), "15s");
+        assert_eq!(go_duration(14_500), "14.5s");
+        assert_eq!(go_duration(60_000), "1m0s");
     }
 }
