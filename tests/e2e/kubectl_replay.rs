@@ -77,7 +77,7 @@ const HEALTHY: &str = "cart-5d8f7c9b4-q7k2m";
 
 #[test]
 fn kubectl_get_reads_the_recorded_cluster() {
-    let r = start(&[]);
+    let r = start(&["--frozen"]);
     let pods = ok(&r, &["get", "pods", "-n", NS]);
     let t = rows(&pods);
     assert_eq!(t[0], ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
@@ -190,7 +190,7 @@ fn kubectl_get_reads_the_recorded_cluster() {
 
 #[test]
 fn kubectl_events_describe_and_logs() {
-    let r = start(&[]);
+    let r = start(&["--frozen"]);
     let warnings = ok(
         &r,
         &[
@@ -283,7 +283,7 @@ fn kubectl_events_describe_and_logs() {
 
 #[test]
 fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
-    let r = start(&[]);
+    let r = start(&["--frozen"]);
     let missing = fails(&r, &["get", "pod", "nope", "-n", NS]);
     assert!(
         missing.contains(r#"Error from server (NotFound): pods "nope" not found"#),
@@ -343,7 +343,7 @@ fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
 
 #[test]
 fn kubectl_watch_streams_the_state_at_virtual_now() {
-    let r = start(&[]);
+    let r = start(&["--frozen"]);
     let out = kubectl(&r, &["get", "pods", "-n", NS, "-w", "--request-timeout=3s"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -373,8 +373,8 @@ fn kubectl_watch_streams_the_state_at_virtual_now() {
 }
 
 #[test]
-fn time_shift_makes_client_side_ages_look_live() {
-    let r = start(&["--time-shift"]);
+fn by_default_client_side_ages_look_live() {
+    let r = start(&[]);
     let pod = ok(&r, &["describe", "pod", CRASHING, "-n", NS]);
     // The BackOff event was last seen five minutes before the virtual now: with the shift, kubectl
     // (which ages it by its own clock) shows it five minutes old rather than months.

@@ -1,4 +1,5 @@
-//! `collector replay`: serve a recorded dataset through the APIs agents use, frozen at a virtual now.
+//! `collector replay`: serve a recorded dataset through the APIs agents use at a virtual now, shifted
+//! so that it looks live unless asked to stay frozen.
 //!
 //! Each API gets its own listener (the Kubernetes, Prometheus and Jaeger path spaces overlap under
 //! `/api`): Kubernetes on the first port, then Prometheus, Jaeger and Loki on the next three. The
@@ -28,6 +29,8 @@ pub struct ReplayOptions {
     pub listen: SocketAddr,
     /// Serve the cluster as of this time instead of the dataset's virtual now.
     pub at: Option<String>,
+    /// Move served times so that the virtual now is the real now (what `collector replay` does
+    /// unless `--frozen`).
     pub time_shift: bool,
     /// What one request to the APIs may cost.
     pub limits: apis::limits::Limits,
@@ -128,12 +131,7 @@ impl Replay {
             Arc::unwrap_or_clone(obs.timeline),
             clock.read().virtual_now_ns,
         ));
-        let kube = Arc::new(KubeFacade::new(
-            objects.clone(),
-            obs.logs.clone(),
-            clock,
-            &[],
-        ));
+        let mut kube = KubeFacade::new(objects.clone(), obs.logs.clone(), clock, &[]);
         let metrics = {
             let (ds, metadata) = (obs.dataset, obs.metric_metadata);
             tokio::task::spawn_blocking(move || prometheus::disk_storage(&ds, &metadata, now_ns))
@@ -149,6 +147,8 @@ impl Replay {
             .await?
             .context("loading the alerts and metric metadata")?;
         let metrics = Arc::new(metrics);
+        kube.metrics = Some(metrics.clone());
+        let kube = Arc::new(kube);
         // Read while the listeners already serve, side by side (the log streams must not wait
         // for the spans' trace index); a request that comes first reads what it needs itself.
         let spans = traces.spans.clone();

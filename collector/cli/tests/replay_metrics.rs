@@ -201,7 +201,7 @@ fn metrics_from_disk_equal_metrics_in_memory() {
     // Through HTTP: `collector replay` (disk) answers byte for byte as the Prometheus router over
     // the in-memory store at the same virtual now.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let replay = Replay::start(&dir, &[]);
+    let replay = Replay::start(&dir, &["--frozen".as_ref()]);
     let (mem, alerts) = storage(&ds, &metadata, end_ns).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {

@@ -5,6 +5,7 @@
 pub mod access;
 pub mod discovery;
 pub mod feed;
+pub mod metrics;
 pub mod openapi;
 pub mod printers;
 pub mod resources;
@@ -13,6 +14,7 @@ pub mod status;
 pub mod writes;
 
 mod logs;
+mod node_proxy;
 mod objects;
 
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use feed::ObjectFeed;
+use promql::StorageSource;
 use resources::Registry;
 use schemas::time::Clock;
 use stores::logs::LogStore;
@@ -39,6 +42,9 @@ pub struct KubeFacade {
     pub server_version: Value,
     /// The cluster that takes writes: none for a replay, which answers them 405.
     pub writer: Option<Arc<dyn writes::ClusterWriter>>,
+    /// The series the resource metrics API (`kubectl top`) and the kubelet's Summary API are
+    /// computed from; without them both answer as when metrics-server is down.
+    pub metrics: Option<Arc<dyn StorageSource>>,
 }
 
 impl KubeFacade {
@@ -74,6 +80,7 @@ impl KubeFacade {
                 "platform": "linux/amd64",
             }),
             writer: None,
+            metrics: None,
         }
     }
 }
@@ -96,6 +103,13 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         .unwrap_or("")
         .to_string();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // The proxy to a node's kubelet is read-only and answered here; proxies to pods and services
+    // are not (a recording has no process behind them).
+    if let ["api", "v1", "nodes", node, "proxy", rest @ ..] = segments.as_slice()
+        && (method == Method::GET || method == Method::HEAD)
+    {
+        return node_proxy::serve(&f, node, rest);
+    }
     if segments
         .iter()
         .any(|s| matches!(*s, "exec" | "attach" | "portforward" | "proxy"))
@@ -215,6 +229,23 @@ async fn resource(
     accept: &str,
     write: Option<Write<'_>>,
 ) -> Response {
+    if group == metrics::GROUP && version == metrics::VERSION {
+        // metrics-server's API: computed, never stored, and read-only even on a live cluster.
+        return match (rest, write) {
+            (_, Some(_)) => status::status(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            ),
+            (["namespaces", ns, "pods", name @ ..], None) if name.len() <= 1 => {
+                metrics::serve(f, Some(ns), "pods", name.first().copied(), params)
+            }
+            ([plural @ ("pods" | "nodes"), name @ ..], None) if name.len() <= 1 => {
+                metrics::serve(f, None, plural, name.first().copied(), params)
+            }
+            _ => status::no_such_resource(),
+        };
+    }
     let find = |plural: &str| f.registry.find(group, version, plural);
     let (namespace, plural, name, sub) = match rest {
         ["namespaces", ns, plural, tail @ ..] if find(plural).is_some_and(|r| r.namespaced) => (

@@ -101,7 +101,7 @@ fn partial_metadata(v: &Value) -> Value {
 }
 
 /// The selected objects, in (namespace, name) order.
-fn select(
+pub(super) fn select(
     state: &ClusterState,
     res: &Resource,
     namespace: Option<&str>,

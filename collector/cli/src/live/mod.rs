@@ -144,6 +144,7 @@ impl LiveEnv {
         let run = Arc::new(Mutex::new(run));
         let mut kube =
             KubeFacade::new(stores.objects.clone(), stores.logs.clone(), clock, &kinds());
+        kube.metrics = Some(stores.metrics.clone());
         kube.writer = Some(Arc::new(LiveCluster {
             run: run.clone(),
             stores: stores.clone(),
