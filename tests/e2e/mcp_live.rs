@@ -8,12 +8,11 @@
 //! command. npx runs with `--no`, so a test never downloads anything.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use e2e::live::{Live, NS, up};
 use e2e::mcp::{
-    INSPECTOR, K8S_MCP, PROM_MCP, PROM_MCP_INSTALL, inspector, json_out, result_text, run,
-    third_party,
+    K8S_MCP, PROM_MCP, PROM_MCP_INSTALL, inspector, json_out, result_text, run, third_party,
 };
 use e2e::{binary, text};
 use serde_json::{Value, json};
