@@ -107,11 +107,15 @@ fn lower(column: &str) -> Expr {
 }
 
 /// The versions of the objects an identifier names (every object when none), observed in the
-/// window. ITBench falls back to a substring of the entity id when nothing matches exactly.
+/// window, each entity's led by the last version seen before the window's start (the baseline a
+/// change in the window is a change from: an object edited once at the onset and asked about
+/// from just before it has changed). ITBench falls back to a substring of the entity id when
+/// nothing matches exactly.
 pub fn load(source: &Source, id: Option<&ObjectId>, window: &Window) -> Result<Entities> {
+    let until = Window { start: None, end: window.end };
     let base = || -> Result<LazyFrame> {
         let mut lf = source.scan(Table::Objects)?;
-        if let Some(pred) = window.predicate(c::OBSERVED) {
+        if let Some(pred) = until.predicate(c::OBSERVED) {
             lf = lf.filter(pred);
         }
         Ok(lf)
@@ -135,6 +139,14 @@ pub fn load(source: &Source, id: Option<&ObjectId>, window: &Window) -> Result<E
     {
         let part = id.name.to_ascii_lowercase();
         entities = read(base()?.filter(lower(c::NAME).str().contains_literal(lit(part))))?;
+    }
+    if let Some(start) = window.start {
+        entities.retain(|_, versions| {
+            let before = versions.iter().take_while(|v| v.observed < start).count();
+            versions.drain(..before.saturating_sub(1));
+            // Only an entity observed in the window is in the answer.
+            versions.last().is_some_and(|v| v.observed >= start)
+        });
     }
     Ok(entities)
 }
@@ -345,6 +357,10 @@ pub fn changes(source: &Source, p: ChangeParams) -> Result<Value> {
         let entity = entity_id(kind, namespace.as_deref(), name);
         let mut windows: Vec<Value> = Vec::new();
         for v in versions {
+            // The baseline before the window is no event of the window.
+            if window.start.is_some_and(|start| v.observed < start) {
+                continue;
+            }
             let created_during = v.change == "added" && (window.start.is_some() || v.observed > first_seen);
             if created_during || v.change == "deleted" {
                 let (kind_of, key) = if v.change == "added" { ("entity_added", "new") } else { ("entity_removed", "old") };

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use datasets::Dataset;
 use e2e::fixture::ReplayProcess;
-use e2e::{binary, http_get, run, shared_dir, text};
+use e2e::{http_get, run, shared_dir, text};
 use schemas::tables::{Row, Table};
 use serde_json::Value;
 
@@ -73,9 +73,9 @@ fn the_scenario_2_fragments_import_replay_and_judge() {
     validate(&dataset);
     assert!(!dataset.join("ground_truth.json").exists(), "the ground truth stays beside the dataset");
 
-    // kubectl reads the fixture's event.
+    // kubectl reads the fixture's event. The replay is frozen: the fixture's own times are asked.
     let kubeconfig = tmp.path().join("kc");
-    let replay = ReplayProcess::start(&dataset, &["--write-kubeconfig", kubeconfig.to_str().unwrap()]);
+    let replay = ReplayProcess::start(&dataset, &["--frozen", "--write-kubeconfig", kubeconfig.to_str().unwrap()]);
     let events = kubectl(&kubeconfig, &["get", "events", "-A", "-o", "json"]);
     let events: Value = serde_json::from_str(&events).unwrap();
     let e = &events["items"][0];
@@ -199,7 +199,7 @@ fn import_export_import_keeps_every_row() {
 
     // Loki answers the imported logs as it answers the simulated ones.
     let query = |dataset: &Path| -> Value {
-        let r = ReplayProcess::start(dataset, &[]);
+        let r = ReplayProcess::start(dataset, &["--frozen"]);
         let loki = r.url("loki");
         let q = urlencode("{namespace=\"hotel-reservation\"} |= \"geo\"");
         let v: Value = http_get(format!("{loki}/loki/api/v1/query_range?query={q}&limit=50&direction=backward")).json().unwrap();
@@ -232,5 +232,4 @@ fn bad_input_is_refused_with_its_reason() {
     let o = run("collector", &["dataset", "import", "itbench", fixtures().to_str().unwrap(), "--out", empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"), "{}", text(&o));
-    let _ = binary("judge");
 }

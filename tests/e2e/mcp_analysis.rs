@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use e2e::fixture::ReplayProcess;
+use e2e::mcp::{self, INSPECTOR};
 use e2e::{binary, run, text};
 use serde_json::{Value, json};
 
-const INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
 
 const ITBENCH_TOOLS: [&str; 10] = [
     "alert_summary",
@@ -29,20 +29,9 @@ const ITBENCH_TOOLS: [&str; 10] = [
 ];
 
 fn inspector(argv: &[String], method: &[&str]) -> Output {
-    let out = Command::new("npx")
-        .args(["--no", "--", INSPECTOR, "--cli", "--format", "json", "-q"])
-        .args(method)
-        .arg("--")
-        .args(argv)
-        .output()
-        .unwrap_or_else(|e| panic!("npx is needed (apt-get install nodejs npm): {e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("npx canceled") && !stderr.contains("could not determine executable"),
-        "the MCP inspector is not installed: run `npx -y {INSPECTOR} --cli --help` (or bash tests/run)\n{}",
-        text(&out)
-    );
-    out
+    let mut cmd = mcp::inspector();
+    cmd.args(method).arg("--").args(argv);
+    mcp::run(cmd)
 }
 
 /// The text of a tool result, and whether the tool reported an error.

@@ -1,6 +1,6 @@
 //! Mechanisms of the simulated cluster, checked on hotel-reservation: the kubelet's crash-loop
 //! back-off, object rows shaped like the API server's, endpoints following readiness, and the
-//! workload's error propagation.
+//! workload's error propagation (with every metric series sampled once per instant).
 
 use problems::primitive::Primitive;
 use problems::{Catalog, Memory};
@@ -134,10 +134,17 @@ fn readiness_failure_empties_endpoints_and_callers_fail() {
     .unwrap();
     let mut error_spans = 0;
     let mut refused_logs = 0;
+    // Failing calls come back with several gRPC codes; each series is still sampled once per
+    // instant (every failing code is one HTTP 500 series, not one per code).
+    let mut series_at = std::collections::HashSet::new();
     for _ in 0..120 {
         sim.step();
         for r in sim.drain() {
             match r {
+                Row::Metric(m) => {
+                    let key = (m.metric.clone(), m.labels.clone(), m.time_ns);
+                    assert!(series_at.insert(key), "{} {:?} sampled twice at {}", m.metric, m.labels, m.time_ns);
+                }
                 Row::Span(s) if s.service == "search" && s.status_code == "error" => {
                     error_spans += 1
                 }

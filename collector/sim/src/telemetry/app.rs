@@ -255,11 +255,16 @@ fn http(o: &mut Out, base: &[(&str, &str)], op: &str, c: &OpCounters, bounds: &[
     };
     let mut l = base.to_vec();
     l.extend([("handler", handler), ("method", method)]);
+    // Every failing gRPC code is one HTTP 500: their counts add up into one series (a series
+    // per code would repeat the same labels at the same instant with different values).
+    let mut by_status: BTreeMap<&str, f64> = BTreeMap::new();
     for (code, n) in &c.by_code {
-        let status = if code == "OK" { "200" } else { "500" };
+        *by_status.entry(if code == "OK" { "200" } else { "500" }).or_default() += n;
+    }
+    for (status, n) in by_status {
         let mut lc = l.clone();
         lc.push(("code", status));
-        o.push("http_requests_total", labels(&lc), *n);
+        o.push("http_requests_total", labels(&lc), n);
     }
     let sum = c.duration_sum;
     histogram(
