@@ -121,10 +121,9 @@ pub fn summary(source: &Source, p: SummaryParams) -> Result<Value> {
     let window = Window::parse(p.start_time.as_deref(), p.end_time.as_deref(), &reading)?;
     let by_active = active_basis(p.time_basis.as_deref())?;
     let basis = if by_active { "_a" } else { "_t" };
-    let mut lf = source.scan(Table::Alerts)?.with_columns([
-        nanos(c::TIME).alias("_t"),
-        nanos(c::ACTIVE_AT).alias("_a"),
-    ]);
+    let mut lf = source
+        .scan(Table::Alerts)?
+        .with_columns([nanos(c::TIME).alias("_t"), nanos(c::ACTIVE_AT).alias("_a")]);
     if let Some(pred) = window.predicate(basis) {
         lf = lf.filter(pred);
     }
@@ -233,10 +232,9 @@ fn human_minutes(minutes: f64) -> String {
 /// value, snapshot_timestamp, duration_active_min, duration_active (and `_t`, the time basis).
 fn wide(source: &Source, window: &Window, by_active: bool) -> Result<DataFrame> {
     let basis = if by_active { "_a" } else { "_t" };
-    let mut lf = source.scan(Table::Alerts)?.with_columns([
-        nanos(c::TIME).alias("_t"),
-        nanos(c::ACTIVE_AT).alias("_a"),
-    ]);
+    let mut lf = source
+        .scan(Table::Alerts)?
+        .with_columns([nanos(c::TIME).alias("_t"), nanos(c::ACTIVE_AT).alias("_a")]);
     if let Some(pred) = window.predicate(basis) {
         lf = lf.filter(pred);
     }
@@ -254,7 +252,8 @@ fn wide(source: &Source, window: &Window, by_active: bool) -> Result<DataFrame> 
     let actives = ints(&df, "_a")?;
     let mut columns: Vec<Column> = Vec::new();
     for (prefix, sets) in [("labels", &label_sets), ("annotations", &annotation_sets)] {
-        let keys: std::collections::BTreeSet<&String> = sets.iter().flat_map(|l| l.keys()).collect();
+        let keys: std::collections::BTreeSet<&String> =
+            sets.iter().flat_map(|l| l.keys()).collect();
         for key in keys {
             let values: Vec<Option<String>> = sets.iter().map(|l| l.get(key).cloned()).collect();
             columns.push(Column::new(format!("{prefix}.{key}").into(), values));
@@ -307,7 +306,11 @@ pub fn analysis(source: &Source, p: AnalysisParams) -> Result<Value> {
             return wanted.to_string();
         }
         let labelled = format!("labels.{wanted}");
-        if has(&labelled) { labelled } else { wanted.to_string() }
+        if has(&labelled) {
+            labelled
+        } else {
+            wanted.to_string()
+        }
     };
     let agg = p.agg.as_deref().unwrap_or("count");
     let q = Query {

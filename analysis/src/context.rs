@@ -84,7 +84,13 @@ fn functional(topo: &Value) -> BTreeSet<String> {
     if let Some(types) = topo["relationships_by_type"].as_object() {
         for (rel, targets) in types {
             if rel == "--calls-->" || rel == "--depends_on-->" {
-                deps.extend(targets.as_array().into_iter().flatten().filter_map(|t| t.as_str().map(str::to_string)));
+                deps.extend(
+                    targets
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|t| t.as_str().map(str::to_string)),
+                );
             }
         }
     }
@@ -96,14 +102,21 @@ fn pods_behind(topo: &Value, n: usize) -> Vec<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|l| l.as_str()?.split_once("--contains--> ").map(|(_, p)| p.to_string()))
+        .filter_map(|l| {
+            l.as_str()?
+                .split_once("--contains--> ")
+                .map(|(_, p)| p.to_string())
+        })
         .filter(|p| p.contains("/Pod/"))
         .take(n)
         .collect()
 }
 
 /// Direct and one-hop transitive dependencies of an entity.
-fn dependencies(source: &Source, query: &str) -> Result<(Value, BTreeSet<String>, BTreeSet<String>)> {
+fn dependencies(
+    source: &Source,
+    query: &str,
+) -> Result<(Value, BTreeSet<String>, BTreeSet<String>)> {
     let graph = query_graph(source)?;
     let topo = graph.analyse(query)?;
     let mut direct = functional(&topo);
@@ -123,7 +136,10 @@ fn dependencies(source: &Source, query: &str) -> Result<(Value, BTreeSet<String>
                 more.extend(functional(&pt));
             }
         }
-        transitive.extend(more.into_iter().filter(|d| !direct.contains(d) && !d.ends_with(&format!("/{}", topo["name"].as_str().unwrap_or_default()))));
+        transitive.extend(more.into_iter().filter(|d| {
+            !direct.contains(d)
+                && !d.ends_with(&format!("/{}", topo["name"].as_str().unwrap_or_default()))
+        }));
     }
     Ok((topo, direct, transitive))
 }
@@ -132,15 +148,38 @@ fn dependencies(source: &Source, query: &str) -> Result<(Value, BTreeSet<String>
 fn dependency_context(source: &Source, dep: &str, w: &Value) -> Value {
     let id = ObjectId::parse(dep, "dependency").ok();
     let name = id.as_ref().map_or(dep.to_string(), |i| i.name.clone());
-    let filter = if id.as_ref().and_then(|i| i.kind.as_deref()).is_some_and(|k| k != "App") {
+    let filter = if id
+        .as_ref()
+        .and_then(|i| i.kind.as_deref())
+        .is_some_and(|k| k != "App")
+    {
         json!({"object_name": name})
     } else {
         json!({"deployment": name})
     };
     let mut out = json!({"entity": dep});
-    put(&mut out, "events", call(source, "event_analysis", with(json!({"filters": filter, "limit": 10}), w.clone())));
+    put(
+        &mut out,
+        "events",
+        call(
+            source,
+            "event_analysis",
+            with(json!({"filters": filter, "limit": 10}), w.clone()),
+        ),
+    );
     if !dep.starts_with("App/") {
-        put(&mut out, "spec_changes", call(source, "k8s_spec_change_analysis", with(json!({"k8_object_name": dep, "include_reference_spec": false}), w.clone())));
+        put(
+            &mut out,
+            "spec_changes",
+            call(
+                source,
+                "k8s_spec_change_analysis",
+                with(
+                    json!({"k8_object_name": dep, "include_reference_spec": false}),
+                    w.clone(),
+                ),
+            ),
+        );
     }
     out
 }
@@ -148,13 +187,26 @@ fn dependency_context(source: &Source, dep: &str, w: &Value) -> Value {
 /// The entity's own context (page 1).
 fn entity_context(source: &Source, p: &Params, id: &ObjectId, out: &mut Value) {
     let w = window(&p.start_time, &p.end_time);
-    let workloadish = id.kind.as_deref().is_none_or(|k| matches!(k.to_ascii_lowercase().as_str(), "deployment" | "service" | "app" | "statefulset" | "daemonset"));
+    let workloadish = id.kind.as_deref().is_none_or(|k| {
+        matches!(
+            k.to_ascii_lowercase().as_str(),
+            "deployment" | "service" | "app" | "statefulset" | "daemonset"
+        )
+    });
     let variants = id.name_variants();
     let events = variants.iter().find_map(|v| {
-        let filter = if workloadish { json!({"deployment": v}) } else { json!({"object_name": v}) };
-        call(source, "event_analysis", with(json!({"filters": filter}), w.clone()))
-            .ok()
-            .filter(|e| e["total_count"].as_u64().unwrap_or(0) > 0)
+        let filter = if workloadish {
+            json!({"deployment": v})
+        } else {
+            json!({"object_name": v})
+        };
+        call(
+            source,
+            "event_analysis",
+            with(json!({"filters": filter}), w.clone()),
+        )
+        .ok()
+        .filter(|e| e["total_count"].as_u64().unwrap_or(0) > 0)
     });
     out["events"] = events.unwrap_or_else(|| json!({"total_count": 0, "data": []}));
     match call(source, "alert_analysis", w.clone()) {
@@ -162,7 +214,11 @@ fn entity_context(source: &Source, p: &Params, id: &ObjectId, out: &mut Value) {
             let all = alerts["data"].as_array().cloned().unwrap_or_default();
             let related: Vec<Value> = all
                 .iter()
-                .filter(|a| variants.iter().any(|v| a.to_string().to_ascii_lowercase().contains(v.as_str())))
+                .filter(|a| {
+                    variants
+                        .iter()
+                        .any(|v| a.to_string().to_ascii_lowercase().contains(v.as_str()))
+                })
                 .cloned()
                 .collect();
             out["alerts"] = json!({
@@ -183,22 +239,49 @@ fn entity_context(source: &Source, p: &Params, id: &ObjectId, out: &mut Value) {
             .ok()
             .filter(|t| t["all_paths"].as_array().is_some_and(|a| !a.is_empty()))
     });
-    out["trace_errors"] = traces.unwrap_or_else(|| json!({"message": "No trace data found for entity", "variants_tried": variants}));
+    out["trace_errors"] = traces.unwrap_or_else(
+        || json!({"message": "No trace data found for entity", "variants_tried": variants}),
+    );
     let targets: Vec<String> = match id.kind.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        Some("pod") | Some("service") | Some("node") => vec![format!("{}/{}", id.kind.clone().unwrap_or_default(), id.name)],
-        _ => variants.iter().flat_map(|v| [format!("Service/{v}"), format!("Deployment/{v}")]).collect(),
+        Some("pod") | Some("service") | Some("node") => vec![format!(
+            "{}/{}",
+            id.kind.clone().unwrap_or_default(),
+            id.name
+        )],
+        _ => variants
+            .iter()
+            .flat_map(|v| [format!("Service/{v}"), format!("Deployment/{v}")])
+            .collect(),
     };
     let anomalies = targets.iter().find_map(|t| {
-        call(source, "get_metric_anomalies", with(json!({"k8_object_name": t, "raw_content": false}), w.clone()))
-            .ok()
-            .filter(|a| a["metrics"].as_array().is_some_and(|m| !m.is_empty()))
+        call(
+            source,
+            "get_metric_anomalies",
+            with(
+                json!({"k8_object_name": t, "raw_content": false}),
+                w.clone(),
+            ),
+        )
+        .ok()
+        .filter(|a| a["metrics"].as_array().is_some_and(|m| !m.is_empty()))
     });
     if let Some(a) = anomalies {
         out["metric_anomalies"] = a;
     }
-    let logs = call(source, "log_analysis", with(json!({"k8_object": p.k8_object, "max_patterns": 15}), w.clone()));
+    let logs = call(
+        source,
+        "log_analysis",
+        with(
+            json!({"k8_object": p.k8_object, "max_patterns": 15}),
+            w.clone(),
+        ),
+    );
     put(out, "log_patterns", logs);
-    match call(source, "get_k8_spec", json!({"k8_object_name": p.k8_object})) {
+    match call(
+        source,
+        "get_k8_spec",
+        json!({"k8_object_name": p.k8_object}),
+    ) {
         Ok(mut spec) => {
             let text = spec["spec"].to_string();
             if text.len() > 2000 {
@@ -211,7 +294,15 @@ fn entity_context(source: &Source, p: &Params, id: &ObjectId, out: &mut Value) {
         }
         Err(e) => out["k8s_spec_error"] = e.into(),
     }
-    put(out, "spec_changes", call(source, "k8s_spec_change_analysis", with(json!({"k8_object_name": p.k8_object}), w)));
+    put(
+        out,
+        "spec_changes",
+        call(
+            source,
+            "k8s_spec_change_analysis",
+            with(json!({"k8_object_name": p.k8_object}), w),
+        ),
+    );
 }
 
 pub fn contract(source: &Source, p: Params) -> Result<Value> {
@@ -230,17 +321,18 @@ pub fn contract(source: &Source, p: Params) -> Result<Value> {
     if let Some(w) = id.warning(&p.k8_object) {
         out["identifier_warning"] = w.into();
     }
-    let (deps, topo) = match dependencies(source, &p.k8_object).or_else(|_| dependencies(source, &id.name)) {
-        Ok((topo, direct, transitive)) => {
-            out["dependency_breakdown"] = json!({"direct": direct, "transitive": transitive});
-            let all: BTreeSet<String> = direct.union(&transitive).cloned().collect();
-            (all.into_iter().collect::<Vec<_>>(), Some(topo))
-        }
-        Err(e) => {
-            out["topology_error"] = e.to_string().into();
-            (Vec::new(), None)
-        }
-    };
+    let (deps, topo) =
+        match dependencies(source, &p.k8_object).or_else(|_| dependencies(source, &id.name)) {
+            Ok((topo, direct, transitive)) => {
+                out["dependency_breakdown"] = json!({"direct": direct, "transitive": transitive});
+                let all: BTreeSet<String> = direct.union(&transitive).cloned().collect();
+                (all.into_iter().collect::<Vec<_>>(), Some(topo))
+            }
+            Err(e) => {
+                out["topology_error"] = e.to_string().into();
+                (Vec::new(), None)
+            }
+        };
     let pages = 1 + deps.len().div_ceil(per_page);
     out["pagination"] = json!({
         "current_page": page, "total_pages": pages, "total_dependencies": deps.len(),
@@ -256,17 +348,29 @@ pub fn contract(source: &Source, p: Params) -> Result<Value> {
         out["dependencies"] = json!(deps);
         if page == 0 {
             out["context_type"] = "all".into();
-            out["dependency_context"] = deps.iter().map(|d| (d.clone(), dependency_context(source, d, &w))).collect::<serde_json::Map<_, _>>().into();
+            out["dependency_context"] = deps
+                .iter()
+                .map(|d| (d.clone(), dependency_context(source, d, &w)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
         }
         return Ok(out);
     }
     out["context_type"] = "dependencies".into();
-    let on_page: Vec<&String> = deps.iter().skip((page - 2) * per_page).take(per_page).collect();
+    let on_page: Vec<&String> = deps
+        .iter()
+        .skip((page - 2) * per_page)
+        .take(per_page)
+        .collect();
     if on_page.is_empty() {
         out["message"] = format!("No dependencies on page {page}. Total pages: {pages}").into();
         return Ok(out);
     }
     out["dependencies_on_page"] = json!(on_page);
-    out["dependency_context"] = on_page.iter().map(|d| (d.to_string(), dependency_context(source, d, &w))).collect::<serde_json::Map<_, _>>().into();
+    out["dependency_context"] = on_page
+        .iter()
+        .map(|d| (d.to_string(), dependency_context(source, d, &w)))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
     Ok(out)
 }

@@ -106,12 +106,9 @@ fn cell(value: AnyValue<'_>, is_time: bool, reading: &Reading) -> Value {
         AnyValue::UInt64(n) => n.into(),
         AnyValue::Float32(f) => number(f64::from(f)),
         AnyValue::Float64(f) => number(f),
-        AnyValue::List(series) => Value::Array(
-            series
-                .iter()
-                .map(|v| cell(v, is_time, reading))
-                .collect(),
-        ),
+        AnyValue::List(series) => {
+            Value::Array(series.iter().map(|v| cell(v, is_time, reading)).collect())
+        }
         other => Value::String(other.to_string()),
     }
 }

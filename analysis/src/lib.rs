@@ -152,6 +152,11 @@ pub fn run(source: &Source, name: &str, arguments: Value) -> Result<Value> {
     })?;
     let started = std::time::Instant::now();
     let answer = (tool.call)(source, arguments);
-    tracing::debug!(tool = name, elapsed_ms = started.elapsed().as_millis() as u64, ok = answer.is_ok(), "analysis tool");
+    tracing::debug!(
+        tool = name,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        ok = answer.is_ok(),
+        "analysis tool"
+    );
     answer
 }

@@ -144,7 +144,13 @@ fn mine(lines: &[(i64, String, String, String)], threshold: f64) -> Vec<Cluster>
     for (t, pod, severity, line) in lines {
         let tokens: Vec<String> = line
             .split_whitespace()
-            .map(|tok| if variable(tok) { "<*>".to_string() } else { tok.to_string() })
+            .map(|tok| {
+                if variable(tok) {
+                    "<*>".to_string()
+                } else {
+                    tok.to_string()
+                }
+            })
             .collect();
         let key = (tokens.len(), tokens.first().cloned().unwrap_or_default());
         let members = groups.entry(key).or_default();
@@ -196,13 +202,23 @@ fn mine(lines: &[(i64, String, String, String)], threshold: f64) -> Vec<Cluster>
 }
 
 /// The lines of the selection: (time, pod, level, line).
-fn lines(source: &Source, p: &Params, window: &Window) -> Result<Vec<(i64, String, String, String)>> {
+fn lines(
+    source: &Source,
+    p: &Params,
+    window: &Window,
+) -> Result<Vec<(i64, String, String, String)>> {
     let mut lf = source.scan(Table::Logs)?;
     if let Some(pred) = window.predicate(c::TIME) {
         lf = lf.filter(pred);
     }
     if let Some(text) = p.body_contains.as_deref().filter(|s| !s.is_empty()) {
-        lf = lf.filter(col(c::LINE).str().to_lowercase().str().contains_literal(lit(text.to_lowercase())));
+        lf = lf.filter(
+            col(c::LINE)
+                .str()
+                .to_lowercase()
+                .str()
+                .contains_literal(lit(text.to_lowercase())),
+        );
     }
     let owners = Owners::load(source)?;
     let mut pods: Option<Vec<String>> = None;
@@ -213,12 +229,20 @@ fn lines(source: &Source, p: &Params, window: &Window) -> Result<Vec<(i64, Strin
         if let Some(ns) = &id.namespace {
             lf = lf.filter(col(c::NAMESPACE).eq(lit(ns.clone())));
         }
-        let owned: Vec<String> = owners.pods_of(id.namespace.as_deref(), &id.name).into_iter().map(|(_, p)| p).collect();
+        let owned: Vec<String> = owners
+            .pods_of(id.namespace.as_deref(), &id.name)
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect();
         pods = Some(owned);
         prefixes = id.name_variants();
     }
     if let Some(svc) = p.service_name.as_deref().filter(|s| !s.is_empty()) {
-        let owned: Vec<String> = owners.pods_of(None, svc).into_iter().map(|(_, p)| p).collect();
+        let owned: Vec<String> = owners
+            .pods_of(None, svc)
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect();
         pods.get_or_insert_with(Vec::new).extend(owned);
         containers.push(svc.to_string());
         prefixes.push(svc.to_ascii_lowercase());
@@ -250,7 +274,14 @@ fn lines(source: &Source, p: &Params, window: &Window) -> Result<Vec<(i64, Strin
         .filter(|s| !s.trim().is_empty())
         .map(|s| s.split(',').map(normalise_level).collect());
     let mut out: Vec<(i64, String, String, String)> = (0..df.height())
-        .map(|i| (times[i].unwrap_or(0), pod_names[i].clone(), level(&text[i]).to_string(), text[i].clone()))
+        .map(|i| {
+            (
+                times[i].unwrap_or(0),
+                pod_names[i].clone(),
+                level(&text[i]).to_string(),
+                text[i].clone(),
+            )
+        })
         .filter(|(_, _, lvl, _)| wanted.as_ref().is_none_or(|w| w.iter().any(|x| x == lvl)))
         .collect();
     out.sort_by_key(|l| l.0);

@@ -140,7 +140,10 @@ mod tests {
 
     #[test]
     fn the_name_rule_is_itbench_s() {
-        assert_eq!(pod_workload_by_name("frontend-675fd7b5c5-gd8gl"), "frontend");
+        assert_eq!(
+            pod_workload_by_name("frontend-675fd7b5c5-gd8gl"),
+            "frontend"
+        );
         assert_eq!(pod_workload_by_name("mongodb-geo-0"), "mongodb");
         assert_eq!(pod_workload_by_name("solo"), "solo");
     }
@@ -149,11 +152,23 @@ mod tests {
     fn owners_are_followed_to_the_top() {
         let mut o = Owners::default();
         let key = |k: &str, n: &str| ("ns".to_string(), k.to_string(), n.to_string());
-        o.owner.insert(key("Pod", "geo-abc-x"), ("ReplicaSet".into(), "geo-abc".into()));
-        o.owner.insert(key("ReplicaSet", "geo-abc"), ("Deployment".into(), "geo".into()));
-        o.owner.insert(key("Pod", "mongodb-geo-0"), ("StatefulSet".into(), "mongodb-geo".into()));
+        o.owner.insert(
+            key("Pod", "geo-abc-x"),
+            ("ReplicaSet".into(), "geo-abc".into()),
+        );
+        o.owner.insert(
+            key("ReplicaSet", "geo-abc"),
+            ("Deployment".into(), "geo".into()),
+        );
+        o.owner.insert(
+            key("Pod", "mongodb-geo-0"),
+            ("StatefulSet".into(), "mongodb-geo".into()),
+        );
         assert_eq!(o.workload("ns", "Pod", "geo-abc-x"), "geo");
         assert_eq!(o.workload("ns", "Pod", "mongodb-geo-0"), "mongodb-geo");
-        assert_eq!(o.pods_of(Some("ns"), "geo"), [("ns".to_string(), "geo-abc-x".to_string())]);
+        assert_eq!(
+            o.pods_of(Some("ns"), "geo"),
+            [("ns".to_string(), "geo-abc-x".to_string())]
+        );
     }
 }

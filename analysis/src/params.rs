@@ -17,11 +17,16 @@ pub fn parse_time(text: &str, argument: &str) -> Result<i64> {
     let parsed = DateTime::parse_from_rfc3339(t)
         .map(|d| d.with_timezone(&Utc))
         .or_else(|_| {
-            ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
-                .iter()
-                .find_map(|f| NaiveDateTime::parse_from_str(t, f).ok())
-                .map(|n| n.and_utc())
-                .ok_or(())
+            [
+                "%Y-%m-%dT%H:%M:%S%.f",
+                "%Y-%m-%d %H:%M:%S%.f",
+                "%Y-%m-%dT%H:%M",
+                "%Y-%m-%d %H:%M",
+            ]
+            .iter()
+            .find_map(|f| NaiveDateTime::parse_from_str(t, f).ok())
+            .map(|n| n.and_utc())
+            .ok_or(())
         })
         .map_err(|_| {
             Error::param(format!(
@@ -51,7 +56,10 @@ pub fn parse_duration(text: &str, argument: &str) -> Result<i64> {
         .strip_suffix('d')
         .and_then(|n| n.parse::<i64>().ok())
         .map(|d| d * 86_400_000_000_000);
-    match simple.map(Ok).unwrap_or_else(|| schemas::time::duration::parse_go(t)) {
+    match simple
+        .map(Ok)
+        .unwrap_or_else(|| schemas::time::duration::parse_go(t))
+    {
         Ok(ns) if ns > 0 => Ok(ns),
         _ => Err(Error::param(format!(
             "{argument} `{text}`: expected a positive duration such as 5m, 90s or 1h"
@@ -68,11 +76,7 @@ pub struct Window {
 
 impl Window {
     /// The window of `start_time` / `end_time` arguments, moved from served to recorded time.
-    pub fn parse(
-        start: Option<&str>,
-        end: Option<&str>,
-        reading: &Reading,
-    ) -> Result<Window> {
+    pub fn parse(start: Option<&str>, end: Option<&str>, reading: &Reading) -> Result<Window> {
         let start = start
             .filter(|s| !s.trim().is_empty())
             .map(|s| parse_time(s, "start_time"))
@@ -346,7 +350,9 @@ mod tests {
             parse_time("2025-12-15 17:30:00.5", "t").unwrap(),
             z + 500_000_000
         );
-        let err = parse_time("yesterday", "pivot_time").unwrap_err().to_string();
+        let err = parse_time("yesterday", "pivot_time")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("pivot_time `yesterday`"), "{err}");
         assert_eq!(format_time(z), "2025-12-15T17:30:00Z");
     }

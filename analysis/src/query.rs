@@ -59,7 +59,9 @@ fn equals(df: &DataFrame, column: &str, value: &Value) -> Result<Expr> {
     Ok(match value {
         Value::Null => c.is_null(),
         Value::Bool(b) => c.eq(lit(*b)),
-        Value::Number(n) => c.cast(DataType::Float64).eq(lit(n.as_f64().unwrap_or(f64::NAN))),
+        Value::Number(n) => c
+            .cast(DataType::Float64)
+            .eq(lit(n.as_f64().unwrap_or(f64::NAN))),
         Value::String(s) if dtype.is_primitive_numeric() => match s.trim().parse::<f64>() {
             Ok(f) => c.cast(DataType::Float64).eq(lit(f)),
             Err(_) => lit(false),
@@ -109,7 +111,11 @@ pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
                 .iter()
                 .map(|c| {
                     let e = col(c.as_str()).sort_by([time.clone()], SortMultipleOptions::default());
-                    if q.agg == "first" { e.first() } else { e.last() }
+                    if q.agg == "first" {
+                        e.first()
+                    } else {
+                        e.last()
+                    }
                 })
                 .collect();
             (lf.group_by(keys.clone()).agg(aggs), None)
@@ -155,13 +161,13 @@ pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
                     }
                 })
                 .collect();
-            (lf.group_by(keys.clone()).agg(aggs), cols.first().map(|c| c.to_string()))
+            (
+                lf.group_by(keys.clone()).agg(aggs),
+                cols.first().map(|c| c.to_string()),
+            )
         }
     };
-    let sort_col = q
-        .sort_by
-        .map(|s| (q.resolve)(s))
-        .or(default_sort);
+    let sort_col = q.sort_by.map(|s| (q.resolve)(s)).or(default_sort);
     let out = collect(grouped)?;
     let mut by: Vec<Expr> = Vec::new();
     let mut descending = Vec::new();
@@ -173,13 +179,15 @@ pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
         by.push(col(g.as_str()));
         descending.push(false);
     }
-    let sorted = collect(out.lazy().sort_by_exprs(
-        by,
-        SortMultipleOptions::default()
-            .with_order_descending_multi(descending)
-            .with_nulls_last(true)
-            .with_maintain_order(true),
-    ))?;
+    let sorted = collect(
+        out.lazy().sort_by_exprs(
+            by,
+            SortMultipleOptions::default()
+                .with_order_descending_multi(descending)
+                .with_nulls_last(true)
+                .with_maintain_order(true),
+        ),
+    )?;
     let rows = records(&sorted, q.time_columns, reading);
     Ok(page(rows, q.offset, q.limit))
 }
@@ -194,13 +202,15 @@ fn ungrouped(lf: LazyFrame, df: &DataFrame, q: &Query<'_>, reading: &Reading) ->
         }
         None => (q.time_column.to_string(), false),
     };
-    let sorted = collect(lf.sort(
-        [column.as_str()],
-        SortMultipleOptions::default()
-            .with_order_descending(descending)
-            .with_nulls_last(true)
-            .with_maintain_order(true),
-    ))?;
+    let sorted = collect(
+        lf.sort(
+            [column.as_str()],
+            SortMultipleOptions::default()
+                .with_order_descending(descending)
+                .with_nulls_last(true)
+                .with_maintain_order(true),
+        ),
+    )?;
     let rows = records(&sorted, q.time_columns, reading);
     Ok(page(rows, q.offset, q.limit))
 }

@@ -112,7 +112,10 @@ fn lower(column: &str) -> Expr {
 /// from just before it has changed). ITBench falls back to a substring of the entity id when
 /// nothing matches exactly.
 pub fn load(source: &Source, id: Option<&ObjectId>, window: &Window) -> Result<Entities> {
-    let until = Window { start: None, end: window.end };
+    let until = Window {
+        start: None,
+        end: window.end,
+    };
     let base = || -> Result<LazyFrame> {
         let mut lf = source.scan(Table::Objects)?;
         if let Some(pred) = until.predicate(c::OBSERVED) {
@@ -226,7 +229,9 @@ pub fn clean(v: &Value) -> Option<Value> {
                 let kl = k.to_ascii_lowercase();
                 if IGNORED.contains(&k.as_str())
                     || (kl != "deletiontimestamp"
-                        && (kl.ends_with("timestamp") || kl.ends_with("time") || kl.ends_with("date")))
+                        && (kl.ends_with("timestamp")
+                            || kl.ends_with("time")
+                            || kl.ends_with("date")))
                 {
                     continue;
                 }
@@ -235,7 +240,10 @@ pub fn clean(v: &Value) -> Option<Value> {
                 {
                     let kept: Map<String, Value> = a
                         .iter()
-                        .filter(|(ak, _)| !IGNORED_ANNOTATIONS.contains(&ak.as_str()) && !ak.to_ascii_lowercase().contains("time"))
+                        .filter(|(ak, _)| {
+                            !IGNORED_ANNOTATIONS.contains(&ak.as_str())
+                                && !ak.to_ascii_lowercase().contains("time")
+                        })
                         .map(|(ak, av)| (ak.clone(), av.clone()))
                         .collect();
                     if !kept.is_empty() {
@@ -263,11 +271,18 @@ pub fn keyed(v: Value) -> Value {
     match v {
         Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, keyed(v))).collect()),
         Value::Array(items) => {
-            let named: Option<Vec<&str>> = items.iter().map(|i| i.get("name").and_then(Value::as_str)).collect();
+            let named: Option<Vec<&str>> = items
+                .iter()
+                .map(|i| i.get("name").and_then(Value::as_str))
+                .collect();
             match named {
                 Some(names)
                     if !items.is_empty()
-                        && names.iter().collect::<std::collections::BTreeSet<_>>().len() == names.len() =>
+                        && names
+                            .iter()
+                            .collect::<std::collections::BTreeSet<_>>()
+                            .len()
+                            == names.len() =>
                 {
                     let names: Vec<String> = names.into_iter().map(str::to_string).collect();
                     Value::Object(
@@ -293,12 +308,22 @@ pub fn keyed(v: Value) -> Value {
 /// ITBench's recursive diff: keys added/removed/changed, lists replaced whole when their lengths
 /// differ, else compared element by element.
 pub fn diff(old: &Value, new: &Value, path: &str, out: &mut Vec<Value>) {
-    let here = || if path.is_empty() { "root".to_string() } else { path.to_string() };
+    let here = || {
+        if path.is_empty() {
+            "root".to_string()
+        } else {
+            path.to_string()
+        }
+    };
     match (old, new) {
         (Value::Object(a), Value::Object(b)) => {
             let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             for k in keys {
-                let sub = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let sub = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 match (a.get(k), b.get(k)) {
                     (None, Some(n)) => out.push(json!({"path": sub, "type": "added", "new": n})),
                     (Some(o), None) => out.push(json!({"path": sub, "type": "removed", "old": o})),
@@ -312,7 +337,9 @@ pub fn diff(old: &Value, new: &Value, path: &str, out: &mut Vec<Value>) {
                 diff(o, n, &format!("{path}[{i}]"), out);
             }
         }
-        (o, n) if o != n => out.push(json!({"path": here(), "type": "changed", "old": o, "new": n})),
+        (o, n) if o != n => {
+            out.push(json!({"path": here(), "type": "changed", "old": o, "new": n}))
+        }
         _ => {}
     }
 }
@@ -348,7 +375,12 @@ pub fn changes(source: &Source, p: ChangeParams) -> Result<Value> {
             None => "no objects in the window".to_string(),
         }));
     }
-    let first_seen = entities.values().filter_map(|v| v.first()).map(|v| v.observed).min().unwrap_or(0);
+    let first_seen = entities
+        .values()
+        .filter_map(|v| v.first())
+        .map(|v| v.observed)
+        .min()
+        .unwrap_or(0);
     let include_reference = p.include_reference_spec.unwrap_or(true);
     let include_flat = p.include_flat_change_items.unwrap_or(true);
     let include_no_change = p.include_no_change.unwrap_or(false);
@@ -361,9 +393,14 @@ pub fn changes(source: &Source, p: ChangeParams) -> Result<Value> {
             if window.start.is_some_and(|start| v.observed < start) {
                 continue;
             }
-            let created_during = v.change == "added" && (window.start.is_some() || v.observed > first_seen);
+            let created_during =
+                v.change == "added" && (window.start.is_some() || v.observed > first_seen);
             if created_during || v.change == "deleted" {
-                let (kind_of, key) = if v.change == "added" { ("entity_added", "new") } else { ("entity_removed", "old") };
+                let (kind_of, key) = if v.change == "added" {
+                    ("entity_added", "new")
+                } else {
+                    ("entity_removed", "old")
+                };
                 windows.push(json!({
                     "timestamp": served(&reading, v.observed),
                     "from_timestamp": null,
@@ -377,7 +414,10 @@ pub fn changes(source: &Source, p: ChangeParams) -> Result<Value> {
         }
         let mut items: Vec<Value> = Vec::new();
         let specs: Vec<Value> = if versions.len() >= 2 || include_reference {
-            versions.iter().map(|v| spec_of(&v.body, &reading)).collect()
+            versions
+                .iter()
+                .map(|v| spec_of(&v.body, &reading))
+                .collect()
         } else {
             Vec::new()
         };
@@ -394,7 +434,10 @@ pub fn changes(source: &Source, p: ChangeParams) -> Result<Value> {
             if let Some(max) = p.max_changes_per_diff.filter(|m| *m > 0) {
                 d.truncate(max);
             }
-            let (ts, from) = (served(&reading, versions[i].observed), served(&reading, versions[i - 1].observed));
+            let (ts, from) = (
+                served(&reading, versions[i].observed),
+                served(&reading, versions[i - 1].observed),
+            );
             if include_flat {
                 for item in &d {
                     let mut flat = json!({"timestamp": ts, "from_timestamp": from});
@@ -439,24 +482,54 @@ pub fn changes(source: &Source, p: ChangeParams) -> Result<Value> {
         }
         results.push(out);
     }
-    Ok(change_report(results, p.sort_by.as_deref(), p.offset.unwrap_or(0), limit(p.limit), entities.len()))
+    Ok(change_report(
+        results,
+        p.sort_by.as_deref(),
+        p.offset.unwrap_or(0),
+        limit(p.limit),
+        entities.len(),
+    ))
 }
 
 /// ITBench's answer around the entities with changes: totals, paging, the page as a list and
 /// as a map keyed by entity.
-fn change_report(mut results: Vec<Value>, sort_by: Option<&str>, offset: usize, limit: Option<usize>, observed: usize) -> Value {
+fn change_report(
+    mut results: Vec<Value>,
+    sort_by: Option<&str>,
+    offset: usize,
+    limit: Option<usize>,
+    observed: usize,
+) -> Value {
     let count = |e: &Value| e["change_count"].as_u64().unwrap_or(0);
     let items = |e: &Value| -> u64 {
-        e["changes"].as_array().into_iter().flatten().map(|w| w["change_item_total"].as_u64().unwrap_or(0)).sum()
+        e["changes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| w["change_item_total"].as_u64().unwrap_or(0))
+            .sum()
     };
     match sort_by {
-        Some("change_count") => results.sort_by(|a, b| count(b).cmp(&count(a)).then(a["entity"].as_str().cmp(&b["entity"].as_str()))),
-        _ => results.sort_by_key(|e| e["entity"].as_str().unwrap_or_default().to_ascii_lowercase()),
+        Some("change_count") => results.sort_by(|a, b| {
+            count(b)
+                .cmp(&count(a))
+                .then(a["entity"].as_str().cmp(&b["entity"].as_str()))
+        }),
+        _ => results.sort_by_key(|e| {
+            e["entity"]
+                .as_str()
+                .unwrap_or_default()
+                .to_ascii_lowercase()
+        }),
     }
     let total_events: u64 = results.iter().map(count).sum();
     let total_items: u64 = results.iter().map(items).sum();
     let total = results.len();
-    let page: Vec<Value> = results.into_iter().skip(offset).take(limit.unwrap_or(usize::MAX)).collect();
+    let page: Vec<Value> = results
+        .into_iter()
+        .skip(offset)
+        .take(limit.unwrap_or(usize::MAX))
+        .collect();
     let mut map = Map::new();
     for e in &page {
         let changes: Map<String, Value> = e["changes"]
@@ -464,7 +537,16 @@ fn change_report(mut results: Vec<Value>, sort_by: Option<&str>, offset: usize, 
             .into_iter()
             .flatten()
             .enumerate()
-            .map(|(i, w)| (format!("{} (from {})#{i}", w["timestamp"].as_str().unwrap_or(""), w["from_timestamp"].as_str().unwrap_or("None")), w.clone()))
+            .map(|(i, w)| {
+                (
+                    format!(
+                        "{} (from {})#{i}",
+                        w["timestamp"].as_str().unwrap_or(""),
+                        w["from_timestamp"].as_str().unwrap_or("None")
+                    ),
+                    w.clone(),
+                )
+            })
             .collect();
         map.insert(
             e["entity"].as_str().unwrap_or_default().to_string(),
@@ -535,7 +617,10 @@ pub fn spec(source: &Source, p: SpecParams) -> Result<Value> {
         out["warning"] = w.into();
     }
     if entities.len() > 1 {
-        let ids: Vec<String> = entities.keys().map(|(k, n, m)| entity_id(k, n.as_deref(), m)).collect();
+        let ids: Vec<String> = entities
+            .keys()
+            .map(|(k, n, m)| entity_id(k, n.as_deref(), m))
+            .collect();
         out["matched_entities"] = json!(ids);
         out["matched_entity_count"] = entities.len().into();
         out["entity_count"] = entities.len().into();

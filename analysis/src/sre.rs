@@ -95,7 +95,10 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
     let mut series: BTreeMap<String, BTreeMap<i64, Bucket>> = BTreeMap::new();
     let mut start = 0;
     while start < spans.len() {
-        let end = spans[start..].iter().position(|s| s.trace != spans[start].trace).map_or(spans.len(), |n| start + n);
+        let end = spans[start..]
+            .iter()
+            .position(|s| s.trace != spans[start].trace)
+            .map_or(spans.len(), |n| start + n);
         let trace = Trace::new(spans[start..end].iter().collect());
         start = end;
         for (s, hop) in trace.spans.iter().zip(&trace.hop_service) {
@@ -106,7 +109,11 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
             if p.service_name.as_deref().is_some_and(|n| n != hop) {
                 continue;
             }
-            let b = series.entry(hop.clone()).or_default().entry(s.start.div_euclid(width)).or_default();
+            let b = series
+                .entry(hop.clone())
+                .or_default()
+                .entry(s.start.div_euclid(width))
+                .or_default();
             b.requests += 1;
             b.errors += u64::from(s.error);
             b.latencies.push(s.duration_ms);
@@ -116,8 +123,14 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
     let mut unchanged: Vec<String> = Vec::new();
     for (service, buckets) in &series {
         let times: Vec<i64> = buckets.keys().map(|k| k * width).collect();
-        let errors: Vec<f64> = buckets.values().map(|b| b.errors as f64 * 100.0 / b.requests.max(1) as f64).collect();
-        let p99: Vec<f64> = buckets.values().map(|b| percentile(&b.latencies, 0.99)).collect();
+        let errors: Vec<f64> = buckets
+            .values()
+            .map(|b| b.errors as f64 * 100.0 / b.requests.max(1) as f64)
+            .collect();
+        let p99: Vec<f64> = buckets
+            .values()
+            .map(|b| percentile(&b.latencies, 0.99))
+            .collect();
         let requests: u64 = buckets.values().map(|b| b.requests).sum();
         let describe = |cp: Option<(usize, f64, f64)>, unit: &str| {
             cp.map(|(k, a, b)| json!({"changed_at": served(&reading, times[k]), "before": round(a, 2), "after": round(b, 2), "unit": unit}))
@@ -138,7 +151,13 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
         let err_size = err_cp.map_or(0.0, |(_, a, b)| (b - a).abs());
         let lat_size = lat_cp.map_or(0.0, |(_, a, b)| {
             let (lo, hi) = (a.min(b), a.max(b));
-            if lo > 0.0 { (hi / lo - 1.0) * 10.0 } else if hi > 0.0 { 100.0 } else { 0.0 }
+            if lo > 0.0 {
+                (hi / lo - 1.0) * 10.0
+            } else if hi > 0.0 {
+                100.0
+            } else {
+                0.0
+            }
         });
         out.push((
             err_size.max(lat_size),
@@ -160,20 +179,46 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
 }
 
 /// One entry of the timeline.
-fn entry(reading: &schemas::time::Reading, t: i64, pod: &str, container: Option<&str>, what: &str, detail: String) -> (i64, Value) {
-    (t, json!({"time": served(reading, t), "pod": pod, "container": container, "what": what, "detail": detail}))
+fn entry(
+    reading: &schemas::time::Reading,
+    t: i64,
+    pod: &str,
+    container: Option<&str>,
+    what: &str,
+    detail: String,
+) -> (i64, Value) {
+    (
+        t,
+        json!({"time": served(reading, t), "pod": pod, "container": container, "what": what, "detail": detail}),
+    )
 }
 
 pub fn restarts(source: &Source, p: RestartParams) -> Result<Value> {
     let reading = source.reading();
     let window = Window::parse(p.start_time.as_deref(), p.end_time.as_deref(), &reading)?;
     let owners = Owners::load(source)?;
-    let id = p.k8_object.as_deref().filter(|s| !s.trim().is_empty()).map(|s| ObjectId::parse(s, "k8_object")).transpose()?;
-    let pod_filter: Option<Vec<String>> = id.as_ref().map(|id| match id.kind.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        Some("pod") => vec![id.name.clone()],
-        _ => owners.pods_of(id.namespace.as_deref(), &id.name).into_iter().map(|(_, p)| p).collect(),
-    });
-    let keep = |pod: &str| pod_filter.as_ref().is_none_or(|pods| pods.iter().any(|p| p == pod));
+    let id = p
+        .k8_object
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| ObjectId::parse(s, "k8_object"))
+        .transpose()?;
+    let pod_filter: Option<Vec<String>> =
+        id.as_ref().map(
+            |id| match id.kind.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                Some("pod") => vec![id.name.clone()],
+                _ => owners
+                    .pods_of(id.namespace.as_deref(), &id.name)
+                    .into_iter()
+                    .map(|(_, p)| p)
+                    .collect(),
+            },
+        );
+    let keep = |pod: &str| {
+        pod_filter
+            .as_ref()
+            .is_none_or(|pods| pods.iter().any(|p| p == pod))
+    };
     let all_pods = pod_versions(source)?;
     let mut timeline: Vec<(i64, Value)> = Vec::new();
     let mut summary: BTreeMap<(String, String), (u64, u64, String)> = BTreeMap::new();
@@ -183,8 +228,14 @@ pub fn restarts(source: &Source, p: RestartParams) -> Result<Value> {
         }
         let mut last: BTreeMap<String, i64> = BTreeMap::new();
         for (t, body) in versions {
-            let Ok(v) = serde_json::from_str::<Value>(body) else { continue };
-            for cs in v["status"]["containerStatuses"].as_array().into_iter().flatten() {
+            let Ok(v) = serde_json::from_str::<Value>(body) else {
+                continue;
+            };
+            for cs in v["status"]["containerStatuses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
                 let name = cs["name"].as_str().unwrap_or_default().to_string();
                 let count = cs["restartCount"].as_i64().unwrap_or(0);
                 let before = last.insert(name.clone(), count).unwrap_or(0);
@@ -193,9 +244,21 @@ pub fn restarts(source: &Source, p: RestartParams) -> Result<Value> {
                 }
                 let term = &cs["lastState"]["terminated"];
                 let reason = term["reason"].as_str().unwrap_or("unknown").to_string();
-                let at = term["finishedAt"].as_str().and_then(schemas::time::parse_rfc3339).unwrap_or(*t);
-                let what = if reason == "OOMKilled" { "oom_killed" } else { "restarted" };
-                let detail = format!("restart {count}, reason {reason}, exit code {}", term["exitCode"].as_i64().map_or("?".into(), |c| c.to_string()));
+                let at = term["finishedAt"]
+                    .as_str()
+                    .and_then(schemas::time::parse_rfc3339)
+                    .unwrap_or(*t);
+                let what = if reason == "OOMKilled" {
+                    "oom_killed"
+                } else {
+                    "restarted"
+                };
+                let detail = format!(
+                    "restart {count}, reason {reason}, exit code {}",
+                    term["exitCode"]
+                        .as_i64()
+                        .map_or("?".into(), |c| c.to_string())
+                );
                 timeline.push(entry(&reading, at, pod, Some(&name), what, detail));
                 let s = summary.entry((ns.clone(), pod.clone())).or_default();
                 s.0 += (count - before) as u64;
@@ -206,7 +269,14 @@ pub fn restarts(source: &Source, p: RestartParams) -> Result<Value> {
     }
     for (t, ns, pod, reason, message) in pod_events(source, &window)? {
         if keep(&pod) {
-            timeline.push(entry(&reading, t, &pod, None, &format!("event:{reason}"), message));
+            timeline.push(entry(
+                &reading,
+                t,
+                &pod,
+                None,
+                &format!("event:{reason}"),
+                message,
+            ));
             summary.entry((ns, pod)).or_default();
         }
     }
@@ -218,7 +288,12 @@ pub fn restarts(source: &Source, p: RestartParams) -> Result<Value> {
                    "restarts": restarts, "oom_kills": ooms, "last_reason": (!reason.is_empty()).then_some(reason)})
         })
         .collect();
-    pods.sort_by(|a, b| b["restarts"].as_u64().cmp(&a["restarts"].as_u64()).then(a["pod"].as_str().cmp(&b["pod"].as_str())));
+    pods.sort_by(|a, b| {
+        b["restarts"]
+            .as_u64()
+            .cmp(&a["restarts"].as_u64())
+            .then(a["pod"].as_str().cmp(&b["pod"].as_str()))
+    });
     Ok(json!({
         "pods": pods,
         "timeline": timeline.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
@@ -228,12 +303,17 @@ pub fn restarts(source: &Source, p: RestartParams) -> Result<Value> {
 /// Every recorded version of every Pod: (namespace, name) → (observed, object JSON), in time order.
 fn pod_versions(source: &Source) -> Result<BTreeMap<(String, String), Vec<(i64, String)>>> {
     use schemas::tables::columns::objects as c;
-    let df = collect(source.scan(Table::Objects)?.filter(col(c::KIND).eq(lit("Pod"))).select([
-        col(c::NAMESPACE),
-        col(c::NAME),
-        col(c::OBSERVED).cast(DataType::Int64).alias("_t"),
-        col(c::OBJECT),
-    ]))?;
+    let df = collect(
+        source
+            .scan(Table::Objects)?
+            .filter(col(c::KIND).eq(lit("Pod")))
+            .select([
+                col(c::NAMESPACE),
+                col(c::NAME),
+                col(c::OBSERVED).cast(DataType::Int64).alias("_t"),
+                col(c::OBJECT),
+            ]),
+    )?;
     let ns = strings(&df, c::NAMESPACE)?;
     let names = strings_or_empty(&df, c::NAME)?;
     let times = ints(&df, "_t")?;
@@ -251,11 +331,29 @@ fn pod_versions(source: &Source) -> Result<BTreeMap<(String, String), Vec<(i64, 
 }
 
 /// Pod events that go with restarts: (time, namespace, pod, reason, message).
-fn pod_events(source: &Source, window: &Window) -> Result<Vec<(i64, String, String, String, String)>> {
+fn pod_events(
+    source: &Source,
+    window: &Window,
+) -> Result<Vec<(i64, String, String, String, String)>> {
     use schemas::tables::columns::events as c;
-    let reasons = ["Killing", "BackOff", "OOMKilling", "Unhealthy", "Evicted", "Failed"];
-    let mut lf = source.scan(Table::Events)?.filter(col(c::INVOLVED_KIND).eq(lit("Pod")));
-    lf = lf.filter(reasons.iter().map(|r| col(c::REASON).eq(lit(*r))).reduce(|a, b| a.or(b)).expect("reasons"));
+    let reasons = [
+        "Killing",
+        "BackOff",
+        "OOMKilling",
+        "Unhealthy",
+        "Evicted",
+        "Failed",
+    ];
+    let mut lf = source
+        .scan(Table::Events)?
+        .filter(col(c::INVOLVED_KIND).eq(lit("Pod")));
+    lf = lf.filter(
+        reasons
+            .iter()
+            .map(|r| col(c::REASON).eq(lit(*r)))
+            .reduce(|a, b| a.or(b))
+            .expect("reasons"),
+    );
     if let Some(pred) = window.predicate(c::TIME) {
         lf = lf.filter(pred);
     }
@@ -272,7 +370,15 @@ fn pod_events(source: &Source, window: &Window) -> Result<Vec<(i64, String, Stri
     let reason = strings_or_empty(&df, c::REASON)?;
     let message = strings_or_empty(&df, c::MESSAGE)?;
     Ok((0..df.height())
-        .map(|i| (t[i].unwrap_or(0), ns[i].clone(), pod[i].clone(), reason[i].clone(), message[i].clone()))
+        .map(|i| {
+            (
+                t[i].unwrap_or(0),
+                ns[i].clone(),
+                pod[i].clone(),
+                reason[i].clone(),
+                message[i].clone(),
+            )
+        })
         .collect())
 }
 

@@ -72,7 +72,11 @@ pub struct Span {
 pub fn peer_service(peer: &str) -> Option<String> {
     let host = peer.trim();
     let host = host.rsplit_once(':').map_or(host, |(h, port)| {
-        if port.chars().all(|c| c.is_ascii_digit()) { h } else { host }
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            h
+        } else {
+            host
+        }
     });
     let first = host.split('.').next()?.trim();
     let is_ip = host.chars().all(|c| c.is_ascii_digit() || c == '.') || host.contains(':');
@@ -89,21 +93,23 @@ pub fn load(source: &Source, from: Option<i64>, to: Option<i64>) -> Result<Vec<S
     if let Some(t) = to {
         lf = lf.filter(start().lt(lit(t)));
     }
-    let df = collect(lf.select([
-        col(c::TRACE_ID),
-        col(c::SPAN_ID),
-        col(c::PARENT_SPAN_ID),
-        col(c::SERVICE),
-        col(c::KIND),
-        start().alias("_start"),
-        col(c::DURATION),
-        col(c::STATUS_CODE),
-        col(c::STATUS_MESSAGE),
-        label(c::ATTRIBUTES, "peer.service")
-            .fill_null(label(c::ATTRIBUTES, "net.peer.name"))
-            .fill_null(label(c::ATTRIBUTES, "server.address"))
-            .alias("_peer"),
-    ]))?;
+    let df = collect(
+        lf.select([
+            col(c::TRACE_ID),
+            col(c::SPAN_ID),
+            col(c::PARENT_SPAN_ID),
+            col(c::SERVICE),
+            col(c::KIND),
+            start().alias("_start"),
+            col(c::DURATION),
+            col(c::STATUS_CODE),
+            col(c::STATUS_MESSAGE),
+            label(c::ATTRIBUTES, "peer.service")
+                .fill_null(label(c::ATTRIBUTES, "net.peer.name"))
+                .fill_null(label(c::ATTRIBUTES, "server.address"))
+                .alias("_peer"),
+        ]),
+    )?;
     let traces = strings_or_empty(&df, c::TRACE_ID)?;
     let ids = strings_or_empty(&df, c::SPAN_ID)?;
     let parents = strings(&df, c::PARENT_SPAN_ID)?;
@@ -143,8 +149,11 @@ pub struct Trace<'a> {
 
 impl<'a> Trace<'a> {
     pub fn new(spans: Vec<&'a Span>) -> Trace<'a> {
-        let index: HashMap<&str, usize> =
-            spans.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+        let index: HashMap<&str, usize> = spans
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.as_str(), i))
+            .collect();
         let mut children = vec![Vec::new(); spans.len()];
         let mut root = None;
         for (i, s) in spans.iter().enumerate() {
@@ -243,7 +252,11 @@ impl Window {
         self.traces.insert(s.trace.clone());
     }
     fn error_pct(&self) -> f64 {
-        if self.count == 0 { 0.0 } else { self.errors as f64 * 100.0 / self.count as f64 }
+        if self.count == 0 {
+            0.0
+        } else {
+            self.errors as f64 * 100.0 / self.count as f64
+        }
     }
     fn p99(&self) -> f64 {
         percentile(&self.latencies, 0.99)
@@ -285,8 +298,16 @@ fn severity(pre: &Window, post: &Window, err_thr: f64, lat_thr: f64) -> Option<&
     }
     let (pre_err, post_err) = (pre.error_pct(), post.error_pct());
     let (pre_lat, post_lat) = (pre.p99(), post.p99());
-    let err_change = if pre_err > 0.0 || post_err > 0.0 { delta_pct(pre_err, post_err).abs() } else { 0.0 };
-    let lat_change = if pre_lat > 0.0 || post_lat > 0.0 { delta_pct(pre_lat, post_lat).abs() } else { 0.0 };
+    let err_change = if pre_err > 0.0 || post_err > 0.0 {
+        delta_pct(pre_err, post_err).abs()
+    } else {
+        0.0
+    };
+    let lat_change = if pre_lat > 0.0 || post_lat > 0.0 {
+        delta_pct(pre_lat, post_lat).abs()
+    } else {
+        0.0
+    };
     let err_exceeds = err_change > err_thr || (pre_err == 0.0 && post_err > err_thr);
     if !err_exceeds && lat_change <= lat_thr {
         return None;
@@ -300,7 +321,11 @@ fn severity(pre: &Window, post: &Window, err_thr: f64, lat_thr: f64) -> Option<&
 
 fn rate(count: u64, secs: f64) -> String {
     let r = if secs > 0.0 { count as f64 / secs } else { 0.0 };
-    if r < 1.0 { format!("{r:.2}/s") } else { format!("{r:.0}/s") }
+    if r < 1.0 {
+        format!("{r:.2}/s")
+    } else {
+        format!("{r:.0}/s")
+    }
 }
 
 fn latency(ms: f64) -> String {
@@ -336,17 +361,23 @@ pub fn error_tree(source: &Source, p: Params) -> Result<Value> {
         .transpose()?;
     let err_thr = p.error_threshold_pct.unwrap_or(10.0);
     let lat_thr = p.latency_threshold_pct.unwrap_or(10.0);
-    let kind_filter = p.span_kind.as_deref().map(str::to_ascii_lowercase).filter(|k| !k.is_empty());
+    let kind_filter = p
+        .span_kind
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .filter(|k| !k.is_empty());
     let spans = match pivot {
         Some(t) => load(source, Some(t - delta), Some(t + delta))?,
         None => load(source, None, None)?,
     };
     if spans.is_empty() {
-        return Ok(json!({"message": "No traces found in the window", "all_paths": [], "critical_paths": []}));
+        return Ok(
+            json!({"message": "No traces found in the window", "all_paths": [], "critical_paths": []}),
+        );
     }
-    let (first, last) = spans
-        .iter()
-        .fold((i64::MAX, i64::MIN), |(a, b), s| (a.min(s.start), b.max(s.start)));
+    let (first, last) = spans.iter().fold((i64::MAX, i64::MIN), |(a, b), s| {
+        (a.min(s.start), b.max(s.start))
+    });
     let window_secs = match pivot {
         Some(_) => delta as f64 / 1e9,
         None => ((last - first) as f64 / 1e9).max(1.0),
@@ -379,7 +410,11 @@ pub fn error_tree(source: &Source, p: Params) -> Result<Value> {
                 continue;
             }
             let hop = stats.hops.entry(svc.clone()).or_default();
-            if is_post(s.start) { hop.1.add(s) } else { hop.0.add(s) }
+            if is_post(s.start) {
+                hop.1.add(s)
+            } else {
+                hop.0.add(s)
+            }
             if s.error
                 && let Some(m) = &s.message
             {
@@ -438,19 +473,27 @@ pub fn error_tree(source: &Source, p: Params) -> Result<Value> {
         },
     });
     if pivot.is_none() {
-        out["warnings"] = json!(["pivot_time not provided - comparative analysis disabled. Providing pivot_time is highly encouraged for incident investigation."]);
+        out["warnings"] = json!([
+            "pivot_time not provided - comparative analysis disabled. Providing pivot_time is highly encouraged for incident investigation."
+        ]);
     } else {
         let side = |w: &Window| {
-            (w.count > 0).then(|| json!({
-                "trace_count": w.traces.len(),
-                "span_count": w.count,
-                "error_rate_pct": (w.error_pct() * 10.0).round() / 10.0,
-                "latency_p99_ms": w.p99(),
-            }))
+            (w.count > 0).then(|| {
+                json!({
+                    "trace_count": w.traces.len(),
+                    "span_count": w.count,
+                    "error_rate_pct": (w.error_pct() * 10.0).round() / 10.0,
+                    "latency_p99_ms": w.p99(),
+                })
+            })
         };
         out["summary"] = json!({"pre": side(&total_pre), "post": side(&total_post)});
     }
-    out["all_paths"] = listed.into_iter().take(50).map(|(_, _, l)| Value::String(l)).collect();
+    out["all_paths"] = listed
+        .into_iter()
+        .take(50)
+        .map(|(_, _, l)| Value::String(l))
+        .collect();
     out["critical_paths"] = critical.into_iter().map(|(_, _, v)| v).collect();
     out["filters_applied"] = json!({
         "service_name": p.service_name,
@@ -491,7 +534,8 @@ fn critical_path(key: &str, severity: &str, stats: &PathStats, secs: f64) -> Val
         "sample_errors": stats.errors.iter().take(3).collect::<Vec<_>>(),
     });
     if let Some((err, svc)) = suspect {
-        path["root_cause_suspect"] = json!({"service": svc, "reason": format!("{err:.0}% error rate")});
+        path["root_cause_suspect"] =
+            json!({"service": svc, "reason": format!("{err:.0}% error rate")});
     }
     path
 }
@@ -521,7 +565,13 @@ mod tests {
             span("a", None, "frontend", "server", None),
             span("ab", Some("a"), "frontend", "client", Some("search")),
             span("abc", Some("ab"), "search", "server", None),
-            span("abcd", Some("abc"), "search", "client", Some("geo.hotel.svc.cluster.local")),
+            span(
+                "abcd",
+                Some("abc"),
+                "search",
+                "client",
+                Some("geo.hotel.svc.cluster.local"),
+            ),
         ];
         let t = Trace::new(spans.iter().collect());
         assert_eq!(t.path(), ["frontend", "search", "geo"]);
@@ -538,18 +588,30 @@ mod tests {
             failed,
             span("abce", Some("abc"), "search", "client", Some("rate")),
             span("abcef", Some("abce"), "rate", "server", None),
-            span("abcefg", Some("abcef"), "rate", "client", Some("memcached-rate")),
+            span(
+                "abcefg",
+                Some("abcef"),
+                "rate",
+                "client",
+                Some("memcached-rate"),
+            ),
         ];
         let t = Trace::new(spans.iter().collect());
         assert_eq!(t.path(), ["frontend", "search", "geo"]);
         let healthy: Vec<&Span> = spans.iter().filter(|s| !s.error).collect();
-        assert_eq!(Trace::new(healthy).path(), ["frontend", "search", "rate", "memcached-rate"]);
+        assert_eq!(
+            Trace::new(healthy).path(),
+            ["frontend", "search", "rate", "memcached-rate"]
+        );
     }
 
     #[test]
     fn peers_name_services_not_addresses() {
         assert_eq!(peer_service("geo:8083").as_deref(), Some("geo"));
-        assert_eq!(peer_service("mongodb-geo.ns.svc").as_deref(), Some("mongodb-geo"));
+        assert_eq!(
+            peer_service("mongodb-geo.ns.svc").as_deref(),
+            Some("mongodb-geo")
+        );
         assert_eq!(peer_service("10.0.0.1"), None);
         assert_eq!(percentile(&[3.0, 1.0, 2.0], 0.99), 3.0);
         assert_eq!(percentile(&[], 0.5), 0.0);

@@ -152,7 +152,11 @@ impl Recording {
             return Ok(());
         }
         self.write_segment(state, table, &rows)?;
-        if state.segments.get(&table).is_some_and(|s| s.len() > MAX_SEGMENTS) {
+        if state
+            .segments
+            .get(&table)
+            .is_some_and(|s| s.len() > MAX_SEGMENTS)
+        {
             self.merge(state, table)?;
         }
         Ok(())
@@ -173,7 +177,10 @@ impl Recording {
                 .map_err(|e| DatasetError::parquet(segment, e))?;
             for batch in reader {
                 let batch = batch.map_err(|e| DatasetError::arrow(segment, e))?;
-                file.write(&crate::encode::with_table_schema(table, &batch).map_err(|e| DatasetError::arrow(segment, e))?)?;
+                file.write(
+                    &crate::encode::with_table_schema(table, &batch)
+                        .map_err(|e| DatasetError::arrow(segment, e))?,
+                )?;
             }
         }
         file.finish()?;
@@ -187,7 +194,10 @@ impl Recording {
 
     fn write_segment(&self, state: &mut State, table: Table, rows: &[Row]) -> Result<()> {
         if state.closed {
-            return Err(DatasetError::invalid(&self.dir, "the recording is closed (its session ended)"));
+            return Err(DatasetError::invalid(
+                &self.dir,
+                "the recording is closed (its session ended)",
+            ));
         }
         let n = state.written;
         state.written += 1;
@@ -260,13 +270,21 @@ mod tests {
             assert_eq!(rec.segments(table).len(), 1, "{table}: the empty segment");
         }
         rec.push(&[log(2), log(1)]).unwrap();
-        assert_eq!(rec.segments(Table::Logs).len(), 1, "nothing written before a flush");
+        assert_eq!(
+            rec.segments(Table::Logs).len(),
+            1,
+            "nothing written before a flush"
+        );
         rec.flush().unwrap();
         let segments = rec.segments(Table::Logs);
         assert_eq!(segments.len(), 2);
         assert_eq!(rows_in(&segments), 2);
         rec.flush().unwrap();
-        assert_eq!(rec.segments(Table::Logs).len(), 2, "an empty flush adds nothing");
+        assert_eq!(
+            rec.segments(Table::Logs).len(),
+            2,
+            "an empty flush adds nothing"
+        );
         drop(rec);
         assert!(!dir.exists());
         // Many flushes: the segments are merged, every row kept.

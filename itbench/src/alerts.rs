@@ -22,7 +22,10 @@ pub fn snapshot_time(path: &Path, data: &Value) -> Option<i64> {
     }
     let stem = path.file_stem()?.to_string_lossy();
     let (date, rest) = stem.split_once('T').map(|(d, r)| {
-        (d.rsplit('_').next().unwrap_or(d).to_string(), r.trim_end_matches('Z').to_string())
+        (
+            d.rsplit('_').next().unwrap_or(d).to_string(),
+            r.trim_end_matches('Z').to_string(),
+        )
     })?;
     let date = NaiveDate::parse_from_str(&date, "%Y-%m-%d").ok()?;
     let (clock, frac) = rest.split_once('.').unwrap_or((&rest, ""));
@@ -38,7 +41,9 @@ pub fn snapshot_time(path: &Path, data: &Value) -> Option<i64> {
     } else {
         format!("{:0<9}", &frac[..frac.len().min(9)]).parse().ok()?
     };
-    let t = date.and_time(NaiveTime::from_hms_nano_opt(h, m, s, nanos)?).and_utc();
+    let t = date
+        .and_time(NaiveTime::from_hms_nano_opt(h, m, s, nanos)?)
+        .and_utc();
     t.timestamp_nanos_opt()
 }
 
@@ -47,7 +52,12 @@ fn text_map(v: &Value) -> Labels {
         .map(|m| {
             m.iter()
                 .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -67,12 +77,19 @@ pub fn read(path: &Path, rows: &mut Vec<Row>, report: &mut Report) -> Result<(),
     let data: Value = serde_json::from_str(&text)
         .map_err(|e| Error::format(path, e.line() as u64, e.to_string()))?;
     let Some(time) = snapshot_time(path, &data) else {
-        report.skip("alerts file without an observation time (no `timestamp`, no time in its name)", path.display());
+        report.skip(
+            "alerts file without an observation time (no `timestamp`, no time in its name)",
+            path.display(),
+        );
         return Ok(());
     };
     let alerts: Vec<Value> = match &data {
         Value::Array(a) => a.clone(),
-        Value::Object(o) => match o.get("data").and_then(|d| d.get("alerts")).or_else(|| o.get("alerts")) {
+        Value::Object(o) => match o
+            .get("data")
+            .and_then(|d| d.get("alerts"))
+            .or_else(|| o.get("alerts"))
+        {
             Some(Value::Array(a)) => a.clone(),
             _ => vec![data.clone()],
         },
@@ -86,7 +103,10 @@ pub fn read(path: &Path, rows: &mut Vec<Row>, report: &mut Report) -> Result<(),
             .cloned()
             .or_else(|| a["alertname"].as_str().map(str::to_string))
         else {
-            report.skip("alert without an alertname", format!("{}[{i}]", path.display()));
+            report.skip(
+                "alert without an alertname",
+                format!("{}[{i}]", path.display()),
+            );
             continue;
         };
         let active_at = a["activeAt"]
@@ -112,12 +132,20 @@ pub fn prometheus_float(v: f64) -> String {
         return "NaN".into();
     }
     if v.is_infinite() {
-        return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     let s = format!("{v:e}");
     let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    format!(
+        "{mantissa}e{}{:02}",
+        if exp < 0 { '-' } else { '+' },
+        exp.abs()
+    )
 }
 
 fn alert_json(a: &AlertRow) -> Value {
@@ -166,9 +194,15 @@ mod tests {
     #[test]
     fn observation_times_come_from_names_or_the_envelope() {
         let t = |name: &str, v: Value| snapshot_time(Path::new(name), &v);
-        let a = t("alerts/alerts_at_2025-12-15T17-30-49.329092.json", json!([]));
+        let a = t(
+            "alerts/alerts_at_2025-12-15T17-30-49.329092.json",
+            json!([]),
+        );
         assert_eq!(a, crate::tsv::parse_time("2025-12-15 17:30:49.329092"));
-        let b = t("alerts_in_alerting_state_2025-12-15T175223.904312Z.json", json!({}));
+        let b = t(
+            "alerts_in_alerting_state_2025-12-15T175223.904312Z.json",
+            json!({}),
+        );
         assert_eq!(b, crate::tsv::parse_time("2025-12-15 17:52:23.904312"));
         let c = t("x.json", json!({"timestamp": "2025-12-15T17:52:23Z"}));
         assert_eq!(c, crate::tsv::parse_time("2025-12-15 17:52:23"));
@@ -177,7 +211,10 @@ mod tests {
 
     #[test]
     fn values_are_written_as_prometheus_writes_them() {
-        assert_eq!(prometheus_float(0.022222222222222223), "2.2222222222222223e-02");
+        assert_eq!(
+            prometheus_float(0.022222222222222223),
+            "2.2222222222222223e-02"
+        );
         assert_eq!(prometheus_float(1.0), "1e+00");
         assert_eq!(prometheus_float(44037.17260273972), "4.403717260273972e+04");
         for v in [0.1, 1e-300, 123456.789, -2.5] {

@@ -30,8 +30,16 @@ pub fn is_chaos(api_version: Option<&str>) -> bool {
 /// An Event object (either API) as a row; `fallback` is the record's own time.
 pub fn event_row(e: &Value, fallback: i64) -> Option<EventRow> {
     let meta = &e["metadata"];
-    let involved = if e["involvedObject"].is_object() { &e["involvedObject"] } else { &e["regarding"] };
-    let source = if e["source"].is_object() { &e["source"] } else { &e["deprecatedSource"] };
+    let involved = if e["involvedObject"].is_object() {
+        &e["involvedObject"]
+    } else {
+        &e["regarding"]
+    };
+    let source = if e["source"].is_object() {
+        &e["source"]
+    } else {
+        &e["deprecatedSource"]
+    };
     let first = time(&e["firstTimestamp"]).or_else(|| time(&e["deprecatedFirstTimestamp"]));
     let last = time(&e["lastTimestamp"])
         .or_else(|| time(&e["deprecatedLastTimestamp"]))
@@ -45,12 +53,16 @@ pub fn event_row(e: &Value, fallback: i64) -> Option<EventRow> {
     Some(EventRow {
         time_ns: last.unwrap_or(fallback),
         first_time_ns: first,
-        namespace: text(&meta["namespace"]).or_else(|| text(&involved["namespace"])).unwrap_or_default(),
+        namespace: text(&meta["namespace"])
+            .or_else(|| text(&involved["namespace"]))
+            .unwrap_or_default(),
         name: text(&meta["name"])?,
         uid: text(&meta["uid"]).unwrap_or_default(),
         event_type: text(&e["type"]).unwrap_or_else(|| "Normal".into()),
         reason: text(&e["reason"]).unwrap_or_default(),
-        message: text(&e["message"]).or_else(|| text(&e["note"])).unwrap_or_default(),
+        message: text(&e["message"])
+            .or_else(|| text(&e["note"]))
+            .unwrap_or_default(),
         count: i32::try_from(count).unwrap_or(i32::MAX),
         involved_api_version: text(&involved["apiVersion"]),
         involved_kind: text(&involved["kind"]).unwrap_or_default(),
@@ -60,7 +72,8 @@ pub fn event_row(e: &Value, fallback: i64) -> Option<EventRow> {
         involved_field_path: text(&involved["fieldPath"]),
         source_component: text(&source["component"]),
         source_host: text(&source["host"]),
-        reporting_controller: text(&e["reportingComponent"]).or_else(|| text(&e["reportingController"])),
+        reporting_controller: text(&e["reportingComponent"])
+            .or_else(|| text(&e["reportingController"])),
         reporting_instance: text(&e["reportingInstance"]),
         action: text(&e["action"]),
     })
@@ -71,7 +84,11 @@ pub fn event_json(r: &EventRow) -> Value {
     let rfc = schemas::time::rfc3339_nanos;
     let trim = |ns: i64| {
         // Whole seconds are written as Kubernetes writes metav1.Time; finer ones keep every digit.
-        if ns.rem_euclid(1_000_000_000) == 0 { schemas::time::rfc3339(ns) } else { rfc(ns) }
+        if ns.rem_euclid(1_000_000_000) == 0 {
+            schemas::time::rfc3339(ns)
+        } else {
+            rfc(ns)
+        }
     };
     let mut involved = Map::new();
     let put = |m: &mut Map<String, Value>, k: &str, v: &Option<String>| {
@@ -223,7 +240,10 @@ mod tests {
         assert_eq!(row.message, "NGINX reload");
         assert_eq!(row.count, 13);
         assert_eq!(row.involved_kind, "Pod");
-        assert_eq!(row.source_component.as_deref(), Some("nginx-ingress-controller"));
+        assert_eq!(
+            row.source_component.as_deref(),
+            Some("nginx-ingress-controller")
+        );
         assert_eq!(row.time_ns, parse_time("2025-12-15T17:24:44Z").unwrap());
         let back = event_row(&event_json(&row), 0).unwrap();
         assert_eq!(back, row);

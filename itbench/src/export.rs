@@ -12,7 +12,9 @@ use datasets::Dataset;
 use schemas::tables::{Row, Table};
 use serde_json::json;
 
-use crate::{Error, Report, Staged, alerts, events, logs, metrics, objects, spans, truth, write_json};
+use crate::{
+    Error, Report, Staged, alerts, events, logs, metrics, objects, spans, truth, write_json,
+};
 
 /// How to export.
 #[derive(Debug, Clone, Default)]
@@ -32,18 +34,24 @@ fn rows<'a, T: TryFrom<Row>>(
     let path = ds.path(table)?;
     let mut batches = ds.batches(table, 64 * 1024)?;
     let mut pending: std::vec::IntoIter<Row> = Vec::new().into_iter();
-    Ok(std::iter::from_fn(move || loop {
-        if let Some(r) = pending.next() {
-            return Some(r);
-        }
-        let decoded = batches.next()?.map_err(|e| datasets::DatasetError::arrow(&path, e)).and_then(|b| {
-            datasets::encode::decode(table, &b).map_err(|e| datasets::DatasetError::arrow(&path, e))
-        });
-        match decoded {
-            Ok(rows) => pending = rows.into_iter(),
-            Err(e) => {
-                *failure.borrow_mut() = Some(e.into());
-                return None;
+    Ok(std::iter::from_fn(move || {
+        loop {
+            if let Some(r) = pending.next() {
+                return Some(r);
+            }
+            let decoded = batches
+                .next()?
+                .map_err(|e| datasets::DatasetError::arrow(&path, e))
+                .and_then(|b| {
+                    datasets::encode::decode(table, &b)
+                        .map_err(|e| datasets::DatasetError::arrow(&path, e))
+                });
+            match decoded {
+                Ok(rows) => pending = rows.into_iter(),
+                Err(e) => {
+                    *failure.borrow_mut() = Some(e.into());
+                    return None;
+                }
             }
         }
     })
@@ -74,7 +82,12 @@ fn architecture(dataset: &Path) -> Result<serde_json::Value, Error> {
 }
 
 /// Exports the dataset in `dataset` (the directory holding manifest.json) into `out`.
-pub fn export(dataset: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn FnMut(&str)) -> Result<Report, Error> {
+pub fn export(
+    dataset: &Path,
+    out: &Path,
+    opts: &ExportOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Report, Error> {
     let ds = Dataset::open(dataset)?;
     let staged = Staged::new(out)?;
     let dir = staged.tmp.clone();
@@ -88,20 +101,35 @@ pub fn export(dataset: &Path, out: &Path, opts: &ExportOptions, progress: &mut d
     }
     let failure = RefCell::new(None);
     progress("alerts");
-    let n = alerts::write(&dir.join("alerts"), rows(&ds, Table::Alerts, &failure)?.collect())?;
+    let n = alerts::write(
+        &dir.join("alerts"),
+        rows(&ds, Table::Alerts, &failure)?.collect(),
+    )?;
     check(&failure)?;
     report.files.insert("alerts".into(), n);
     progress("events");
-    events::write(&dir.join("k8s_events_raw.tsv"), rows(&ds, Table::Events, &failure)?)?;
+    events::write(
+        &dir.join("k8s_events_raw.tsv"),
+        rows(&ds, Table::Events, &failure)?,
+    )?;
     check(&failure)?;
     progress("objects");
-    objects::write(&dir.join("k8s_objects_raw.tsv"), rows(&ds, Table::Objects, &failure)?)?;
+    objects::write(
+        &dir.join("k8s_objects_raw.tsv"),
+        rows(&ds, Table::Objects, &failure)?,
+    )?;
     check(&failure)?;
     progress("logs");
-    logs::write(&dir.join("otel_logs_raw.tsv"), rows(&ds, Table::Logs, &failure)?)?;
+    logs::write(
+        &dir.join("otel_logs_raw.tsv"),
+        rows(&ds, Table::Logs, &failure)?,
+    )?;
     check(&failure)?;
     progress("traces");
-    spans::write(&dir.join("otel_traces_raw.tsv"), rows(&ds, Table::Spans, &failure)?)?;
+    spans::write(
+        &dir.join("otel_traces_raw.tsv"),
+        rows(&ds, Table::Spans, &failure)?,
+    )?;
     check(&failure)?;
     for kind in ["events", "objects", "logs", "traces"] {
         report.file(kind);
@@ -118,16 +146,27 @@ pub fn export(dataset: &Path, out: &Path, opts: &ExportOptions, progress: &mut d
     write_json(&dir.join("app.json"), &architecture(dataset)?)?;
     report.file("architecture");
     if let Some(entry) = ds.manifest().tables.get(&Table::Audit) {
-        report.skip_n("audit table (evaluator data: no ITBench file, never given to agents)", entry.rows, "audit.parquet");
+        report.skip_n(
+            "audit table (evaluator data: no ITBench file, never given to agents)",
+            entry.rows,
+            "audit.parquet",
+        );
     }
-    let beside = dataset.parent().unwrap_or(Path::new(".")).join("ground_truth.json");
+    let beside = dataset
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("ground_truth.json");
     if beside.is_file() {
         if opts.include_ground_truth {
             let gt = truth::read(&beside, "")?;
             let yaml = truth::to_itbench(&gt, &mut report)?;
             let path = dir.join("ground_truth.yaml");
             std::fs::write(&path, yaml).map_err(|e| Error::io(&path, e))?;
-            report.ground_truth = gt.extensions.get(truth::PROBLEM_ID).and_then(|v| v.as_str()).map(str::to_string);
+            report.ground_truth = gt
+                .extensions
+                .get(truth::PROBLEM_ID)
+                .and_then(|v| v.as_str())
+                .map(str::to_string);
             report.file("ground truth");
         } else {
             report.skip("ground truth beside the dataset (not written: --include-ground-truth writes it where agents can read it)", beside.display());

@@ -9,7 +9,9 @@ use datasets::{DatasetInfo, DatasetWriter};
 use schemas::TimeWindow;
 use schemas::tables::Row;
 
-use crate::{Error, Report, Staged, alerts, events, logs, metrics, objects, spans, truth, write_json};
+use crate::{
+    Error, Report, Staged, alerts, events, logs, metrics, objects, spans, truth, write_json,
+};
 
 /// How to import.
 #[derive(Debug, Clone, Default)]
@@ -26,7 +28,10 @@ fn entries(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
         .collect();
     v.sort();
     Ok(v)
@@ -34,7 +39,10 @@ fn entries(dir: &Path) -> Result<Vec<PathBuf>, Error> {
 
 /// `Scenario-2`, `scenario_12-fragments` → the scenario's number; other names as they are.
 pub fn scenario_id(dir: &Path) -> String {
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let lower = name.to_ascii_lowercase();
     for word in ["scenario", "incident"] {
         if let Some(at) = lower.find(word) {
@@ -45,7 +53,11 @@ pub fn scenario_id(dir: &Path) -> String {
                 .collect();
             if !digits.is_empty() {
                 let trimmed = digits.trim_start_matches('0');
-                return if trimmed.is_empty() { "0".into() } else { trimmed.to_string() };
+                return if trimmed.is_empty() {
+                    "0".into()
+                } else {
+                    trimmed.to_string()
+                };
             }
         }
     }
@@ -53,21 +65,35 @@ pub fn scenario_id(dir: &Path) -> String {
 }
 
 /// Reads every file of the snapshot into rows; returns the ground truth file when there is one.
-fn read_all(dir: &Path, rows: &mut Vec<Row>, report: &mut Report, progress: &mut dyn FnMut(&Path)) -> Result<Option<PathBuf>, Error> {
+fn read_all(
+    dir: &Path,
+    rows: &mut Vec<Row>,
+    report: &mut Report,
+    progress: &mut dyn FnMut(&Path),
+) -> Result<Option<PathBuf>, Error> {
     let mut seen = metrics::Seen::default();
     let mut truth_file = None;
     for path in entries(dir)? {
-        let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
         progress(&path);
         if path.is_dir() {
             match name.as_str() {
                 "alerts" => {
-                    for f in entries(&path)?.into_iter().filter(|f| f.extension().is_some_and(|e| e == "json")) {
+                    for f in entries(&path)?
+                        .into_iter()
+                        .filter(|f| f.extension().is_some_and(|e| e == "json"))
+                    {
                         alerts::read(&f, rows, report)?;
                     }
                 }
                 "metrics" => {
-                    for f in entries(&path)?.into_iter().filter(|f| f.extension().is_some_and(|e| e == "tsv")) {
+                    for f in entries(&path)?
+                        .into_iter()
+                        .filter(|f| f.extension().is_some_and(|e| e == "tsv"))
+                    {
                         progress(&f);
                         metrics::read(&f, rows, &mut seen, report)?;
                     }
@@ -78,7 +104,10 @@ fn read_all(dir: &Path, rows: &mut Vec<Row>, report: &mut Report, progress: &mut
         }
         if truth::is_ground_truth(&name) {
             if truth_file.is_some() {
-                report.skip("second ground truth file (the first is used)", path.display());
+                report.skip(
+                    "second ground truth file (the first is used)",
+                    path.display(),
+                );
             } else {
                 truth_file = Some(path);
             }
@@ -97,7 +126,10 @@ fn read_all(dir: &Path, rows: &mut Vec<Row>, report: &mut Report, progress: &mut
         } else if name == "metric_metadata.json" {
             metrics::read_metadata(&path, rows, report)?;
         } else if name == "app.json" || name.contains("architecture") || name.contains("topology") {
-            report.skip("application architecture or topology file (calls come from the traces)", path.display());
+            report.skip(
+                "application architecture or topology file (calls come from the traces)",
+                path.display(),
+            );
         } else {
             report.skip("file not recognised", path.display());
         }
@@ -110,7 +142,9 @@ fn drop_orphan_logs(rows: &mut Vec<Row>, report: &mut Report) {
     let pods: HashSet<(String, String)> = rows
         .iter()
         .filter_map(|r| match r {
-            Row::Object(o) if o.kind == "Pod" => Some((o.namespace.clone().unwrap_or_default(), o.name.clone())),
+            Row::Object(o) if o.kind == "Pod" => {
+                Some((o.namespace.clone().unwrap_or_default(), o.name.clone()))
+            }
             _ => None,
         })
         .collect();
@@ -119,7 +153,10 @@ fn drop_orphan_logs(rows: &mut Vec<Row>, report: &mut Report) {
     }
     rows.retain(|r| match r {
         Row::Log(l) if !pods.contains(&(l.namespace.clone(), l.pod.clone())) => {
-            report.skip("log line of a pod the objects never show (left out)", format!("{}/{}", l.namespace, l.pod));
+            report.skip(
+                "log line of a pod the objects never show (left out)",
+                format!("{}/{}", l.namespace, l.pod),
+            );
             false
         }
         _ => true,
@@ -131,7 +168,9 @@ fn info(rows: &[Row], application: Option<String>) -> Option<DatasetInfo> {
     let (lo, hi) = rows
         .iter()
         .filter_map(Row::time_ns)
-        .fold(None, |acc: Option<(i64, i64)>, t| Some(acc.map_or((t, t), |(a, b)| (a.min(t), b.max(t)))))?;
+        .fold(None, |acc: Option<(i64, i64)>, t| {
+            Some(acc.map_or((t, t), |(a, b)| (a.min(t), b.max(t))))
+        })?;
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for r in rows {
         let ns = match r {
@@ -150,21 +189,37 @@ fn info(rows: &[Row], application: Option<String>) -> Option<DatasetInfo> {
     let mut namespaces: Vec<(String, u64)> = counts.into_iter().collect();
     namespaces.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let namespaces: Vec<String> = namespaces.into_iter().map(|(n, _)| n).collect();
-    let application = application.or_else(|| namespaces.iter().any(|n| n == "otel-demo").then(|| "astronomy-shop".to_string()));
+    let application = application.or_else(|| {
+        namespaces
+            .iter()
+            .any(|n| n == "otel-demo")
+            .then(|| "astronomy-shop".to_string())
+    });
     let time = chrono::DateTime::from_timestamp_nanos;
     Some(DatasetInfo {
         environment: "import:itbench".into(),
         application,
         namespaces,
-        window: TimeWindow { start: time(lo), end: time(hi) },
+        window: TimeWindow {
+            start: time(lo),
+            end: time(hi),
+        },
         virtual_now: time(hi),
     })
 }
 
 /// Imports the ITBench scenario in `dir` into `out`; `progress` hears of each file as it is read.
-pub fn import(dir: &Path, out: &Path, opts: &ImportOptions, progress: &mut dyn FnMut(&Path)) -> Result<Report, Error> {
+pub fn import(
+    dir: &Path,
+    out: &Path,
+    opts: &ImportOptions,
+    progress: &mut dyn FnMut(&Path),
+) -> Result<Report, Error> {
     if !dir.is_dir() {
-        return Err(Error::invalid(dir, "is not a directory (expected an ITBench scenario directory)"));
+        return Err(Error::invalid(
+            dir,
+            "is not a directory (expected an ITBench scenario directory)",
+        ));
     }
     let staged = Staged::new(out)?;
     let mut report = Report {

@@ -144,7 +144,10 @@ pub(crate) struct Staged {
 impl Staged {
     pub fn new(out: &Path) -> Result<Staged, Error> {
         if out.exists() {
-            return Err(Error::invalid(out, "already exists; choose a new output directory"));
+            return Err(Error::invalid(
+                out,
+                "already exists; choose a new output directory",
+            ));
         }
         let name = out
             .file_name()
@@ -185,7 +188,7 @@ impl Drop for Staged {
 
 /// Writes JSON, pretty, to a file.
 pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<(), Error> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::invalid(path, e.to_string()))?;
+    let text =
+        serde_json::to_string_pretty(value).map_err(|e| Error::invalid(path, e.to_string()))?;
     std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))
 }

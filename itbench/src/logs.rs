@@ -77,7 +77,10 @@ impl Record<'_> {
 /// A dict column, or the report's note when it does not parse.
 pub fn dict(text: &str, column: &str, path: &Path, line: u64, report: &mut Report) -> Labels {
     pydict::parse(text).unwrap_or_else(|e| {
-        report.skip(&format!("{column} that does not parse as a dict (read as empty)"), format!("{}: {e}", at(path, line)));
+        report.skip(
+            &format!("{column} that does not parse as a dict (read as empty)"),
+            format!("{}: {e}", at(path, line)),
+        );
         Labels::new()
     })
 }
@@ -96,8 +99,20 @@ pub fn read(path: &Path, rows: &mut Vec<Row>, report: &mut Report) -> Result<(),
         };
         let (res, attrs) = if raw {
             (
-                dict(r.text("ResourceAttributes"), "ResourceAttributes", path, r.line, report),
-                dict(r.text("LogAttributes"), "LogAttributes", path, r.line, report),
+                dict(
+                    r.text("ResourceAttributes"),
+                    "ResourceAttributes",
+                    path,
+                    r.line,
+                    report,
+                ),
+                dict(
+                    r.text("LogAttributes"),
+                    "LogAttributes",
+                    path,
+                    r.line,
+                    report,
+                ),
             )
         } else {
             (Labels::new(), Labels::new())
@@ -105,27 +120,52 @@ pub fn read(path: &Path, rows: &mut Vec<Row>, report: &mut Report) -> Result<(),
         let pick = |keys: &[&str], columns: &[&str]| -> String {
             keys.iter()
                 .find_map(|k| res.get(*k).filter(|v| !v.is_empty()).cloned())
-                .or_else(|| columns.iter().map(|c| r.text(c)).find(|v| !v.is_empty()).map(str::to_string))
+                .or_else(|| {
+                    columns
+                        .iter()
+                        .map(|c| r.text(c))
+                        .find(|v| !v.is_empty())
+                        .map(str::to_string)
+                })
                 .unwrap_or_default()
         };
         let namespace = pick(&["k8s.namespace.name"], &["k8s_namespace", "namespace"]);
         let pod = pick(&["k8s.pod.name"], &["k8s_pod_name", "pod"]);
         if pod.is_empty() || namespace.is_empty() {
-            report.skip("log record without k8s.pod.name / k8s.namespace.name (a log line needs its pod)", here);
+            report.skip(
+                "log record without k8s.pod.name / k8s.namespace.name (a log line needs its pod)",
+                here,
+            );
             return Ok(());
         }
-        let container = pick(&["k8s.container.name", "service.name"], &["ServiceName", "service_name"]);
-        let container = if container.is_empty() { pod.clone() } else { container };
+        let container = pick(
+            &["k8s.container.name", "service.name"],
+            &["ServiceName", "service_name"],
+        );
+        let container = if container.is_empty() {
+            pod.clone()
+        } else {
+            container
+        };
         if !r.text("SeverityText").is_empty() || !r.text("TraceId").is_empty() {
-            report.skip("log record severity and trace/span ids (a container log line has no such columns)", &here);
+            report.skip(
+                "log record severity and trace/span ids (a container log line has no such columns)",
+                &here,
+            );
         }
         rows.push(Row::Log(LogRow {
             time_ns: time,
             namespace,
             pod,
             container,
-            restart: res.get("k8s.container.restart_count").and_then(|c| c.parse().ok()).unwrap_or(0),
-            stream: attrs.get("log.iostream").cloned().unwrap_or_else(|| "stdout".into()),
+            restart: res
+                .get("k8s.container.restart_count")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0),
+            stream: attrs
+                .get("log.iostream")
+                .cloned()
+                .unwrap_or_else(|| "stdout".into()),
             line: r.text(if raw { "Body" } else { "body" }).to_string(),
         }));
         Ok(())

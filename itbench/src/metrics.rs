@@ -17,7 +17,14 @@ use crate::logs::dict;
 use crate::tsv::{Reader, Writer, millis_text, parse_time};
 use crate::{Error, Report, at};
 
-pub const POD_COLUMNS: [&str; 6] = ["metric_name", "timestamp", "value", "pod_name", "namespace", "tags"];
+pub const POD_COLUMNS: [&str; 6] = [
+    "metric_name",
+    "timestamp",
+    "value",
+    "pod_name",
+    "namespace",
+    "tags",
+];
 pub const SERVICE_COLUMNS: [&str; 9] = [
     "metric_name",
     "timestamp",
@@ -44,17 +51,26 @@ fn value(text: &str) -> Option<f64> {
 }
 
 /// Reads one metrics file.
-pub fn read(path: &Path, rows: &mut Vec<Row>, seen: &mut Seen, report: &mut Report) -> Result<(), Error> {
+pub fn read(
+    path: &Path,
+    rows: &mut Vec<Row>,
+    seen: &mut Seen,
+    report: &mut Report,
+) -> Result<(), Error> {
     let reader = Reader::open(path)?;
     if !reader.has("metric_name") || !reader.has("value") {
-        report.skip("metrics file without metric_name and value columns", path.display());
+        report.skip(
+            "metrics file without metric_name and value columns",
+            path.display(),
+        );
         return Ok(());
     }
     report.file("metrics");
     reader.for_each(|r| {
         let here = at(path, r.line);
         let metric = r.text("metric_name").to_string();
-        let (Some(time), Some(v)) = (parse_time(r.text("timestamp")), value(r.text("value"))) else {
+        let (Some(time), Some(v)) = (parse_time(r.text("timestamp")), value(r.text("value")))
+        else {
             report.skip("sample without a readable timestamp or value", here);
             return Ok(());
         };
@@ -66,7 +82,13 @@ pub fn read(path: &Path, rows: &mut Vec<Row>, seen: &mut Seen, report: &mut Repo
         labels.remove("__name__");
         if labels.is_empty() {
             // No tags: the columns are all the series says.
-            for (column, label) in [("pod_name", "pod"), ("namespace", "namespace"), ("service_name", "service_name"), ("bucket_le", "le"), ("status_code", "status_code")] {
+            for (column, label) in [
+                ("pod_name", "pod"),
+                ("namespace", "namespace"),
+                ("service_name", "service_name"),
+                ("bucket_le", "le"),
+                ("status_code", "status_code"),
+            ] {
                 let v = r.text(column).trim();
                 if !v.is_empty() {
                     labels.insert(label.into(), v.into());
@@ -79,14 +101,22 @@ pub fn read(path: &Path, rows: &mut Vec<Row>, seen: &mut Seen, report: &mut Repo
                 return Ok(());
             }
             Some(_) => {
-                report.skip("sample of the same series and time with another value (the first kept)", here);
+                report.skip(
+                    "sample of the same series and time with another value (the first kept)",
+                    here,
+                );
                 return Ok(());
             }
             None => {
                 seen.0.insert((metric.clone(), labels.clone(), time), v);
             }
         }
-        rows.push(Row::Metric(MetricSample { metric, labels, time_ns: time, value: v }));
+        rows.push(Row::Metric(MetricSample {
+            metric,
+            labels,
+            time_ns: time,
+            value: v,
+        }));
         Ok(())
     })
 }
@@ -105,10 +135,16 @@ pub struct Meta {
 
 pub fn read_metadata(path: &Path, rows: &mut Vec<Row>, report: &mut Report) -> Result<(), Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let metas: Vec<Meta> = serde_json::from_str(&text).map_err(|e| Error::format(path, e.line() as u64, e.to_string()))?;
+    let metas: Vec<Meta> = serde_json::from_str(&text)
+        .map_err(|e| Error::format(path, e.line() as u64, e.to_string()))?;
     report.file("metric metadata");
     rows.extend(metas.into_iter().map(|m| {
-        Row::MetricMeta(MetricMeta { metric: m.metric, metric_type: m.metric_type, help: m.help, unit: m.unit })
+        Row::MetricMeta(MetricMeta {
+            metric: m.metric,
+            metric_type: m.metric_type,
+            help: m.help,
+            unit: m.unit,
+        })
     }));
     Ok(())
 }
@@ -128,7 +164,11 @@ fn file_of(s: &MetricSample) -> (String, bool) {
     if let Some(pod) = s.labels.get("pod") {
         return (format!("pod_{}_raw.tsv", clean(pod)), false);
     }
-    if let Some(node) = s.labels.get("node").or_else(|| s.labels.get("kubernetes_io_hostname")) {
+    if let Some(node) = s
+        .labels
+        .get("node")
+        .or_else(|| s.labels.get("kubernetes_io_hostname"))
+    {
         return (format!("node_{}_raw.tsv", clean(node)), false);
     }
     ("cluster_all_raw.tsv".into(), false)
@@ -154,7 +194,11 @@ pub fn write(dir: &Path, samples: impl Iterator<Item = MetricSample>) -> Result<
         let (name, service) = file_of(&s);
         if !writers.contains_key(&name) {
             let path: PathBuf = dir.join(&name);
-            let header: &[&str] = if service { &SERVICE_COLUMNS } else { &POD_COLUMNS };
+            let header: &[&str] = if service {
+                &SERVICE_COLUMNS
+            } else {
+                &POD_COLUMNS
+            };
             writers.insert(name.clone(), Writer::create(&path, header)?);
         }
         let w = writers.get_mut(&name).expect("writer just made");
@@ -166,15 +210,28 @@ pub fn write(dir: &Path, samples: impl Iterator<Item = MetricSample>) -> Result<
                 s.metric.clone(),
                 millis_text(s.time_ns),
                 value,
-                s.labels.get("service_name").cloned().unwrap_or_else(|| label("destination_canonical_service")),
+                s.labels
+                    .get("service_name")
+                    .cloned()
+                    .unwrap_or_else(|| label("destination_canonical_service")),
                 label("namespace"),
                 label("le"),
                 tags,
                 metric_type(&s.metric).to_string(),
-                s.labels.get("status_code").cloned().unwrap_or_else(|| label("response_code")),
+                s.labels
+                    .get("status_code")
+                    .cloned()
+                    .unwrap_or_else(|| label("response_code")),
             ])?;
         } else {
-            w.row([s.metric.clone(), millis_text(s.time_ns), value, label("pod"), label("namespace"), tags])?;
+            w.row([
+                s.metric.clone(),
+                millis_text(s.time_ns),
+                value,
+                label("pod"),
+                label("namespace"),
+                tags,
+            ])?;
         }
         n += 1;
     }
@@ -189,7 +246,12 @@ pub fn write(dir: &Path, samples: impl Iterator<Item = MetricSample>) -> Result<
 pub fn write_metadata(path: &Path, metas: Vec<MetricMeta>) -> Result<(), Error> {
     let list: Vec<Meta> = metas
         .into_iter()
-        .map(|m| Meta { metric: m.metric, metric_type: m.metric_type, help: m.help, unit: m.unit })
+        .map(|m| Meta {
+            metric: m.metric,
+            metric_type: m.metric_type,
+            help: m.help,
+            unit: m.unit,
+        })
         .collect();
     crate::write_json(path, &list)
 }
@@ -201,7 +263,10 @@ mod tests {
     fn sample(metric: &str, labels: &[(&str, &str)]) -> MetricSample {
         MetricSample {
             metric: metric.into(),
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             time_ns: 0,
             value: 1.0,
         }
@@ -209,10 +274,19 @@ mod tests {
 
     #[test]
     fn series_go_to_the_file_of_their_object() {
-        assert_eq!(file_of(&sample("container_cpu", &[("pod", "cart-1")])).0, "pod_cart-1_raw.tsv");
-        let span = sample("traces_span_metrics_calls_total", &[("service_name", "cart"), ("pod", "otel-collector-1")]);
+        assert_eq!(
+            file_of(&sample("container_cpu", &[("pod", "cart-1")])).0,
+            "pod_cart-1_raw.tsv"
+        );
+        let span = sample(
+            "traces_span_metrics_calls_total",
+            &[("service_name", "cart"), ("pod", "otel-collector-1")],
+        );
         assert_eq!(file_of(&span), ("service_cart_raw.tsv".into(), true));
-        assert_eq!(file_of(&sample("node_load1", &[("node", "n1")])).0, "node_n1_raw.tsv");
+        assert_eq!(
+            file_of(&sample("node_load1", &[("node", "n1")])).0,
+            "node_n1_raw.tsv"
+        );
         assert_eq!(file_of(&sample("up", &[])).0, "cluster_all_raw.tsv");
         assert_eq!(metric_type("x_bucket"), "duration_p95");
         assert_eq!(value("+Inf"), Some(f64::INFINITY));

@@ -21,7 +21,11 @@ use crate::{Error, Report, at};
 pub fn read(path: &Path, rows: &mut Vec<Row>, report: &mut Report) -> Result<(), Error> {
     let reader = Reader::open(path)?;
     let body_column = if reader.has("Body") { "Body" } else { "body" };
-    let time_column = if reader.has("Timestamp") { "Timestamp" } else { "timestamp" };
+    let time_column = if reader.has("Timestamp") {
+        "Timestamp"
+    } else {
+        "timestamp"
+    };
     report.file("objects");
     let redactor = Redactor::random();
     let mut seen: HashSet<(String, Option<String>, String, String)> = HashSet::new();
@@ -49,17 +53,26 @@ pub fn read(path: &Path, rows: &mut Vec<Row>, report: &mut Report) -> Result<(),
         };
         let api_version = object["apiVersion"].as_str().unwrap_or("v1").to_string();
         if is_chaos(Some(&api_version)) {
-            report.skip("chaos-mesh resource (left out: it names the injected fault)", here);
+            report.skip(
+                "chaos-mesh resource (left out: it names the injected fault)",
+                here,
+            );
             return Ok(());
         }
         let (kind, name) = (kind.to_string(), name.to_string());
         let namespace = meta["namespace"].as_str().map(str::to_string);
         let uid = meta["uid"].as_str().unwrap_or_default().to_string();
-        let resource_version = meta["resourceVersion"].as_str().unwrap_or_default().to_string();
+        let resource_version = meta["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if let Some(m) = object["metadata"].as_object_mut()
             && m.remove("managedFields").is_some()
         {
-            report.skip("managedFields of an object (dropped, as faultline records objects)", &here);
+            report.skip(
+                "managedFields of an object (dropped, as faultline records objects)",
+                &here,
+            );
         }
         if kind == "Secret" {
             redactor.redact_secret(&mut object);

@@ -14,7 +14,11 @@ pub fn parse(text: &str) -> Result<Labels, String> {
     if t.is_empty() {
         return Ok(Labels::new());
     }
-    let mut p = Parser { s: t.as_bytes(), text: t, at: 0 };
+    let mut p = Parser {
+        s: t.as_bytes(),
+        text: t,
+        at: 0,
+    };
     let v = p.value()?;
     p.space();
     if p.at != p.s.len() {
@@ -122,7 +126,9 @@ impl Parser<'_> {
                     "None" | "null" => Value::Null,
                     "True" | "true" => Value::Bool(true),
                     "False" | "false" => Value::Bool(false),
-                    _ if word.is_empty() => return Err(format!("expected a value at byte {start}")),
+                    _ if word.is_empty() => {
+                        return Err(format!("expected a value at byte {start}"));
+                    }
                     _ => serde_json::from_str::<serde_json::Number>(word)
                         .map(Value::Number)
                         .unwrap_or_else(|_| Value::String(word.to_string())),
@@ -160,9 +166,14 @@ impl Parser<'_> {
                                 'u' => 4,
                                 _ => 8,
                             };
-                            let hex: String = (0..n).filter_map(|_| chars.next().map(|c| c.1)).collect();
-                            let code = u32::from_str_radix(&hex, 16).map_err(|_| format!("bad escape \\{e}{hex}"))?;
-                            out.push(char::from_u32(code).ok_or_else(|| format!("bad code point {hex}"))?);
+                            let hex: String =
+                                (0..n).filter_map(|_| chars.next().map(|c| c.1)).collect();
+                            let code = u32::from_str_radix(&hex, 16)
+                                .map_err(|_| format!("bad escape \\{e}{hex}"))?;
+                            out.push(
+                                char::from_u32(code)
+                                    .ok_or_else(|| format!("bad code point {hex}"))?,
+                            );
                         }
                         other => out.push(other),
                     }
@@ -184,7 +195,9 @@ fn quote(s: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -212,7 +225,10 @@ mod tests {
 
     #[test]
     fn reads_what_pandas_writes() {
-        let l = parse("{'k8s.namespace.name': 'otel-demo', 'n': 4, 'ok': True, 'x': None, 'q': \"it's\"}").unwrap();
+        let l = parse(
+            "{'k8s.namespace.name': 'otel-demo', 'n': 4, 'ok': True, 'x': None, 'q': \"it's\"}",
+        )
+        .unwrap();
         assert_eq!(l["k8s.namespace.name"], "otel-demo");
         assert_eq!(l["n"], "4");
         assert_eq!(l["ok"], "true");

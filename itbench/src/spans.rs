@@ -52,12 +52,18 @@ fn kind(text: &str) -> String {
 fn status(text: &str) -> String {
     let s = text.trim().to_ascii_lowercase();
     let s = s.strip_prefix("status_code_").unwrap_or(&s);
-    if s.is_empty() { "unset".into() } else { s.to_string() }
+    if s.is_empty() {
+        "unset".into()
+    } else {
+        s.to_string()
+    }
 }
 
 fn capital(s: &str) -> String {
     let mut c = s.chars();
-    c.next().map_or_else(String::new, |f| f.to_uppercase().collect::<String>() + c.as_str())
+    c.next().map_or_else(String::new, |f| {
+        f.to_uppercase().collect::<String>() + c.as_str()
+    })
 }
 
 fn empty_list(text: &str) -> bool {
@@ -76,7 +82,9 @@ pub fn read(path: &Path, rows: &mut Vec<Row>, report: &mut Report) -> Result<(),
         let trace = r.text(c("TraceId", "trace_id")).trim().to_ascii_lowercase();
         let span = r.text(c("SpanId", "span_id")).trim().to_ascii_lowercase();
         let start = parse_time(r.text(c("Timestamp", "timestamp")));
-        let duration = r.get(c("Duration", "duration")).and_then(|d| d.trim().parse::<f64>().ok());
+        let duration = r
+            .get(c("Duration", "duration"))
+            .and_then(|d| d.trim().parse::<f64>().ok());
         let (Some(start), Some(duration)) = (start, duration) else {
             report.skip("span without a readable Timestamp or Duration", here);
             return Ok(());
@@ -86,19 +94,38 @@ pub fn read(path: &Path, rows: &mut Vec<Row>, report: &mut Report) -> Result<(),
             return Ok(());
         }
         if !r.complete {
-            report.skip("span record cut short by the end of the file (kept: the fields up to the cut)", &here);
+            report.skip(
+                "span record cut short by the end of the file (kept: the fields up to the cut)",
+                &here,
+            );
         }
-        let mut attributes = dict(r.text(c("SpanAttributes", "span_attributes")), "SpanAttributes", path, r.line, report);
-        for (column, key) in [(c("ScopeName", "scope_name"), SCOPE_NAME), (c("ScopeVersion", "scope_version"), SCOPE_VERSION), (c("TraceState", "trace_state"), TRACE_STATE)] {
+        let mut attributes = dict(
+            r.text(c("SpanAttributes", "span_attributes")),
+            "SpanAttributes",
+            path,
+            r.line,
+            report,
+        );
+        for (column, key) in [
+            (c("ScopeName", "scope_name"), SCOPE_NAME),
+            (c("ScopeVersion", "scope_version"), SCOPE_VERSION),
+            (c("TraceState", "trace_state"), TRACE_STATE),
+        ] {
             let v = r.text(column);
             if !v.is_empty() {
                 attributes.insert(key.to_string(), v.to_string());
             }
         }
         if !empty_list(r.text("Events.Name")) || !empty_list(r.text("Links.TraceId")) {
-            report.skip("span events and links (the spans table has no such columns)", &here);
+            report.skip(
+                "span events and links (the spans table has no such columns)",
+                &here,
+            );
         }
-        let parent = r.text(c("ParentSpanId", "parent_span_id")).trim().to_ascii_lowercase();
+        let parent = r
+            .text(c("ParentSpanId", "parent_span_id"))
+            .trim()
+            .to_ascii_lowercase();
         let message = r.text(c("StatusMessage", "status_message"));
         rows.push(Row::Span(SpanRow {
             trace_id: trace,
@@ -111,7 +138,13 @@ pub fn read(path: &Path, rows: &mut Vec<Row>, report: &mut Report) -> Result<(),
             duration_ns: duration as i64,
             status_code: status(r.text(c("StatusCode", "status_code"))),
             status_message: Some(message.to_string()).filter(|m| !m.is_empty()),
-            resource_attributes: dict(r.text(c("ResourceAttributes", "resource_attributes")), "ResourceAttributes", path, r.line, report),
+            resource_attributes: dict(
+                r.text(c("ResourceAttributes", "resource_attributes")),
+                "ResourceAttributes",
+                path,
+                r.line,
+                report,
+            ),
             attributes,
         }));
         Ok(())
@@ -133,7 +166,10 @@ pub fn orphans_to_roots(rows: &mut [Row], report: &mut Report) {
             && let Some(p) = &s.parent_span_id
             && !ids.contains(&(s.trace_id.clone(), p.clone()))
         {
-            report.skip("parent span not in the snapshot (the span became a root)", format!("trace {} span {}", s.trace_id, s.span_id));
+            report.skip(
+                "parent span not in the snapshot (the span became a root)",
+                format!("trace {} span {}", s.trace_id, s.span_id),
+            );
             s.parent_span_id = None;
         }
     }

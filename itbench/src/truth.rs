@@ -19,19 +19,27 @@ pub const PROBLEM_ID: &str = "problem_id";
 /// `gt.json`, ...).
 pub fn is_ground_truth(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    let ext_ok = [".yaml", ".yml", ".json"].iter().any(|e| lower.ends_with(e));
-    ext_ok && (lower.contains("ground_truth") || lower.contains("groundtruth") || lower.starts_with("gt."))
+    let ext_ok = [".yaml", ".yml", ".json"]
+        .iter()
+        .any(|e| lower.ends_with(e));
+    ext_ok
+        && (lower.contains("ground_truth")
+            || lower.contains("groundtruth")
+            || lower.starts_with("gt."))
 }
 
 /// Reads an ITBench (or faultline) ground truth; `problem_id` is the id it is kept under when the
 /// document carries none.
 pub fn read(path: &Path, problem_id: &str) -> Result<GroundTruth, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let value: Value = serde_norway::from_str(&text).map_err(|e| Error::invalid(path, format!("not YAML or JSON: {e}")))?;
+    let value: Value = serde_norway::from_str(&text)
+        .map_err(|e| Error::invalid(path, format!("not YAML or JSON: {e}")))?;
     let mut truth = if value.get("components").is_some() && value.get("schema_version").is_some() {
-        serde_json::from_value::<GroundTruth>(value).map_err(|e| Error::invalid(path, format!("not a faultline ground truth: {e}")))?
+        serde_json::from_value::<GroundTruth>(value)
+            .map_err(|e| Error::invalid(path, format!("not a faultline ground truth: {e}")))?
     } else {
-        let doc = ItbenchDocument::from_value(value).map_err(|e| Error::invalid(path, format!("not an ITBench v1 ground truth: {e}")))?;
+        let doc = ItbenchDocument::from_value(value)
+            .map_err(|e| Error::invalid(path, format!("not an ITBench v1 ground truth: {e}")))?;
         GroundTruth::from(&doc.body)
     };
     truth.check().map_err(|e| Error::invalid(path, e))?;
@@ -40,24 +48,40 @@ pub fn read(path: &Path, problem_id: &str) -> Result<GroundTruth, Error> {
         Some(Value::Number(n)) => n.to_string(),
         _ => problem_id.to_string(),
     };
-    truth.extensions.entry(PROBLEM_ID.into()).or_insert(Value::String(id));
+    truth
+        .extensions
+        .entry(PROBLEM_ID.into())
+        .or_insert(Value::String(id));
     Ok(truth)
 }
 
 /// The ground truth as ITBench's v1 YAML, noting what it cannot say.
 pub fn to_itbench(truth: &GroundTruth, report: &mut Report) -> Result<String, Error> {
     for f in &truth.faults {
-        if f.layer.is_some() || f.onset.is_some() || f.target.namespace.is_some() || !f.target.aliases.is_empty() {
+        if f.layer.is_some()
+            || f.onset.is_some()
+            || f.target.namespace.is_some()
+            || !f.target.aliases.is_empty()
+        {
             report.skip("fault layer, onset, target namespace and aliases (ITBench's ground truth has no such fields)", &f.target.name);
         }
     }
     if !truth.description.is_empty() {
         report.skip("ground-truth description (no ITBench field)", "description");
     }
-    let other = truth.symptoms.iter().filter(|s| s.kind != schemas::ground_truth::SymptomKind::Alert).count();
-    report.skip_n("non-alert symptoms (ITBench lists alerts only)", other as u64, "symptoms");
+    let other = truth
+        .symptoms
+        .iter()
+        .filter(|s| s.kind != schemas::ground_truth::SymptomKind::Alert)
+        .count();
+    report.skip_n(
+        "non-alert symptoms (ITBench lists alerts only)",
+        other as u64,
+        "symptoms",
+    );
     let body = ItbenchGroundTruth::from(truth);
-    serde_norway::to_string(&body).map_err(|e| Error::invalid(Path::new("ground_truth.yaml"), e.to_string()))
+    serde_norway::to_string(&body)
+        .map_err(|e| Error::invalid(Path::new("ground_truth.yaml"), e.to_string()))
 }
 
 #[cfg(test)]
@@ -67,7 +91,9 @@ mod tests {
     #[test]
     fn ground_truth_files_are_recognised() {
         assert!(is_ground_truth("ground_truth.yaml"));
-        assert!(is_ground_truth("ground_truth.itbench_repo_groundtruth_v1.yaml"));
+        assert!(is_ground_truth(
+            "ground_truth.itbench_repo_groundtruth_v1.yaml"
+        ));
         assert!(is_ground_truth("groundtruth_v1.yaml"));
         assert!(!is_ground_truth("k8s_events_raw.tsv"));
         assert!(!is_ground_truth("ground_truth.txt"));

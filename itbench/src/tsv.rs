@@ -163,10 +163,14 @@ pub fn parse_time(text: &str) -> Option<i64> {
     if let Ok(d) = DateTime::parse_from_rfc3339(t) {
         return d.timestamp_nanos_opt();
     }
-    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S"]
-        .iter()
-        .find_map(|f| NaiveDateTime::parse_from_str(t, f).ok())
-        .and_then(|n| n.and_utc().timestamp_nanos_opt())
+    [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S",
+    ]
+    .iter()
+    .find_map(|f| NaiveDateTime::parse_from_str(t, f).ok())
+    .and_then(|n| n.and_utc().timestamp_nanos_opt())
 }
 
 /// ClickHouse's `DateTime64(9)` text: `2025-12-15 17:24:44.327494932`.
@@ -205,7 +209,10 @@ mod tests {
         let ms = parse_time("2025-12-15 17:25:02.949").unwrap();
         assert_eq!(millis_text(ms), "2025-12-15 17:25:02.949");
         assert_eq!(seconds_text(ns), "2025-12-15 17:24:44");
-        assert_eq!(parse_time("2025-12-15T17:24:44Z"), parse_time("2025-12-15 17:24:44"));
+        assert_eq!(
+            parse_time("2025-12-15T17:24:44Z"),
+            parse_time("2025-12-15 17:24:44")
+        );
         assert_eq!(parse_time(""), None);
         assert_eq!(parse_time("yesterday"), None);
     }
@@ -219,17 +226,28 @@ mod tests {
         Reader::open(&path)
             .unwrap()
             .for_each(|r| {
-                seen.push((r.text("a").to_string(), r.text("b").to_string(), r.get("c").map(str::to_string), r.complete));
+                seen.push((
+                    r.text("a").to_string(),
+                    r.text("b").to_string(),
+                    r.get("c").map(str::to_string),
+                    r.complete,
+                ));
                 Ok(())
             })
             .unwrap();
-        assert_eq!(seen[0], ("1".into(), "x\ny\"z".into(), Some("3".into()), true));
+        assert_eq!(
+            seen[0],
+            ("1".into(), "x\ny\"z".into(), Some("3".into()), true)
+        );
         assert_eq!(seen[1].0, "4");
         assert!(!seen[1].3, "the cut record is incomplete");
         let out = dir.path().join("o.tsv");
         let mut w = Writer::create(&out, &["a", "b"]).unwrap();
         w.row(["1", "x\ty\n\"q\""]).unwrap();
         assert_eq!(w.finish().unwrap(), 1);
-        assert_eq!(std::fs::read_to_string(&out).unwrap(), "a\tb\n1\t\"x\ty\n\"\"q\"\"\"\n");
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "a\tb\n1\t\"x\ty\n\"\"q\"\"\"\n"
+        );
     }
 }

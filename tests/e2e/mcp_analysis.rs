@@ -14,7 +14,6 @@ use e2e::mcp::{self, INSPECTOR};
 use e2e::{binary, run, text};
 use serde_json::{Value, json};
 
-
 const ITBENCH_TOOLS: [&str; 10] = [
     "alert_summary",
     "alert_analysis",
@@ -36,25 +35,59 @@ fn inspector(argv: &[String], method: &[&str]) -> Output {
 
 /// The text of a tool result, and whether the tool reported an error.
 fn call(argv: &[String], tool: &str, args: Value) -> (bool, String) {
-    let out = inspector(argv, &["--method", "tools/call", "--tool-name", tool, "--tool-args-json", &args.to_string()]);
+    let out = inspector(
+        argv,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            tool,
+            "--tool-args-json",
+            &args.to_string(),
+        ],
+    );
     let v: Value = serde_json::from_slice(&out.stdout)
         .or_else(|_| serde_json::from_slice(&out.stderr))
         .unwrap_or_else(|e| panic!("{tool}: inspector JSON expected ({e}): {}", text(&out)));
-    let content = v.pointer("/result/content").or_else(|| v.get("content")).and_then(Value::as_array).cloned().unwrap_or_default();
+    let content = v
+        .pointer("/result/content")
+        .or_else(|| v.get("content"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let answer: String = content.iter().filter_map(|c| c["text"].as_str()).collect();
-    let failed = v.pointer("/result/isError").or_else(|| v.get("isError")).and_then(Value::as_bool).unwrap_or(!out.status.success());
+    let failed = v
+        .pointer("/result/isError")
+        .or_else(|| v.get("isError"))
+        .and_then(Value::as_bool)
+        .unwrap_or(!out.status.success());
     (!failed, answer)
 }
 
 fn snapshot(tmp: &Path) -> PathBuf {
     let out = tmp.join("geo");
-    let o = run("collector", &["snapshot", "--problem", "hotel-geo-target-port", "--duration", "12m", "--no-noise", "--out", out.to_str().unwrap()]);
+    let o = run(
+        "collector",
+        &[
+            "snapshot",
+            "--problem",
+            "hotel-geo-target-port",
+            "--duration",
+            "12m",
+            "--no-noise",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "snapshot: {}", text(&o));
     out.join("dataset")
 }
 
 fn onset(ds: &Path) -> String {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(ds.parent().unwrap().join("evaluation.json")).unwrap()).unwrap();
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(ds.parent().unwrap().join("evaluation.json")).unwrap(),
+    )
+    .unwrap();
     v["injections"][0]["onset"].as_str().unwrap().to_string()
 }
 
@@ -81,30 +114,68 @@ fn the_inspector_calls_the_analysis_tools_of_collector_mcp_beside_a_replay() {
     let list = inspector(&argv, &["--method", "tools/list"]);
     assert!(list.status.success(), "{}", text(&list));
     let tools: Value = serde_json::from_slice(&list.stdout).unwrap();
-    let tools = tools.pointer("/result/tools").or_else(|| tools.get("tools")).and_then(Value::as_array).cloned().unwrap();
-    for name in ITBENCH_TOOLS.iter().chain(&["get_k8_spec", "log_analysis", "service_change_points", "restart_timeline", "get_metrics"]) {
-        let t = tools.iter().find(|t| t["name"] == *name).unwrap_or_else(|| panic!("{name} missing"));
+    let tools = tools
+        .pointer("/result/tools")
+        .or_else(|| tools.get("tools"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap();
+    for name in ITBENCH_TOOLS.iter().chain(&[
+        "get_k8_spec",
+        "log_analysis",
+        "service_change_points",
+        "restart_timeline",
+        "get_metrics",
+    ]) {
+        let t = tools
+            .iter()
+            .find(|t| t["name"] == *name)
+            .unwrap_or_else(|| panic!("{name} missing"));
         assert!(t["inputSchema"]["type"] == "object", "{t}");
     }
     // The same answer as the command line, ITBench's file arguments accepted and ignored.
-    let (ok, answer) = call(&argv, "alert_summary", json!({"base_dir": "/nonexistent/alerts"}));
+    let (ok, answer) = call(
+        &argv,
+        "alert_summary",
+        json!({"base_dir": "/nonexistent/alerts"}),
+    );
     assert!(ok, "{answer}");
-    let cli = run("collector", &["analyze", "alert_summary", ds.to_str().unwrap(), "--json"]);
+    let cli = run(
+        "collector",
+        &["analyze", "alert_summary", ds.to_str().unwrap(), "--json"],
+    );
     assert!(cli.status.success(), "{}", text(&cli));
     let theirs: Value = serde_json::from_slice(&cli.stdout).unwrap();
     assert_eq!(serde_json::from_str::<Value>(&answer).unwrap(), theirs);
     assert!(theirs.as_array().is_some_and(|a| !a.is_empty()), "{theirs}");
     // The trace error tree names the faulty service.
-    let (ok, answer) = call(&argv, "get_trace_error_tree", json!({"pivot_time": onset(&ds), "delta_time": "4m", "trace_file": "otel_traces.tsv"}));
+    let (ok, answer) = call(
+        &argv,
+        "get_trace_error_tree",
+        json!({"pivot_time": onset(&ds), "delta_time": "4m", "trace_file": "otel_traces.tsv"}),
+    );
     assert!(ok, "{answer}");
     let tree: Value = serde_json::from_str(&answer).unwrap();
-    let suspects: Vec<&str> = tree["critical_paths"].as_array().unwrap().iter().filter_map(|p| p["root_cause_suspect"]["service"].as_str()).collect();
+    let suspects: Vec<&str> = tree["critical_paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["root_cause_suspect"]["service"].as_str())
+        .collect();
     assert!(suspects.contains(&"geo"), "{tree:#}");
     // Bad arguments are the tool's error, with the reason; the server goes on.
-    let (ok, answer) = call(&argv, "get_trace_error_tree", json!({"pivot_time": "yesterday"}));
+    let (ok, answer) = call(
+        &argv,
+        "get_trace_error_tree",
+        json!({"pivot_time": "yesterday"}),
+    );
     assert!(!ok);
     assert!(answer.contains("pivot_time `yesterday`"), "{answer}");
-    let (ok, answer) = call(&argv, "get_context_contract", json!({"k8_object": "hotel-reservation/Service/geo"}));
+    let (ok, answer) = call(
+        &argv,
+        "get_context_contract",
+        json!({"k8_object": "hotel-reservation/Service/geo"}),
+    );
     assert!(ok, "{answer}");
     assert!(answer.contains("\"spec_changes\""), "{answer}");
 }
@@ -115,7 +186,15 @@ fn analyst_session(work: &Path, extra: &[&str]) -> (Value, String) {
     let out = Command::new(binary("collector"))
         .arg("live")
         .args(extra)
-        .args(["--agent", agent.to_str().unwrap(), "--quiet", "--time-limit", "4m", "--out", "run"])
+        .args([
+            "--agent",
+            agent.to_str().unwrap(),
+            "--quiet",
+            "--time-limit",
+            "4m",
+            "--out",
+            "run",
+        ])
         .current_dir(work)
         .env_remove("JUDGE_BASE_URL")
         .env_remove("JUDGE_MODEL")
@@ -124,15 +203,22 @@ fn analyst_session(work: &Path, extra: &[&str]) -> (Value, String) {
         .expect("collector runs");
     assert!(out.status.success(), "{}", text(&out));
     let dir = work.join("run");
-    let run: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     let stdout = std::fs::read_to_string(dir.join("agent.stdout")).unwrap_or_default();
-    assert!(!stdout.contains("npm ERR"), "the MCP inspector is needed: npx -y {INSPECTOR} --cli --help (or bash tests/run)\n{stdout}");
+    assert!(
+        !stdout.contains("npm ERR"),
+        "the MCP inspector is needed: npx -y {INSPECTOR} --cli --help (or bash tests/run)\n{stdout}"
+    );
     (run, stdout)
 }
 
 /// The value after `label: ` in the agent's output.
 fn printed<'a>(stdout: &'a str, label: &str) -> &'a str {
-    stdout.lines().find_map(|l| l.strip_prefix(&format!("{label}: "))).unwrap_or_else(|| panic!("no {label} in:\n{stdout}"))
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
+        .unwrap_or_else(|| panic!("no {label} in:\n{stdout}"))
 }
 
 #[test]
@@ -146,14 +232,29 @@ fn an_agent_using_only_the_analysis_tools_diagnoses_a_replay_session() {
     let summary: Value = serde_json::from_str(printed(&stdout, "alert_summary")).unwrap();
     let last = schemas::time::parse_rfc3339(summary[0]["last_seen"].as_str().unwrap()).unwrap();
     let now = schemas::time::real_now_ns();
-    assert!((now - 900 * 1_000_000_000..=now).contains(&last), "{summary}");
+    assert!(
+        (now - 900 * 1_000_000_000..=now).contains(&last),
+        "{summary}"
+    );
 }
 
 #[test]
 fn an_agent_using_only_the_analysis_tools_diagnoses_a_live_session() {
     let tmp = tempfile::tempdir().unwrap();
-    let (run, stdout) = analyst_session(tmp.path(), &["--problem", "hotel-geo-target-port", "--since-onset", "4m", "--no-noise"]);
+    let (run, stdout) = analyst_session(
+        tmp.path(),
+        &[
+            "--problem",
+            "hotel-geo-target-port",
+            "--since-onset",
+            "4m",
+            "--no-noise",
+        ],
+    );
     assert_eq!(printed(&stdout, "suspect"), "geo", "{stdout}");
     assert_eq!(run["diagnosis"]["pass"], true, "{run:#}\n{stdout}");
-    assert!(run["api_requests"]["by_api"]["mcp"].as_u64().unwrap_or(0) >= 4, "{run:#}");
+    assert!(
+        run["api_requests"]["by_api"]["mcp"].as_u64().unwrap_or(0) >= 4,
+        "{run:#}"
+    );
 }

@@ -47,10 +47,16 @@ fn tokens(text: &str) -> Result<Vec<Token>> {
         let ch = chars[i];
         if ch.is_whitespace() {
             i += 1;
-        } else if ch.is_ascii_digit() || (ch == '.' && chars.get(i + 1).is_some_and(|c| c.is_ascii_digit())) {
+        } else if ch.is_ascii_digit()
+            || (ch == '.' && chars.get(i + 1).is_some_and(|c| c.is_ascii_digit()))
+        {
             let start = i;
-            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.' || chars[i] == 'e' || chars[i] == 'E'
-                || ((chars[i] == '-' || chars[i] == '+') && matches!(chars[i - 1], 'e' | 'E')))
+            while i < chars.len()
+                && (chars[i].is_ascii_digit()
+                    || chars[i] == '.'
+                    || chars[i] == 'e'
+                    || chars[i] == 'E'
+                    || ((chars[i] == '-' || chars[i] == '+') && matches!(chars[i - 1], 'e' | 'E')))
             {
                 i += 1;
             }
@@ -94,7 +100,11 @@ impl Parser<'_> {
         while let Some(Token::Op(op @ ('+' | '-'))) = self.peek().cloned() {
             self.at += 1;
             let right = self.term()?;
-            left = if op == '+' { left + right } else { left - right };
+            left = if op == '+' {
+                left + right
+            } else {
+                left - right
+            };
         }
         Ok(left)
     }
@@ -104,7 +114,11 @@ impl Parser<'_> {
         while let Some(Token::Op(op @ ('*' | '/'))) = self.peek().cloned() {
             self.at += 1;
             let right = self.factor()?;
-            left = if op == '*' { left * right } else { left / right };
+            left = if op == '*' {
+                left * right
+            } else {
+                left / right
+            };
         }
         Ok(left)
     }
@@ -215,7 +229,12 @@ mod tests {
         assert_eq!(d.inputs, ["throttled", "a_b"]);
         let d = parse("-(throttled + 1e3) / 2", &metrics).unwrap();
         assert_eq!(d.name, "result");
-        assert!(parse("pct = nope * 2", &metrics).unwrap_err().to_string().contains("nope"));
+        assert!(
+            parse("pct = nope * 2", &metrics)
+                .unwrap_err()
+                .to_string()
+                .contains("nope")
+        );
         assert!(parse("pct = (throttled", &metrics).is_err());
         assert!(parse("pct = throttled % 2", &metrics).is_err());
     }

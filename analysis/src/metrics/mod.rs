@@ -149,7 +149,13 @@ pub fn analysis(source: &Source, p: AnalysisParams) -> Result<Value> {
     let window = Window::parse(p.start_time.as_deref(), p.end_time.as_deref(), &reading)?;
     let target = target_of(p.k8_object_name.as_deref(), p.object_pattern.as_deref())?;
     let owners = Owners::load(source)?;
-    let mut series = select::load(source, &target, metric_filter(&p.metric_names), &window, &owners)?;
+    let mut series = select::load(
+        source,
+        &target,
+        metric_filter(&p.metric_names),
+        &window,
+        &owners,
+    )?;
     for (column, value) in &p.filters {
         let want = filter_text(value);
         series.retain(|s| column_value(s, column).as_deref() == Some(want.as_str()));
@@ -184,22 +190,50 @@ pub fn analysis(source: &Source, p: AnalysisParams) -> Result<Value> {
     let wants_buckets = p.metric_names.iter().any(|m| m.ends_with("_bucket"));
     if compact && wants_buckets && !include_buckets && p.eval.is_none() {
         let rows = quantiles(&series, &keep, &reading);
-        return Ok(Value::Array(sorted_limited(rows, p.sort_by.as_deref(), None, limit)));
+        return Ok(Value::Array(sorted_limited(
+            rows,
+            p.sort_by.as_deref(),
+            None,
+            limit,
+        )));
     }
     if compact && !wants_buckets && !include_buckets {
         series.retain(|s| !s.metric.ends_with("_bucket"));
     }
     if let Some(text) = p.eval.as_deref() {
-        return derived(&series, text, p.group_by.as_deref(), agg, compact, limit, p.sort_by.as_deref(), &reading);
+        return derived(
+            &series,
+            text,
+            p.group_by.as_deref(),
+            agg,
+            compact,
+            limit,
+            p.sort_by.as_deref(),
+            &reading,
+        );
     }
     if compact && p.group_by.is_none() && agg == "mean" {
         let types = counters(source)?;
         let tags = p.include_tags.unwrap_or(false);
         let rows = summaries(&series, &keep, tags, &types, &reading);
-        return Ok(Value::Array(sorted_limited(rows, p.sort_by.as_deref(), Some("max"), limit)));
+        return Ok(Value::Array(sorted_limited(
+            rows,
+            p.sort_by.as_deref(),
+            Some("max"),
+            limit,
+        )));
     }
     let frame = long_frame(&series)?;
-    grouped_or_rows(frame, p.group_by.as_deref(), agg, compact, limit, p.sort_by.as_deref(), None, &reading)
+    grouped_or_rows(
+        frame,
+        p.group_by.as_deref(),
+        agg,
+        compact,
+        limit,
+        p.sort_by.as_deref(),
+        None,
+        &reading,
+    )
 }
 
 /// Sorts records by a field, largest first, and keeps the first `limit`.
@@ -268,16 +302,25 @@ fn summaries(
         };
         row.insert("labels".into(), labels);
         let key = Value::Object(row.clone()).to_string();
-        groups.entry(key).or_insert_with(|| (row, Vec::new())).1.push(s);
+        groups
+            .entry(key)
+            .or_insert_with(|| (row, Vec::new()))
+            .1
+            .push(s);
     }
     groups
         .into_values()
         .map(|(mut row, members)| {
-            let values: Vec<f64> = members.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
+            let values: Vec<f64> = members
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.1))
+                .collect();
             let n = values.len() as f64;
             let (min, max) = values
                 .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                    (a.min(*v), b.max(*v))
+                });
             let last = members
                 .iter()
                 .filter_map(|s| s.points.last())
@@ -300,7 +343,11 @@ fn summaries(
                     .unwrap_or(0);
                 row.insert("metric_type".into(), "counter".into());
                 row.insert("increase".into(), number(inc));
-                let rate = if span > 0 { inc / (span as f64 / 1e9) } else { f64::NAN };
+                let rate = if span > 0 {
+                    inc / (span as f64 / 1e9)
+                } else {
+                    f64::NAN
+                };
                 row.insert("rate_per_s".into(), number(rate));
             }
             Value::Object(row)
@@ -338,8 +385,12 @@ pub fn histogram_quantile(q: f64, buckets: &[(f64, f64)]) -> Option<f64> {
 /// p50/p90/p95/p99 per histogram (bucket series that differ only in `le`), from each bucket's
 /// increase over the window (its latest value when the window holds one sample).
 fn quantiles(series: &[Series], keep: &[String], reading: &schemas::time::Reading) -> Vec<Value> {
-    let mut histograms: BTreeMap<String, (Map<String, Value>, Vec<(f64, f64)>, i64)> = BTreeMap::new();
-    for s in series.iter().filter(|s| s.metric.ends_with("_bucket") && !s.points.is_empty()) {
+    let mut histograms: BTreeMap<String, (Map<String, Value>, Vec<(f64, f64)>, i64)> =
+        BTreeMap::new();
+    for s in series
+        .iter()
+        .filter(|s| s.metric.ends_with("_bucket") && !s.points.is_empty())
+    {
         let Some(le) = s.labels.get("le").and_then(|l| parse_le(l)) else {
             continue;
         };
@@ -355,7 +406,9 @@ fn quantiles(series: &[Series], keep: &[String], reading: &schemas::time::Readin
             s.points[0].1
         };
         let last = s.points.last().map_or(0, |p| p.0);
-        let entry = histograms.entry(key).or_insert_with(|| (row, Vec::new(), last));
+        let entry = histograms
+            .entry(key)
+            .or_insert_with(|| (row, Vec::new(), last));
         entry.1.push((le, count));
         entry.2 = entry.2.max(last);
     }
@@ -438,7 +491,10 @@ fn derived(
         .into_iter()
         .collect();
     let d = eval::parse(text, &metrics)?;
-    let per_object = matches!(group_by, Some("deployment" | "pod_name" | "object_name" | "_object_name"));
+    let per_object = matches!(
+        group_by,
+        Some("deployment" | "pod_name" | "object_name" | "_object_name")
+    );
     // (object, deployment, pod) → timestamp → metric → (sum, n)
     type Cells = BTreeMap<i64, BTreeMap<String, (f64, u32)>>;
     let mut objects: BTreeMap<(String, String, Option<String>), Cells> = BTreeMap::new();
@@ -450,18 +506,31 @@ fn derived(
         };
         let cells = objects.entry(key).or_default();
         for (t, v) in &s.points {
-            let cell = cells.entry(*t).or_default().entry(eval::sanitize(&s.metric)).or_default();
+            let cell = cells
+                .entry(*t)
+                .or_default()
+                .entry(eval::sanitize(&s.metric))
+                .or_default();
             cell.0 += v;
             cell.1 += 1;
         }
     }
-    let mut cols: BTreeMap<String, Vec<Option<f64>>> = d.inputs.iter().map(|m| (m.clone(), Vec::new())).collect();
+    let mut cols: BTreeMap<String, Vec<Option<f64>>> =
+        d.inputs.iter().map(|m| (m.clone(), Vec::new())).collect();
     let (mut ts, mut obj, mut dep, mut pod) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for ((o, dp, pd), cells) in &objects {
         for m in &d.inputs {
             let raw: Vec<Option<f64>> = cells
                 .values()
-                .map(|ms| ms.get(m).map(|(sum, n)| if per_object { sum / f64::from(*n) } else { *sum }))
+                .map(|ms| {
+                    ms.get(m).map(|(sum, n)| {
+                        if per_object {
+                            sum / f64::from(*n)
+                        } else {
+                            *sum
+                        }
+                    })
+                })
                 .collect();
             cols.get_mut(m).expect("input column").extend(fill(raw));
         }
@@ -481,8 +550,21 @@ fn derived(
     for (name, values) in cols {
         columns.push(Column::new(name.into(), values));
     }
-    let frame = collect(DataFrame::new_infer_height(columns)?.lazy().with_column(d.expr.clone()))?;
-    grouped_or_rows(frame, group_by, agg, compact, limit, sort_by, Some(&d.name), reading)
+    let frame = collect(
+        DataFrame::new_infer_height(columns)?
+            .lazy()
+            .with_column(d.expr.clone()),
+    )?;
+    grouped_or_rows(
+        frame,
+        group_by,
+        agg,
+        compact,
+        limit,
+        sort_by,
+        Some(&d.name),
+        reading,
+    )
 }
 
 /// Forward-fills then back-fills gaps.
@@ -552,7 +634,9 @@ fn grouped_or_rows(
         let sorted = match sort_key.as_deref() {
             Some(k) if g != "timestamp" => grouped.sort(
                 [k],
-                SortMultipleOptions::default().with_order_descending(true).with_nulls_last(true),
+                SortMultipleOptions::default()
+                    .with_order_descending(true)
+                    .with_nulls_last(true),
             ),
             _ => grouped.sort([g], SortMultipleOptions::default()),
         };
@@ -561,11 +645,15 @@ fn grouped_or_rows(
         let aggs: Vec<Expr> = numeric.iter().map(|c| fold(col(c.as_str()))).collect();
         collect(frame.lazy().select(aggs))?
     } else {
-        let sorted = frame.lazy().sort(["timestamp"], SortMultipleOptions::default());
+        let sorted = frame
+            .lazy()
+            .sort(["timestamp"], SortMultipleOptions::default());
         let sorted = match sort_by {
             Some(k) if compact => sorted.sort(
                 [k],
-                SortMultipleOptions::default().with_order_descending(true).with_maintain_order(true),
+                SortMultipleOptions::default()
+                    .with_order_descending(true)
+                    .with_maintain_order(true),
             ),
             _ => sorted,
         };

@@ -38,8 +38,8 @@ impl Target {
             "(?i)^{}$",
             regex::escape(glob).replace(r"\*", ".*").replace(r"\?", ".")
         );
-        let names = Regex::new(&re)
-            .map_err(|e| Error::param(format!("object_pattern `{text}`: {e}")))?;
+        let names =
+            Regex::new(&re).map_err(|e| Error::param(format!("object_pattern `{text}`: {e}")))?;
         if let Some(k) = &kind
             && !["pod", "service", "deployment", "node", "*"].contains(&k.as_str())
         {
@@ -83,14 +83,22 @@ fn node_label() -> Expr {
 }
 
 fn any_of(exprs: Vec<Expr>) -> Expr {
-    exprs.into_iter().reduce(|a, b| a.or(b)).unwrap_or(lit(false))
+    exprs
+        .into_iter()
+        .reduce(|a, b| a.or(b))
+        .unwrap_or(lit(false))
 }
 
 fn equals_any(column: &str, names: &[String]) -> Expr {
     any_of(
         names
             .iter()
-            .map(|n| col(column).str().to_lowercase().eq(lit(n.to_ascii_lowercase())))
+            .map(|n| {
+                col(column)
+                    .str()
+                    .to_lowercase()
+                    .eq(lit(n.to_ascii_lowercase()))
+            })
             .collect(),
     )
 }
@@ -241,7 +249,11 @@ fn object_of(
             .iter()
             .find_map(|k| by_kind(k))
             .unwrap_or_else(|| {
-                let scope = if namespace.is_empty() { "cluster" } else { namespace };
+                let scope = if namespace.is_empty() {
+                    "cluster"
+                } else {
+                    namespace
+                };
                 ("cluster".to_string(), scope.to_string())
             })
     };
@@ -289,7 +301,11 @@ pub fn is_counter(metric: &str, types: &BTreeMap<String, String>) -> bool {
         .iter()
         .find_map(|s| metric.strip_suffix(s))
         .unwrap_or(metric);
-    match types.get(metric).or_else(|| types.get(family)).map(String::as_str) {
+    match types
+        .get(metric)
+        .or_else(|| types.get(family))
+        .map(String::as_str)
+    {
         Some("counter") | Some("histogram") | Some("summary") => true,
         Some("gauge") => false,
         _ => {
@@ -322,7 +338,13 @@ pub fn rates(points: &[(i64, f64)]) -> Vec<(i64, f64)> {
 pub fn increase(points: &[(i64, f64)]) -> f64 {
     points
         .windows(2)
-        .map(|w| if w[1].1 >= w[0].1 { w[1].1 - w[0].1 } else { w[1].1 })
+        .map(|w| {
+            if w[1].1 >= w[0].1 {
+                w[1].1 - w[0].1
+            } else {
+                w[1].1
+            }
+        })
         .sum()
 }
 

@@ -26,8 +26,8 @@ use crate::frame::{collect, ints, label, strings, strings_or_empty};
 use crate::params::entity_id;
 use crate::traces::peer_service;
 use crate::{Result, Source};
-use schemas::tables::Table;
 pub use query::{AnalysisParams, analysis};
+use schemas::tables::Table;
 
 pub const BUILD: &str = "Builds the operational topology of the session's system: nodes for every Kubernetes object (id namespace/Kind/name), Namespace, Node and App (a service seen in traces); edges contains (namespace, owners, Service -> Endpoints -> Pod, Node -> Pod), depends_on (ServiceAccount, ConfigMap, Secret, PVC, Services addressed in env), is_alias (App -> Service) and calls (App -> App from traces, with protocol). Answers node and edge counts by kind; topology_analysis queries it (no file needed).";
 
@@ -142,7 +142,10 @@ fn latest_objects(source: &Source) -> Result<Vec<Object>> {
             col(c::CHANGE).sort_by([col(c::OBSERVED)], by_time()).last(),
         ])
         .filter(col(c::CHANGE).neq(lit("deleted")))
-        .sort([c::KIND, c::NAMESPACE, c::NAME], SortMultipleOptions::default());
+        .sort(
+            [c::KIND, c::NAMESPACE, c::NAME],
+            SortMultipleOptions::default(),
+        );
     let df = collect(lf)?;
     let kinds = strings_or_empty(&df, c::KIND)?;
     let namespaces = strings(&df, c::NAMESPACE)?;
@@ -181,13 +184,11 @@ pub fn calls(source: &Source) -> Result<BTreeMap<(String, String), (String, u64)
             .fill_null(label(c::ATTRIBUTES, "server.address"))
             .alias("_peer"),
     ]);
-    let children = spans
-        .filter(col(c::PARENT_SPAN_ID).is_not_null())
-        .select([
-            col(c::TRACE_ID).alias("_ctrace"),
-            col(c::PARENT_SPAN_ID).alias("_cparent"),
-            col(c::SERVICE).alias("_child"),
-        ]);
+    let children = spans.filter(col(c::PARENT_SPAN_ID).is_not_null()).select([
+        col(c::TRACE_ID).alias("_ctrace"),
+        col(c::PARENT_SPAN_ID).alias("_cparent"),
+        col(c::SERVICE).alias("_child"),
+    ]);
     let pairs = parents
         .join(
             children,
@@ -195,7 +196,13 @@ pub fn calls(source: &Source) -> Result<BTreeMap<(String, String), (String, u64)
             [col("_ctrace"), col("_cparent")],
             JoinArgs::new(JoinType::Left),
         )
-        .group_by([col(c::SERVICE), col("_child"), col(c::KIND), col("_proto"), col("_peer")])
+        .group_by([
+            col(c::SERVICE),
+            col("_child"),
+            col(c::KIND),
+            col("_proto"),
+            col("_peer"),
+        ])
         .agg([len().alias("_n")]);
     let df = collect(pairs)?;
     let services = strings_or_empty(&df, c::SERVICE)?;
@@ -317,7 +324,12 @@ pub fn topology(source: &Source) -> Result<Topology> {
     let services: HashMap<(String, String), String> = objects
         .iter()
         .filter(|o| o.kind == "Service")
-        .map(|o| ((o.namespace.clone().unwrap_or_default(), o.name.clone()), o.id()))
+        .map(|o| {
+            (
+                (o.namespace.clone().unwrap_or_default(), o.name.clone()),
+                o.id(),
+            )
+        })
         .collect();
     let ids: HashSet<String> = objects.iter().map(Object::id).collect();
     for o in &objects {
@@ -326,9 +338,17 @@ pub fn topology(source: &Source) -> Result<Topology> {
         if let Some(ns) = ns {
             t.edge(&format!("Namespace/{ns}"), "contains", &id, None);
         }
-        for r in o.body["metadata"]["ownerReferences"].as_array().into_iter().flatten() {
+        for r in o.body["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             if let (Some(kind), Some(name)) = (r["kind"].as_str(), r["name"].as_str()) {
-                let owner_ns = if matches!(kind, "Node" | "Namespace") { None } else { ns };
+                let owner_ns = if matches!(kind, "Node" | "Namespace") {
+                    None
+                } else {
+                    ns
+                };
                 t.edge(&entity_id(kind, owner_ns, name), "contains", &id, None);
             }
         }

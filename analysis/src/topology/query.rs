@@ -31,22 +31,35 @@ pub(crate) struct Graph<'a> {
 
 impl<'a> Graph<'a> {
     pub fn new(t: &'a Topology) -> Graph<'a> {
-        let by_id = t.nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
+        let by_id = t
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.as_str(), i))
+            .collect();
         let mut out: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
         let mut inc: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
         for e in &t.edges {
-            out.entry(&e.source).or_default().push((&e.target, &e.relation));
-            inc.entry(&e.target).or_default().push((&e.source, &e.relation));
+            out.entry(&e.source)
+                .or_default()
+                .push((&e.target, &e.relation));
+            inc.entry(&e.target)
+                .or_default()
+                .push((&e.source, &e.relation));
         }
         Graph { t, by_id, out, inc }
     }
 
     pub fn kind(&self, id: &str) -> &str {
-        self.by_id.get(id).map_or("", |i| self.t.nodes[*i].kind.as_str())
+        self.by_id
+            .get(id)
+            .map_or("", |i| self.t.nodes[*i].kind.as_str())
     }
 
     pub fn name<'b>(&'b self, id: &'b str) -> &'b str {
-        self.by_id.get(id).map_or(id, |i| self.t.nodes[*i].name.as_str())
+        self.by_id
+            .get(id)
+            .map_or(id, |i| self.t.nodes[*i].name.as_str())
     }
 
     fn targets(&self, id: &str, relation: &str) -> Vec<&'a str> {
@@ -81,8 +94,19 @@ impl<'a> Graph<'a> {
         if let Some(n) = nodes.iter().find(|n| n.id.to_ascii_lowercase() == lower) {
             return Some(&n.id);
         }
-        for kind in ["App", "Service", "Deployment", "StatefulSet", "DaemonSet", "Pod", "ReplicaSet"] {
-            if let Some(n) = nodes.iter().find(|n| n.kind == kind && n.name.to_ascii_lowercase() == lower) {
+        for kind in [
+            "App",
+            "Service",
+            "Deployment",
+            "StatefulSet",
+            "DaemonSet",
+            "Pod",
+            "ReplicaSet",
+        ] {
+            if let Some(n) = nodes
+                .iter()
+                .find(|n| n.kind == kind && n.name.to_ascii_lowercase() == lower)
+            {
                 return Some(&n.id);
             }
         }
@@ -134,15 +158,35 @@ impl<'a> Graph<'a> {
 
 /// Chains of calls from every entry service (one nobody calls) down to `targets`.
 fn chains_to(g: &Graph<'_>, targets: &BTreeSet<&str>) -> Vec<String> {
-    let apps: Vec<&str> = g.t.nodes.iter().filter(|n| n.kind == "App").map(|n| n.id.as_str()).collect();
-    let roots: Vec<&str> = apps.iter().copied().filter(|a| g.callers(a).is_empty()).collect();
+    let apps: Vec<&str> =
+        g.t.nodes
+            .iter()
+            .filter(|n| n.kind == "App")
+            .map(|n| n.id.as_str())
+            .collect();
+    let roots: Vec<&str> = apps
+        .iter()
+        .copied()
+        .filter(|a| g.callers(a).is_empty())
+        .collect();
     let mut out = Vec::new();
-    fn walk<'a>(g: &Graph<'a>, at: &'a str, path: &mut Vec<&'a str>, targets: &BTreeSet<&str>, out: &mut Vec<String>) {
+    fn walk<'a>(
+        g: &Graph<'a>,
+        at: &'a str,
+        path: &mut Vec<&'a str>,
+        targets: &BTreeSet<&str>,
+        out: &mut Vec<String>,
+    ) {
         if out.len() >= 200 || path.len() > MAX_DEPTH {
             return;
         }
         if targets.contains(at) {
-            out.push(path.iter().map(|p| g.name(p)).collect::<Vec<_>>().join(" -> "));
+            out.push(
+                path.iter()
+                    .map(|p| g.name(p))
+                    .collect::<Vec<_>>()
+                    .join(" -> "),
+            );
             return;
         }
         for next in g.callees(at) {
@@ -166,10 +210,19 @@ fn chains_from(g: &Graph<'_>, sources: &BTreeSet<&str>) -> Vec<String> {
         if out.len() >= 200 || path.len() > MAX_DEPTH {
             return;
         }
-        let next: Vec<&str> = g.callees(at).into_iter().filter(|n| !path.contains(n)).collect();
+        let next: Vec<&str> = g
+            .callees(at)
+            .into_iter()
+            .filter(|n| !path.contains(n))
+            .collect();
         if next.is_empty() {
             if path.len() > 1 {
-                out.push(path.iter().map(|p| g.name(p)).collect::<Vec<_>>().join(" -> "));
+                out.push(
+                    path.iter()
+                        .map(|p| g.name(p))
+                        .collect::<Vec<_>>()
+                        .join(" -> "),
+                );
             }
             return;
         }
@@ -196,15 +249,17 @@ fn label(g: &Graph<'_>, id: &str) -> String {
 /// The analysis of one entity (shared with `get_context_contract`).
 pub(crate) fn analyse(g: &Graph<'_>, query: &str) -> Result<Value> {
     let start = g.find(query).ok_or_else(|| {
-        let some: Vec<&str> = g
-            .t
-            .nodes
-            .iter()
-            .filter(|n| matches!(n.kind.as_str(), "App" | "Service" | "Deployment"))
-            .take(20)
-            .map(|n| n.id.as_str())
-            .collect();
-        Error::param(format!("entity `{query}` not found; some entities: {}", some.join(", ")))
+        let some: Vec<&str> =
+            g.t.nodes
+                .iter()
+                .filter(|n| matches!(n.kind.as_str(), "App" | "Service" | "Deployment"))
+                .take(20)
+                .map(|n| n.id.as_str())
+                .collect();
+        Error::param(format!(
+            "entity `{query}` not found; some entities: {}",
+            some.join(", ")
+        ))
     })?;
     let node = &g.t.nodes[g.by_id[start]];
     let aliases = g.aliases(start);
@@ -213,11 +268,17 @@ pub(crate) fn analyse(g: &Graph<'_>, query: &str) -> Result<Value> {
     for a in &aliases {
         for (target, rel) in g.out.get(a).into_iter().flatten() {
             direct.insert(format!("{} --{rel}--> {}", label(g, a), label(g, target)));
-            by_type.entry(format!("--{rel}-->")).or_default().insert(label(g, target));
+            by_type
+                .entry(format!("--{rel}-->"))
+                .or_default()
+                .insert(label(g, target));
         }
         for (source, rel) in g.inc.get(a).into_iter().flatten() {
             direct.insert(format!("{} --{rel}--> {}", label(g, source), label(g, a)));
-            by_type.entry(format!("<--{rel}--")).or_default().insert(label(g, source));
+            by_type
+                .entry(format!("<--{rel}--"))
+                .or_default()
+                .insert(label(g, source));
         }
     }
     let mut result = json!({
@@ -257,13 +318,30 @@ pub(crate) fn analyse(g: &Graph<'_>, query: &str) -> Result<Value> {
     callers.extend(workloads.iter().cloned());
     let mut to_root = chains_to(g, &apps);
     if to_root.is_empty() && !workloads.is_empty() {
-        to_root = workloads.iter().map(|w| format!("{w} -> {} (infra)", node.name)).collect();
+        to_root = workloads
+            .iter()
+            .map(|w| format!("{w} -> {} (infra)", node.name))
+            .collect();
     }
     let to_leaf = chains_from(g, &apps);
     result["callers"] = json!(callers);
     result["callees"] = json!(callees);
-    result["call_chains_to_root"] = json!(to_root.into_iter().collect::<BTreeSet<_>>().into_iter().take(MAX_CHAINS).collect::<Vec<_>>());
-    result["call_chains_to_leaf"] = json!(to_leaf.into_iter().collect::<BTreeSet<_>>().into_iter().take(MAX_CHAINS).collect::<Vec<_>>());
+    result["call_chains_to_root"] = json!(
+        to_root
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .take(MAX_CHAINS)
+            .collect::<Vec<_>>()
+    );
+    result["call_chains_to_leaf"] = json!(
+        to_leaf
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .take(MAX_CHAINS)
+            .collect::<Vec<_>>()
+    );
     if !dependent_pods.is_empty() {
         result["used_by_infra"] = json!({
             "pods": dependent_pods.iter().map(|p| g.name(p)).collect::<BTreeSet<_>>(),
@@ -282,7 +360,11 @@ fn backing_infrastructure(g: &Graph<'_>, aliases: &BTreeSet<&str>) -> Vec<String
         match g.kind(a) {
             "Service" => {
                 for ep in g.targets(a, "contains") {
-                    pods.extend(g.targets(ep, "contains").into_iter().filter(|p| g.kind(p) == "Pod"));
+                    pods.extend(
+                        g.targets(ep, "contains")
+                            .into_iter()
+                            .filter(|p| g.kind(p) == "Pod"),
+                    );
                 }
             }
             "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
@@ -300,7 +382,11 @@ fn backing_infrastructure(g: &Graph<'_>, aliases: &BTreeSet<&str>) -> Vec<String
     let mut chain = BTreeSet::new();
     let mut walk = vec![];
     for w in workloads {
-        for ns in g.sources(w, "contains").into_iter().filter(|s| g.kind(s) == "Namespace") {
+        for ns in g
+            .sources(w, "contains")
+            .into_iter()
+            .filter(|s| g.kind(s) == "Namespace")
+        {
             chain.insert(format!("{ns} --contains--> {w}"));
         }
         walk.push(w);
@@ -316,7 +402,11 @@ fn backing_infrastructure(g: &Graph<'_>, aliases: &BTreeSet<&str>) -> Vec<String
             }
         }
         if g.kind(at) == "Pod" {
-            for node in g.sources(at, "contains").into_iter().filter(|s| g.kind(s) == "Node") {
+            for node in g
+                .sources(at, "contains")
+                .into_iter()
+                .filter(|s| g.kind(s) == "Node")
+            {
                 chain.insert(format!("{node} --contains--> {at}"));
             }
         }

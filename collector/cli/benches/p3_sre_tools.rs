@@ -28,7 +28,8 @@ use support::{collector, env_num, memory_mib, snapshot};
 fn peer_dir() -> PathBuf {
     match std::env::var_os("FAULTLINE_ITBENCH_PEER") {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/faultline/itbench-peer"),
+        None => PathBuf::from(std::env::var("HOME").unwrap_or_default())
+            .join(".cache/faultline/itbench-peer"),
     }
 }
 
@@ -45,9 +46,16 @@ fn pivot(dataset: &Path) -> String {
     let onset = record
         .and_then(|p| std::fs::read_to_string(p).ok())
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .and_then(|v| v.pointer("/injections/0/onset").and_then(Value::as_str).map(str::to_string));
+        .and_then(|v| {
+            v.pointer("/injections/0/onset")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
     onset.unwrap_or_else(|| {
-        let m = datasets::Dataset::open(dataset).expect("dataset").manifest().clone();
+        let m = datasets::Dataset::open(dataset)
+            .expect("dataset")
+            .manifest()
+            .clone();
         let mid = m.window.start + (m.window.end - m.window.start) / 2;
         mid.to_rfc3339()
     })
@@ -56,7 +64,9 @@ fn pivot(dataset: &Path) -> String {
 /// A metric with a `pod` label the dataset has, for `metric_analysis`.
 fn pod_metric(dataset: &Path) -> String {
     let ds = datasets::Dataset::open(dataset).expect("dataset");
-    let metas = ds.read_rows(schemas::tables::Table::MetricMetadata).expect("metadata");
+    let metas = ds
+        .read_rows(schemas::tables::Table::MetricMetadata)
+        .expect("metadata");
     let names: Vec<String> = metas
         .into_iter()
         .filter_map(|r| match r {
@@ -64,16 +74,25 @@ fn pod_metric(dataset: &Path) -> String {
             _ => None,
         })
         .collect();
-    ["container_cpu_usage_seconds_total", "container_memory_working_set_bytes"]
-        .iter()
-        .find(|n| names.iter().any(|m| m == *n))
-        .map(|n| n.to_string())
-        .unwrap_or_else(|| names.first().cloned().unwrap_or_default())
+    [
+        "container_cpu_usage_seconds_total",
+        "container_memory_working_set_bytes",
+    ]
+    .iter()
+    .find(|n| names.iter().any(|m| m == *n))
+    .map(|n| n.to_string())
+    .unwrap_or_else(|| names.first().cloned().unwrap_or_default())
 }
 
 /// The benchmark's questions, with the peer's file arguments (ours ignore them).
 fn questions(snap: &Path, dataset: &Path, tmp: &Path) -> Vec<Value> {
-    let ns = datasets::Dataset::open(dataset).expect("dataset").manifest().namespaces.first().cloned().unwrap_or_default();
+    let ns = datasets::Dataset::open(dataset)
+        .expect("dataset")
+        .manifest()
+        .namespaces
+        .first()
+        .cloned()
+        .unwrap_or_default();
     let p = |f: &str| snap.join(f).display().to_string();
     let pivot = pivot(dataset);
     let topology = tmp.join("topology.json").display().to_string();
@@ -105,14 +124,18 @@ fn main() {
     }
     let reps = env_num("FAULTLINE_BENCH_REPS", 3).max(1) as usize;
     let tmp = tempfile::tempdir().expect("temp dir");
-    let problem = std::env::var("FAULTLINE_BENCH_PROBLEM").unwrap_or_else(|_| "hotel-geo-target-port".into());
+    let problem =
+        std::env::var("FAULTLINE_BENCH_PROBLEM").unwrap_or_else(|_| "hotel-geo-target-port".into());
     let dataset = match std::env::var_os("FAULTLINE_BENCH_DATASET") {
         Some(dir) => PathBuf::from(dir),
         None => {
             let minutes = env_num("FAULTLINE_BENCH_MINUTES", 30);
             let t = Instant::now();
             let d = snapshot(&problem, &format!("{minutes}m"), &tmp.path().join("snap"));
-            println!("snapshot: {problem}, {minutes} min, {:.1} s", t.elapsed().as_secs_f64());
+            println!(
+                "snapshot: {problem}, {minutes} min, {:.1} s",
+                t.elapsed().as_secs_f64()
+            );
             d
         }
     };
@@ -127,7 +150,10 @@ fn main() {
         .status()
         .expect("collector runs");
     assert!(status.success(), "export failed");
-    println!("export to ITBench's layout: {:.1} s", t.elapsed().as_secs_f64());
+    println!(
+        "export to ITBench's layout: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     let qs = questions(&snap, &dataset, tmp.path());
     let qfile = tmp.path().join("questions.json");
     std::fs::write(&qfile, serde_json::to_string(&qs).unwrap()).unwrap();
@@ -136,17 +162,31 @@ fn main() {
     let t = Instant::now();
     let out = Command::new(&python)
         .arg(&script)
-        .args(["--tools", &peer.display().to_string(), "--questions", &qfile.display().to_string(), "--reps", &reps.to_string()])
+        .args([
+            "--tools",
+            &peer.display().to_string(),
+            "--questions",
+            &qfile.display().to_string(),
+            "--reps",
+            &reps.to_string(),
+        ])
         .output()
         .expect("the peer's python runs");
-    assert!(out.status.success(), "peer failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "peer failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let theirs: Value = serde_json::from_slice(&out.stdout).expect("peer JSON");
     println!("peer run: {:.1} s", t.elapsed().as_secs_f64());
 
     let source = analysis::Source::dataset(&dataset).expect("dataset");
     let (_, before) = memory_mib(std::process::id());
     println!();
-    println!("{:<26} {:>12} {:>12} {:>9}   notes", "tool", "ITBench ms", "faultline ms", "ratio");
+    println!(
+        "{:<26} {:>12} {:>12} {:>9}   notes",
+        "tool", "ITBench ms", "faultline ms", "ratio"
+    );
     let mut ratios = Vec::new();
     for q in &qs {
         let name = q["name"].as_str().unwrap();
@@ -168,7 +208,12 @@ fn main() {
         }
         let ratio = peer_s / ours;
         ratios.push(ratio);
-        println!("{name:<26} {:>12.1} {:>12.2} {:>8.0}x  {note}", peer_s * 1e3, ours * 1e3, ratio);
+        println!(
+            "{name:<26} {:>12.1} {:>12.2} {:>8.0}x  {note}",
+            peer_s * 1e3,
+            ours * 1e3,
+            ratio
+        );
     }
     let (_, peak) = memory_mib(std::process::id());
     let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
 use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use serde::{Deserialize, Deserializer};
 
@@ -205,7 +205,10 @@ type Answer<'a> = std::pin::Pin<
 
 /// An analysis tool as an MCP tool: its arguments' schema, and a call that runs it off the
 /// async threads (polars blocks) and answers its JSON, or its error as a tool error.
-fn analysis_route(source: Arc<analysis::Source>, tool: &'static analysis::Tool) -> ToolRoute<Faultline> {
+fn analysis_route(
+    source: Arc<analysis::Source>,
+    tool: &'static analysis::Tool,
+) -> ToolRoute<Faultline> {
     let schema = match tool.schema() {
         serde_json::Value::Object(mut m) => {
             m.remove("$schema");

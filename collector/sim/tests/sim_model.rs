@@ -143,7 +143,13 @@ fn readiness_failure_empties_endpoints_and_callers_fail() {
             match r {
                 Row::Metric(m) => {
                     let key = (m.metric.clone(), m.labels.clone(), m.time_ns);
-                    assert!(series_at.insert(key), "{} {:?} sampled twice at {}", m.metric, m.labels, m.time_ns);
+                    assert!(
+                        series_at.insert(key),
+                        "{} {:?} sampled twice at {}",
+                        m.metric,
+                        m.labels,
+                        m.time_ns
+                    );
                 }
                 Row::Span(s) if s.service == "search" && s.status_code == "error" => {
                     error_spans += 1

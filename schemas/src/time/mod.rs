@@ -209,7 +209,9 @@ pub fn shift_object_times(v: &mut serde_json::Value, shift_ns: i64) {
                 }
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|x| shift_object_times(x, shift_ns)),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|x| shift_object_times(x, shift_ns)),
         _ => {}
     }
 }

@@ -8,7 +8,9 @@ use anyhow::Context;
 use serde_json::{Map, Value};
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  collector analyze --list\n  collector analyze alert_summary out/geo/dataset\n  collector analyze get_trace_error_tree out/geo/dataset -p pivot_time=2026-01-01T00:05:00Z -p delta_time=5m\n  collector analyze event_analysis out/geo/dataset -p group_by=reason -p 'filters={\"event_kind\":\"Warning\"}' --json\n  collector analyze metric_analysis out/geo/dataset --args '{\"object_pattern\":\"pod/*\",\"metric_names\":[\"container_memory_working_set_bytes\"],\"group_by\":\"deployment\",\"agg\":\"max\"}'\n  collector analyze build_topology out/geo/dataset -p output_file=topology.json\n\nArguments are ITBench's (file and directory arguments are accepted and ignored: the data is the dataset's).\nExit status: 0 answered, 2 bad arguments, 1 the data could not be read.")]
+#[command(
+    after_help = "Examples:\n  collector analyze --list\n  collector analyze alert_summary out/geo/dataset\n  collector analyze get_trace_error_tree out/geo/dataset -p pivot_time=2026-01-01T00:05:00Z -p delta_time=5m\n  collector analyze event_analysis out/geo/dataset -p group_by=reason -p 'filters={\"event_kind\":\"Warning\"}' --json\n  collector analyze metric_analysis out/geo/dataset --args '{\"object_pattern\":\"pod/*\",\"metric_names\":[\"container_memory_working_set_bytes\"],\"group_by\":\"deployment\",\"agg\":\"max\"}'\n  collector analyze build_topology out/geo/dataset -p output_file=topology.json\n\nArguments are ITBench's (file and directory arguments are accepted and ignored: the data is the dataset's).\nExit status: 0 answered, 2 bad arguments, 1 the data could not be read."
+)]
 pub struct Args {
     /// The tool (see --list).
     #[arg(required_unless_present = "list")]
@@ -43,7 +45,8 @@ fn arguments(args: &Args) -> anyhow::Result<Value> {
         let (name, value) = p
             .split_once('=')
             .with_context(|| format!("--param `{p}`: expected NAME=VALUE"))?;
-        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
+        let value =
+            serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
         map.insert(name.trim().to_string(), value);
     }
     Ok(Value::Object(map))
@@ -64,7 +67,14 @@ fn list(json: bool) -> anyhow::Result<ExitCode> {
         println!("    {}", t.description);
         if let Some(props) = t.schema().get("properties").and_then(Value::as_object) {
             let names: Vec<&String> = props.keys().collect();
-            println!("    arguments: {}", names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
+            println!(
+                "    arguments: {}",
+                names
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
         println!();
     }
@@ -81,7 +91,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let arguments = arguments(&args)?;
     let source = analysis::Source::dataset(dataset)?;
     let output_file = (tool == "build_topology")
-        .then(|| arguments.get("output_file").and_then(Value::as_str).map(PathBuf::from))
+        .then(|| {
+            arguments
+                .get("output_file")
+                .and_then(Value::as_str)
+                .map(PathBuf::from)
+        })
         .flatten();
     let answer = match analysis::run(&source, tool, arguments) {
         Ok(a) => a,
@@ -134,7 +149,14 @@ fn table(rows: &[Value]) -> Option<String> {
     let widths: Vec<usize> = columns
         .iter()
         .enumerate()
-        .map(|(i, c)| cells.iter().map(|r| r[i].chars().count()).max().unwrap_or(0).max(c.len()))
+        .map(|(i, c)| {
+            cells
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(c.len())
+        })
         .collect();
     let line = |values: Vec<String>| {
         values

@@ -139,16 +139,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         DatasetCommand::Inspect { dir, json } => inspect(&dir, json),
         DatasetCommand::Validate { dir, json } => validate(&dir, json),
         DatasetCommand::Export(ExportArgs {
-            to: Some(ExportTo::Itbench { dataset, out, include_ground_truth, json }),
+            to:
+                Some(ExportTo::Itbench {
+                    dataset,
+                    out,
+                    include_ground_truth,
+                    json,
+                }),
             ..
         }) => export_itbench(&dataset, &out, include_ground_truth, json),
-        DatasetCommand::Export(ExportArgs { dir, tables, format, out, .. }) => {
+        DatasetCommand::Export(ExportArgs {
+            dir,
+            tables,
+            format,
+            out,
+            ..
+        }) => {
             let dir = dir.context("a dataset directory is needed")?;
             export_tables(&dir, tables, format, out)
         }
-        DatasetCommand::Import(ImportFrom::Itbench { dir, out, problem_id, application, json }) => {
-            import_itbench(&dir, &out, problem_id, application, json)
-        }
+        DatasetCommand::Import(ImportFrom::Itbench {
+            dir,
+            out,
+            problem_id,
+            application,
+            json,
+        }) => import_itbench(&dir, &out, problem_id, application, json),
     }
 }
 
@@ -193,7 +209,10 @@ fn import_itbench(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let bar = spinner("importing");
-    let opts = itbench::ImportOptions { problem_id, application };
+    let opts = itbench::ImportOptions {
+        problem_id,
+        application,
+    };
     let report = itbench::import(dir, out, &opts, &mut |path| {
         bar.set_message(path.display().to_string());
     });
@@ -202,10 +221,19 @@ fn import_itbench(
     Ok(ExitCode::SUCCESS)
 }
 
-fn export_itbench(dataset: &Path, out: &Path, include_ground_truth: bool, json: bool) -> anyhow::Result<ExitCode> {
+fn export_itbench(
+    dataset: &Path,
+    out: &Path,
+    include_ground_truth: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let bar = spinner("exporting");
-    let opts = itbench::ExportOptions { include_ground_truth };
-    let report = itbench::export(dataset, out, &opts, &mut |what| bar.set_message(what.to_string()));
+    let opts = itbench::ExportOptions {
+        include_ground_truth,
+    };
+    let report = itbench::export(dataset, out, &opts, &mut |what| {
+        bar.set_message(what.to_string())
+    });
     bar.finish_and_clear();
     print_report(&report?, json)?;
     Ok(ExitCode::SUCCESS)

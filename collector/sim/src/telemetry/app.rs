@@ -259,7 +259,9 @@ fn http(o: &mut Out, base: &[(&str, &str)], op: &str, c: &OpCounters, bounds: &[
     // per code would repeat the same labels at the same instant with different values).
     let mut by_status: BTreeMap<&str, f64> = BTreeMap::new();
     for (code, n) in &c.by_code {
-        *by_status.entry(if code == "OK" { "200" } else { "500" }).or_default() += n;
+        *by_status
+            .entry(if code == "OK" { "200" } else { "500" })
+            .or_default() += n;
     }
     for (status, n) in by_status {
         let mut lc = l.clone();
