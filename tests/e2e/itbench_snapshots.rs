@@ -183,7 +183,7 @@ fn the_scenario_2_fragments_import_replay_and_judge() {
             &format!("agent={}", answer.display()),
             "--problem",
             "2",
-            "--deterministic",
+            "--no-llm",
             "--out",
             judged.to_str().unwrap(),
             "--json",
