@@ -300,8 +300,11 @@ pub fn restarts(source: &Source, p: RestartParams) -> Result<Value> {
     }))
 }
 
-/// Every recorded version of every Pod: (namespace, name) → (observed, object JSON), in time order.
-fn pod_versions(source: &Source) -> Result<BTreeMap<(String, String), Vec<(i64, String)>>> {
+/// Recorded versions per Pod: (namespace, name) → (observed, object JSON), in time order.
+type PodVersions = BTreeMap<(String, String), Vec<(i64, String)>>;
+
+/// Every recorded version of every Pod.
+fn pod_versions(source: &Source) -> Result<PodVersions> {
     use schemas::tables::columns::objects as c;
     let df = collect(
         source
@@ -318,7 +321,7 @@ fn pod_versions(source: &Source) -> Result<BTreeMap<(String, String), Vec<(i64, 
     let names = strings_or_empty(&df, c::NAME)?;
     let times = ints(&df, "_t")?;
     let bodies = strings_or_empty(&df, c::OBJECT)?;
-    let mut out: BTreeMap<(String, String), Vec<(i64, String)>> = BTreeMap::new();
+    let mut out = PodVersions::new();
     for i in 0..df.height() {
         out.entry((ns[i].clone().unwrap_or_default(), names[i].clone()))
             .or_default()
@@ -330,11 +333,11 @@ fn pod_versions(source: &Source) -> Result<BTreeMap<(String, String), Vec<(i64, 
     Ok(out)
 }
 
-/// Pod events that go with restarts: (time, namespace, pod, reason, message).
-fn pod_events(
-    source: &Source,
-    window: &Window,
-) -> Result<Vec<(i64, String, String, String, String)>> {
+/// A Pod event: (time, namespace, pod, reason, message).
+type PodEvent = (i64, String, String, String, String);
+
+/// Pod events that go with restarts.
+fn pod_events(source: &Source, window: &Window) -> Result<Vec<PodEvent>> {
     use schemas::tables::columns::events as c;
     let reasons = [
         "Killing",

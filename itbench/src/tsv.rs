@@ -144,7 +144,7 @@ impl Writer {
         let mut inner = self
             .writer
             .into_inner()
-            .map_err(|e| Error::io(&path, e.into_error().into()))?;
+            .map_err(|e| Error::io(&path, e.into_error()))?;
         inner.flush().map_err(|e| Error::io(&path, e))?;
         Ok(self.rows)
     }

@@ -267,7 +267,7 @@ fn event_analysis_counts_by_reason_and_kind() {
 
 /// Pod → its top owner's name, from the pods' and ReplicaSets' ownerReferences.
 fn workloads(ds: &Path) -> HashMap<String, String> {
-    let objects: Vec<ObjectRow> = rows(&ds, Table::Objects);
+    let objects: Vec<ObjectRow> = rows(ds, Table::Objects);
     let mut owner: HashMap<(String, String), String> = HashMap::new();
     for o in &objects {
         let v: Value = serde_json::from_str(&o.object).unwrap();

@@ -131,7 +131,7 @@ impl Parser<'_> {
             }
             Some(Token::Ident(name)) => {
                 self.at += 1;
-                if !self.columns.iter().any(|c| *c == name) {
+                if !self.columns.contains(&name) {
                     return Err(Error::param(format!(
                         "eval: `{name}` is not a loaded metric; available (sanitised): {}",
                         self.columns.join(", ")

@@ -385,8 +385,9 @@ pub fn histogram_quantile(q: f64, buckets: &[(f64, f64)]) -> Option<f64> {
 /// p50/p90/p95/p99 per histogram (bucket series that differ only in `le`), from each bucket's
 /// increase over the window (its latest value when the window holds one sample).
 fn quantiles(series: &[Series], keep: &[String], reading: &schemas::time::Reading) -> Vec<Value> {
-    let mut histograms: BTreeMap<String, (Map<String, Value>, Vec<(f64, f64)>, i64)> =
-        BTreeMap::new();
+    /// One histogram: its answer row, its (le, count) buckets, its latest sample time.
+    type Histogram = (Map<String, Value>, Vec<(f64, f64)>, i64);
+    let mut histograms: BTreeMap<String, Histogram> = BTreeMap::new();
     for s in series
         .iter()
         .filter(|s| s.metric.ends_with("_bucket") && !s.points.is_empty())
@@ -727,7 +728,7 @@ pub fn anomalies(source: &Source, p: AnomalyParams) -> Result<Value> {
             (found.len(), Value::Object(row))
         })
         .collect();
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by_key(|a| std::cmp::Reverse(a.0));
     let mut answer = json!({
         "object": p.k8_object_name,
         "metrics": out.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
@@ -754,7 +755,8 @@ fn mean_std(points: &[(i64, f64)]) -> (f64, f64) {
 /// Points beyond two sample standard deviations of the series' mean: (time, value, z).
 pub fn outliers(points: &[(i64, f64)]) -> Vec<(i64, f64, f64)> {
     let (mean, std) = mean_std(points);
-    if !(std > 0.0) {
+    // A constant series (or one too short for a deviation) has no outliers.
+    if std.is_nan() || std <= 0.0 {
         return Vec::new();
     }
     points

@@ -262,7 +262,7 @@ fn object_of(
             Some("pod") => by_kind("pod"),
             Some("service") | Some("svc") | Some("app") => by_kind("service"),
             Some("node") => by_kind("node"),
-            Some(k) if k != "" && !["pod", "service", "node"].contains(&k) => {
+            Some(k) if !k.is_empty() && !["pod", "service", "node"].contains(&k) => {
                 Some((k.to_string(), id.name.clone()))
             }
             _ => Some(first()),
