@@ -15,6 +15,7 @@ pub mod lifetimes;
 pub mod logs;
 pub mod network;
 pub mod programs;
+pub mod shell;
 pub mod spans;
 pub mod telemetry;
 pub mod workload;
