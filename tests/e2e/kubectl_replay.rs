@@ -301,6 +301,8 @@ fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
         vec!["scale", "deploy", "cart", "-n", NS, "--replicas=3"],
         vec!["delete", "pod", CRASHING, "-n", NS],
         vec!["label", "pod", CRASHING, "-n", NS, "x=y"],
+        // A recording has no processes to run commands in or connect to.
+        vec!["exec", CRASHING, "-n", NS, "--", "ls"],
     ] {
         let err = fails(&r, &args);
         assert!(

@@ -106,6 +106,8 @@ impl Sim {
         let epoch = self.world.epoch;
         self.workload
             .step(&mut self.world, &self.app, &effects, epoch);
+        // Client pods' commands run once the workload they may probe has moved this second.
+        shell::main::run_started(self);
         if capture && self.world.now >= self.next_scrape {
             let mut rows = std::mem::take(&mut self.world.out);
             telemetry::scrape(

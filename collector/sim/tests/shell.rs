@@ -339,3 +339,38 @@ fn containers_that_cannot_be_entered_say_why() {
     );
     run(&mut sim, 1);
 }
+
+#[test]
+fn an_interactive_shell_on_a_terminal_echoes_runs_lines_and_ends_on_ctrl_d() {
+    use sim::shell::process::Process;
+    let mut sim = hotel();
+    let s = session(&mut sim, "frontend");
+    let mut m = sim.shell_model();
+    let (mut p, start) = Process::start(&mut m, s, &["sh".into()], true, true);
+    let prompt = String::from_utf8_lossy(&start.stdout).into_owned();
+    assert!(prompt.ends_with("# "), "{prompt:?}");
+    let o = p.input(&mut m, b"echo hj\x7fi\r");
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.starts_with("echo hj\x08 \x08i\r\nhi\r\n"), "{shown:?}");
+    assert!(shown.ends_with(&prompt), "{shown:?}");
+    assert_eq!(o.exit, None);
+    let o = p.input(&mut m, b"cat /nope\r");
+    // On a terminal stderr is the terminal.
+    assert!(String::from_utf8_lossy(&o.stdout).contains("No such file"), "{o:?}");
+    let o = p.input(&mut m, b"\x04");
+    assert_eq!(o.exit, Some(1));
+    assert!(p.done());
+}
+
+#[test]
+fn a_command_waiting_for_stdin_runs_when_it_closes() {
+    use sim::shell::process::Process;
+    let mut sim = hotel();
+    let s = session(&mut sim, "frontend");
+    let mut m = sim.shell_model();
+    let (mut p, start) = Process::start(&mut m, s, &["wc".into(), "-l".into()], true, false);
+    assert_eq!(start.exit, None);
+    assert_eq!(p.input(&mut m, b"a\nb\n").exit, None);
+    let o = p.close_stdin(&mut m);
+    assert_eq!((o.stdout, o.exit), (b"2\n".to_vec(), Some(0)));
+}

@@ -4,8 +4,10 @@
 
 pub mod access;
 pub mod discovery;
+pub mod exec;
 pub mod feed;
 pub mod openapi;
+pub mod portforward;
 pub mod printers;
 pub mod resources;
 pub mod selector;
@@ -39,6 +41,10 @@ pub struct KubeFacade {
     pub server_version: Value,
     /// The cluster that takes writes: none for a replay, which answers them 405.
     pub writer: Option<Arc<dyn writes::ClusterWriter>>,
+    /// The containers `exec` and `attach` reach: none for a replay, which answers them 405.
+    pub exec: Option<Arc<dyn exec::ContainerExec>>,
+    /// The pods `port-forward` reaches: none for a replay.
+    pub ports: Option<Arc<dyn portforward::PodPorts>>,
 }
 
 impl KubeFacade {
@@ -74,6 +80,8 @@ impl KubeFacade {
                 "platform": "linux/amd64",
             }),
             writer: None,
+            exec: None,
+            ports: None,
         }
     }
 }
@@ -85,8 +93,8 @@ pub fn router(facade: Arc<KubeFacade>) -> Router {
 }
 
 async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let method = parts.method;
+    let (mut parts, body) = request.into_parts();
+    let method = parts.method.clone();
     let path = parts.uri.path().to_string();
     let query = parts.uri.query().unwrap_or("").to_string();
     let accept = parts
@@ -96,6 +104,22 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         .unwrap_or("")
         .to_string();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if let (["api", "v1", "namespaces", ns, "pods", pod, sub @ ("exec" | "attach")], Some(exec)) =
+        (segments.as_slice(), &f.exec)
+    {
+        return match upgrade(&mut parts).await {
+            Ok(ws) => exec::serve(exec, ws, ns, pod, &query, *sub == "attach"),
+            Err(refused) => refused,
+        };
+    }
+    if let (["api", "v1", "namespaces", ns, "pods", pod, "portforward"], Some(ports)) =
+        (segments.as_slice(), &f.ports)
+    {
+        return match upgrade(&mut parts).await {
+            Ok(ws) => portforward::serve(ports, ws, ns, pod, &query),
+            Err(refused) => refused,
+        };
+    }
     if segments
         .iter()
         .any(|s| matches!(*s, "exec" | "attach" | "portforward" | "proxy"))
@@ -157,6 +181,23 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         }
         _ => status::no_such_resource(),
     }
+}
+
+/// The WebSocket upgrade of an exec, attach or port-forward request; a plain request is refused
+/// as the apiserver refuses it.
+async fn upgrade(
+    parts: &mut axum::http::request::Parts,
+) -> Result<axum::extract::ws::WebSocketUpgrade, Response> {
+    use axum::extract::FromRequestParts;
+    axum::extract::ws::WebSocketUpgrade::from_request_parts(parts, &())
+        .await
+        .map_err(|_| {
+            status::status(
+                StatusCode::BAD_REQUEST,
+                "BadRequest",
+                "Upgrade request required",
+            )
+        })
 }
 
 /// `kubectl auth can-i`: the review answered for the environment's one user (201, as created).

@@ -14,6 +14,7 @@
 
 pub mod mitigation;
 pub mod proof;
+mod exec;
 mod stores;
 mod writes;
 
@@ -147,6 +148,9 @@ impl LiveEnv {
             run: run.clone(),
             stores: stores.clone(),
         }));
+        let containers = Arc::new(exec::LiveContainers { run: run.clone() });
+        kube.exec = Some(containers.clone());
+        kube.ports = Some(containers);
         let traces = Arc::new(JaegerFacade {
             spans: stores.spans.clone(),
             clock,

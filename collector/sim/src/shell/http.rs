@@ -186,3 +186,120 @@ pub fn encode(answer: &Answer, head: bool, now: i64) -> Vec<u8> {
         Answer::Empty => vec![],
     }
 }
+
+/// Bytes of a request kept while waiting for the rest of it.
+const MAX_REQUEST: usize = 1 << 20;
+
+/// A TCP connection a client opened to a port of a pod (through `kubectl port-forward`): the
+/// bytes it sends are read as HTTP requests and each is answered as the process answers it.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    pub pod: Key,
+    pub port: u16,
+    buf: Vec<u8>,
+    draws: u64,
+}
+
+/// What a connection answers to the bytes received so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub bytes: Vec<u8>,
+    pub latency_ms: f64,
+    /// The server closes the connection after this reply.
+    pub close: bool,
+}
+
+impl Connection {
+    /// Connects to `port` of `pod` from inside the pod's network namespace (as the kubelet
+    /// does), or the kubelet's error.
+    pub fn open(m: &Model, pod: &Key, port: u16) -> Result<Connection, String> {
+        let p = m
+            .world
+            .pods
+            .get(pod)
+            .ok_or_else(|| format!("pod {} not found", pod.1))?;
+        if !crate::network::listens(m.world, m.app, p, port) {
+            return Err(format!(
+                "error forwarding port {port} to pod {}, uid : failed to connect to localhost:{port} inside namespace \"{}\", IPv4: dial tcp4 127.0.0.1:{port}: connect: connection refused IPv6 dial tcp6 [::1]:{port}: connect: connection refused ",
+                p.meta.uid, p.meta.uid
+            ));
+        }
+        Ok(Connection {
+            pod: pod.clone(),
+            port,
+            buf: vec![],
+            draws: m.world.now as u64 ^ u64::from(port),
+        })
+    }
+
+    /// Bytes from the client; the reply once a whole request is in (`None` while waiting).
+    pub fn send(&mut self, m: &Model, bytes: &[u8]) -> Option<Reply> {
+        let room = MAX_REQUEST.saturating_sub(self.buf.len());
+        self.buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let (method, path) = match request_line(&self.buf) {
+            Parsed::Incomplete if self.buf.len() < MAX_REQUEST => return None,
+            Parsed::Request {
+                method,
+                path,
+                length,
+            } => {
+                self.buf.drain(..length);
+                (method, path)
+            }
+            // Not HTTP (or too long to be): what the server says to anything it cannot read.
+            _ => {
+                self.buf.clear();
+                ("GET".to_string(), "/".to_string())
+            }
+        };
+        self.draws = self.draws.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let draw = (self.draws >> 11) as f64 / (1u64 << 53) as f64;
+        let served = request(m, draw, &self.pod, self.port, &method, &path);
+        let close = !matches!(served.answer, Answer::Http { .. });
+        Some(Reply {
+            bytes: encode(&served.answer, method == "HEAD", m.world.now),
+            latency_ms: served.latency_ms,
+            close,
+        })
+    }
+}
+
+enum Parsed {
+    Incomplete,
+    Request {
+        method: String,
+        path: String,
+        /// Bytes of the whole request, body included.
+        length: usize,
+    },
+    NotHttp,
+}
+
+/// The first request in `buf`: its method, path and length once its head (and the body its
+/// Content-Length announces) has arrived.
+fn request_line(buf: &[u8]) -> Parsed {
+    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+        let looks_http = buf.len() < 8 || buf.iter().take(8).all(|b| b.is_ascii_uppercase() || *b == b' ');
+        return if looks_http { Parsed::Incomplete } else { Parsed::NotHttp };
+    };
+    let head = String::from_utf8_lossy(&buf[..end]);
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next().unwrap_or("").split_whitespace();
+    let (Some(method), Some(path)) = (first.next(), first.next()) else {
+        return Parsed::NotHttp;
+    };
+    let body: usize = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0);
+    let length = end + 4 + body;
+    if buf.len() < length {
+        return Parsed::Incomplete;
+    }
+    Parsed::Request {
+        method: method.to_string(),
+        path: path.to_string(),
+        length,
+    }
+}

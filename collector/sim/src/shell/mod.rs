@@ -21,8 +21,10 @@ pub mod db;
 pub mod fs;
 pub mod http;
 pub mod image;
+pub mod main;
 pub mod net;
 pub mod parse;
+pub mod process;
 pub mod run;
 pub mod tools;
 

@@ -1,0 +1,200 @@
+//! `pods/NAME/portforward` over WebSocket, the transport only: kubectl's SPDY tunnel
+//! (`SPDY/3.1+portforward.k8s.io`, protocol in `apiserver::portforward`) and kube-rs' plain
+//! channels (`v4.channel.k8s.io` with `?ports=`). Connections reach the pod through
+//! [`PodPorts`]; each answer is sent after the time the server took to give it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use apiserver::portforward::{self as pf, Event, SPDY_TUNNEL, Tunnel};
+use apiserver::status::Failure;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+
+use super::writes;
+
+/// What a connection answers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answer {
+    pub bytes: Vec<u8>,
+    pub wait: Duration,
+    /// The server closes the connection after it.
+    pub close: bool,
+}
+
+/// A TCP connection to a port of a pod.
+pub trait PortConnection: Send {
+    /// Bytes from the client; the server's answer once it has one.
+    fn send(&mut self, bytes: &[u8]) -> Option<Answer>;
+}
+
+/// The pods behind a writable API, as far as port-forwarding goes.
+pub trait PodPorts: Send + Sync {
+    /// Checks that the pod can be forwarded to (exists, runs), before the upgrade.
+    fn check(&self, namespace: &str, pod: &str) -> Result<(), Failure>;
+    /// Connects to `port` of the pod, or the kubelet's error text.
+    fn connect(
+        &self,
+        namespace: &str,
+        pod: &str,
+        port: u16,
+    ) -> Result<Box<dyn PortConnection>, String>;
+}
+
+/// Serves one port-forward request.
+pub fn serve(
+    ports: &Arc<dyn PodPorts>,
+    upgrade: WebSocketUpgrade,
+    namespace: &str,
+    pod: &str,
+    query: &str,
+) -> Response {
+    if let Err(e) = ports.check(namespace, pod) {
+        return writes::failure(&e);
+    }
+    let (ns, name, wanted) = (namespace.to_string(), pod.to_string(), pf::query_ports(query));
+    let ports = ports.clone();
+    upgrade
+        .protocols([SPDY_TUNNEL, "v5.channel.k8s.io", "v4.channel.k8s.io"])
+        .on_upgrade(move |socket| async move {
+            let target = Target { ports, ns, name };
+            if socket.protocol().and_then(|p| p.to_str().ok()) == Some(SPDY_TUNNEL) {
+                spdy(socket, target).await;
+            } else {
+                channels(socket, target, wanted).await;
+            }
+        })
+}
+
+struct Target {
+    ports: Arc<dyn PodPorts>,
+    ns: String,
+    name: String,
+}
+
+type Shared = Arc<Mutex<Box<dyn PortConnection>>>;
+
+impl Target {
+    async fn connect(&self, port: u16) -> Result<Shared, String> {
+        let (ports, ns, name) = (self.ports.clone(), self.ns.clone(), self.name.clone());
+        tokio::task::spawn_blocking(move || ports.connect(&ns, &name, port))
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|c| Arc::new(Mutex::new(c)))
+    }
+}
+
+/// Bytes to a connection, off the async workers (it takes the world's lock); the answer after
+/// the time the server took.
+async fn exchange(conn: &Shared, bytes: Vec<u8>) -> Option<Answer> {
+    let c = conn.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        c.lock().unwrap_or_else(|e| e.into_inner()).send(&bytes)
+    })
+    .await
+    .ok()??;
+    tokio::time::sleep(answer.wait).await;
+    Some(answer)
+}
+
+async fn binary(socket: &mut WebSocket, bytes: Vec<u8>) -> Result<(), ()> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    socket.send(Message::Binary(bytes.into())).await.map_err(|_| ())
+}
+
+/// kubectl: SPDY frames as a byte stream inside binary messages.
+async fn spdy(mut socket: WebSocket, target: Target) {
+    let mut tunnel = Tunnel::new();
+    let mut conns: BTreeMap<String, Shared> = BTreeMap::new();
+    while let Some(Ok(message)) = socket.recv().await {
+        let bytes = match message {
+            Message::Binary(b) => b,
+            Message::Close(_) => return,
+            _ => continue,
+        };
+        let Ok((now, events)) = tunnel.receive(&bytes) else {
+            return;
+        };
+        if binary(&mut socket, now).await.is_err() {
+            return;
+        }
+        for event in events {
+            let out = match event {
+                Event::Connect { request, port } => match target.connect(port).await {
+                    Ok(c) => {
+                        conns.insert(request, c);
+                        vec![]
+                    }
+                    Err(why) => tunnel.fail(&request, &why),
+                },
+                Event::Data { request, bytes } => match conns.get(&request) {
+                    Some(c) => match exchange(c, bytes).await {
+                        Some(a) => tunnel.send(&request, &a.bytes, a.close),
+                        None => vec![],
+                    },
+                    None => vec![],
+                },
+                Event::Closed { request } => {
+                    conns.remove(&request);
+                    tunnel.send(&request, &[], true)
+                }
+            };
+            if binary(&mut socket, out).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// kube-rs: one data and one error channel per port of `?ports=`.
+async fn channels(mut socket: WebSocket, target: Target, wanted: Vec<u16>) {
+    let mut conns = vec![];
+    for (i, port) in wanted.iter().enumerate() {
+        for m in pf::channel_open(i, *port) {
+            if binary(&mut socket, m).await.is_err() {
+                return;
+            }
+        }
+        match target.connect(*port).await {
+            Ok(c) => conns.push(Some(c)),
+            Err(why) => {
+                let mut m = vec![(i * 2 + 1) as u8];
+                m.extend_from_slice(why.as_bytes());
+                let _ = binary(&mut socket, m).await;
+                conns.push(None);
+            }
+        }
+    }
+    while let Some(Ok(message)) = socket.recv().await {
+        let bytes = match message {
+            Message::Binary(b) => b,
+            Message::Close(_) => return,
+            _ => continue,
+        };
+        let Some((&channel, payload)) = bytes.split_first() else {
+            continue;
+        };
+        let index = usize::from(channel / 2);
+        if channel % 2 != 0 || payload.is_empty() {
+            continue;
+        }
+        let Some(Some(c)) = conns.get(index) else {
+            continue;
+        };
+        if let Some(a) = exchange(c, payload.to_vec()).await {
+            if binary(&mut socket, pf::channel_data(index, &a.bytes)).await.is_err() {
+                return;
+            }
+            if a.close {
+                conns[index] = None;
+                if conns.iter().all(Option::is_none) {
+                    let _ = socket.send(Message::Close(None)).await;
+                    return;
+                }
+            }
+        }
+    }
+}
