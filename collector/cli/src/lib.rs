@@ -45,6 +45,9 @@ pub enum Command {
     Env(env_cmd::Args),
     /// Evaluate agents × problems × runs × noise in parallel, resumable, and write the board.
     Eval(eval_cmd::Args),
+    /// Fault real processes through eBPF, scoped to a cgroup: failing syscalls, packet loss; what
+    /// this kernel allows; which catalog problems this host can run.
+    Inject(commands::inject::Args),
     /// Evaluate an agent on one problem: it diagnoses and mitigates a live failure (or diagnoses a
     /// replayed dataset), judged and graded, written as a run.
     Live(Box<live_cmd::Args>),
@@ -52,6 +55,8 @@ pub enum Command {
     Mcp(commands::mcp::Args),
     /// List, show and validate the problem catalog.
     Problems(problems::Args),
+    /// Revert whatever the undo journal still lists (faults left by a killed injector).
+    Recover(commands::inject::RecoverArgs),
     /// Serve a dataset through the Kubernetes, Prometheus, Jaeger and Loki APIs, read-only.
     Replay(commands::replay::Args),
     /// Run a problem in the embedded simulator and write its dataset and ground truth.
@@ -67,9 +72,11 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dataset(args) => dataset::run(args),
         Command::Env(args) => env_cmd::run(args),
         Command::Eval(args) => eval_cmd::run(args),
+        Command::Inject(args) => commands::inject::run(args),
         Command::Live(args) => live_cmd::run(*args),
         Command::Mcp(args) => commands::mcp::run(args),
         Command::Problems(args) => problems::run(args),
+        Command::Recover(args) => commands::inject::recover(args),
         Command::Replay(args) => commands::replay::run(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Sweep(args) => sweep::run(args),

@@ -48,7 +48,7 @@ pub struct UpArgs {
     #[arg(long = "for")]
     pub run_for: Option<Dur>,
     /// Write the run (history, fault, changes, recovery) as a dataset here, ground truth beside it.
-    #[arg(long)]
+    #[arg(long, value_parser = schemas::paths::output_dir)]
     pub out: Option<PathBuf>,
     /// Address of the Kubernetes API; Prometheus, Jaeger and Loki take the next ports. Port 0
     /// picks free ports.
@@ -69,6 +69,8 @@ pub struct UpArgs {
     /// Print the ready line as one JSON object (the endpoints and the startup time).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub limits: super::limits::LimitArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -101,6 +103,7 @@ fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
                 no_noise: args.no_noise,
                 listen: args.listen,
                 out: args.out.clone(),
+                limits: args.limits.limits()?,
             },
         )
         .await?;

@@ -5,6 +5,8 @@ mod check_fixes;
 pub mod dataset;
 pub mod env;
 pub mod eval;
+pub mod inject;
+pub mod limits;
 pub mod live;
 pub mod mcp;
 pub mod problems;

@@ -73,6 +73,7 @@ impl Env {
                     no_noise: *no_noise,
                     listen: "127.0.0.1:0".parse()?,
                     out: Some(out.to_path_buf()),
+                    limits: Default::default(),
                 };
                 Ok(Env::Live(Box::new(
                     LiveEnv::start(catalog, problem, &opts).await?,
@@ -190,6 +191,7 @@ async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
         listen: "127.0.0.1:0".parse()?,
         at: None,
         time_shift: true,
+        limits: Default::default(),
     };
     let sink: AuditSink = Arc::new(move |e: AuditEvent| {
         let _ = tx.send(e);
