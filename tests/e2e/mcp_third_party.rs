@@ -1,7 +1,7 @@
 //! Third-party MCP servers, unmodified, driven by the MCP inspector against a live environment
 //! and against a replay started without any time flag: `kubernetes-mcp-server` (`pods_top`,
-//! `pods_log`, `events_list`), `mcp-server-kubernetes` (its equivalents: `kubectl_generic top`,
-//! `kubectl_logs`, `kubectl_get events`), and `prometheus-mcp-server` asking for the last minutes
+//! `pods_log`, `events_list`, `pods_exec`), `mcp-server-kubernetes` (its equivalents:
+//! `kubectl_generic top`, `kubectl_logs`, `kubectl_get events`, `exec_in_pod`), and `prometheus-mcp-server` asking for the last minutes
 //! of the real clock. Each answer is checked against what the real kubectl or our Prometheus API
 //! answers.
 
@@ -180,6 +180,34 @@ fn kubernetes_mcp_servers_read_a_live_environment() {
             .to_string(),
     };
     kubernetes_tools_agree_with_kubectl(&c);
+    commands_run_inside_a_container(&c);
+}
+
+/// `pods_exec` and `exec_in_pod` run a command in a container as `kubectl exec` does: what they
+/// return is what the container answers (its hostname, its mounted configuration).
+fn commands_run_inside_a_container(c: &Cluster) {
+    let pod = c.frontend_pod();
+    let hostname = c.kubernetes_mcp(
+        "pods_exec",
+        json!({"namespace": NS, "name": pod, "command": ["hostname"]}),
+    );
+    assert_eq!(hostname.trim(), pod, "pods_exec hostname");
+    let env = c.k8s_mcp(
+        "exec_in_pod",
+        json!({"name": pod, "namespace": NS, "command": ["sh", "-c", "env | grep ^GEO_SERVICE_PORT="]}),
+    );
+    let kubectl = c.kubectl.ok(&[
+        "exec",
+        "-n",
+        NS,
+        &pod,
+        "--",
+        "sh",
+        "-c",
+        "env | grep ^GEO_SERVICE_PORT=",
+    ]);
+    assert!(kubectl.starts_with("GEO_SERVICE_PORT="), "{kubectl}");
+    assert!(env.contains(kubectl.trim()), "exec_in_pod: {env}");
 }
 
 #[test]

@@ -15,6 +15,6 @@ pub mod patch;
 pub mod portforward;
 pub mod protobuf;
 pub mod remotecommand;
-pub mod spdy;
 pub mod request_info;
+pub mod spdy;
 pub mod status;

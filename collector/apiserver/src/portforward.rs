@@ -258,12 +258,39 @@ mod tests {
         );
         // Both streams were answered.
         client.feed(&back);
-        assert!(matches!(client.next_frame().unwrap(), Some(Frame::SynReply { stream_id: 1, .. })));
-        assert!(matches!(client.next_frame().unwrap(), Some(Frame::SynReply { stream_id: 3, .. })));
+        assert!(matches!(
+            client.next_frame().unwrap(),
+            Some(Frame::SynReply { stream_id: 1, .. })
+        ));
+        assert!(matches!(
+            client.next_frame().unwrap(),
+            Some(Frame::SynReply { stream_id: 3, .. })
+        ));
         client.feed(&t.send("0", b"HTTP/1.1 200 OK\r\n\r\n", true));
-        assert!(matches!(client.next_frame().unwrap(), Some(Frame::Data { stream_id: 3, fin: false, .. })));
-        assert!(matches!(client.next_frame().unwrap(), Some(Frame::Data { stream_id: 3, fin: true, .. })));
-        assert!(matches!(client.next_frame().unwrap(), Some(Frame::Data { stream_id: 1, fin: true, .. })));
+        assert!(matches!(
+            client.next_frame().unwrap(),
+            Some(Frame::Data {
+                stream_id: 3,
+                fin: false,
+                ..
+            })
+        ));
+        assert!(matches!(
+            client.next_frame().unwrap(),
+            Some(Frame::Data {
+                stream_id: 3,
+                fin: true,
+                ..
+            })
+        ));
+        assert!(matches!(
+            client.next_frame().unwrap(),
+            Some(Frame::Data {
+                stream_id: 1,
+                fin: true,
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -286,7 +313,10 @@ mod tests {
     #[test]
     fn kube_rs_channels() {
         assert_eq!(query_ports("ports=80%2C1234"), [80, 1234]);
-        assert_eq!(channel_open(1, 1234), [vec![2, 0xd2, 0x04], vec![3, 0xd2, 0x04]]);
+        assert_eq!(
+            channel_open(1, 1234),
+            [vec![2, 0xd2, 0x04], vec![3, 0xd2, 0x04]]
+        );
         assert_eq!(channel_data(0, b"x"), vec![0, b'x']);
     }
 }

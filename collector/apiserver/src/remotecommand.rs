@@ -78,7 +78,10 @@ pub fn frame(channel: u8, payload: &[u8]) -> Vec<u8> {
 pub enum Incoming {
     Stdin(Vec<u8>),
     /// The terminal's new size.
-    Resize { width: u16, height: u16 },
+    Resize {
+        width: u16,
+        height: u16,
+    },
     /// The client closed stdin (v5 close of channel 0).
     StdinClosed,
     /// Anything else (an empty message, a close of another channel, a channel clients do not

@@ -66,16 +66,71 @@ pub struct Error(pub String);
 /// common values.
 fn dictionary() -> Vec<u8> {
     const WORDS: &[&str] = &[
-        "options", "head", "post", "put", "delete", "trace", "accept", "accept-charset",
-        "accept-encoding", "accept-language", "accept-ranges", "age", "allow", "authorization",
-        "cache-control", "connection", "content-base", "content-encoding", "content-language",
-        "content-length", "content-location", "content-md5", "content-range", "content-type",
-        "date", "etag", "expect", "expires", "from", "host", "if-match", "if-modified-since",
-        "if-none-match", "if-range", "if-unmodified-since", "last-modified", "location",
-        "max-forwards", "pragma", "proxy-authenticate", "proxy-authorization", "range",
-        "referer", "retry-after", "server", "te", "trailer", "transfer-encoding", "upgrade",
-        "user-agent", "vary", "via", "warning", "www-authenticate", "method", "get", "status",
-        "200 OK", "version", "HTTP/1.1", "url", "public", "set-cookie", "keep-alive", "origin",
+        "options",
+        "head",
+        "post",
+        "put",
+        "delete",
+        "trace",
+        "accept",
+        "accept-charset",
+        "accept-encoding",
+        "accept-language",
+        "accept-ranges",
+        "age",
+        "allow",
+        "authorization",
+        "cache-control",
+        "connection",
+        "content-base",
+        "content-encoding",
+        "content-language",
+        "content-length",
+        "content-location",
+        "content-md5",
+        "content-range",
+        "content-type",
+        "date",
+        "etag",
+        "expect",
+        "expires",
+        "from",
+        "host",
+        "if-match",
+        "if-modified-since",
+        "if-none-match",
+        "if-range",
+        "if-unmodified-since",
+        "last-modified",
+        "location",
+        "max-forwards",
+        "pragma",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "range",
+        "referer",
+        "retry-after",
+        "server",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "user-agent",
+        "vary",
+        "via",
+        "warning",
+        "www-authenticate",
+        "method",
+        "get",
+        "status",
+        "200 OK",
+        "version",
+        "HTTP/1.1",
+        "url",
+        "public",
+        "set-cookie",
+        "keep-alive",
+        "origin",
     ];
     const TAIL: &str = "100101201202205206300302303304305306307402405406407408409410411412413414415416417502504505203 Non-Authoritative Information204 No Content301 Moved Permanently400 Bad Request401 Unauthorized403 Forbidden404 Not Found500 Internal Server Error501 Not Implemented503 Service UnavailableJan Feb Mar Apr May Jun Jul Aug Sept Oct Nov Dec 00:00:00 Mon, Tue, Wed, Thu, Fri, Sat, Sun, GMTchunked,text/html,image/png,image/jpg,image/gif,application/xml,application/xhtml+xml,text/plain,text/javascript,publicprivatemax-age=gzip,deflate,sdchcharset=utf-8charset=iso-8859-1,utf-,*,enq=0.";
     let mut d = Vec::with_capacity(1500);
@@ -154,7 +209,10 @@ impl Codec {
         let kind = u16::from_be_bytes([frame[2], frame[3]]);
         let need = |n: usize| {
             if body.len() < n {
-                Err(Error(format!("control frame {kind} of {} bytes", body.len())))
+                Err(Error(format!(
+                    "control frame {kind} of {} bytes",
+                    body.len()
+                )))
             } else {
                 Ok(())
             }
@@ -221,11 +279,17 @@ impl Codec {
         loop {
             let before_in = self.inflate.total_in();
             out.reserve(1024);
-            let status = self.inflate.decompress_vec(input, &mut out, FlushDecompress::Sync);
+            let status = self
+                .inflate
+                .decompress_vec(input, &mut out, FlushDecompress::Sync);
             let used = (self.inflate.total_in() - before_in) as usize;
             input = &input[used.min(input.len())..];
             match status {
-                Ok(Status::Ok | Status::BufError) if input.is_empty() && out.len() < out.capacity() => break,
+                Ok(Status::Ok | Status::BufError)
+                    if input.is_empty() && out.len() < out.capacity() =>
+                {
+                    break;
+                }
                 Ok(Status::StreamEnd) => break,
                 Ok(_) => {}
                 Err(e) if e.needs_dictionary().is_some() => {
@@ -354,7 +418,10 @@ fn parse_pairs(b: &[u8]) -> Result<Vec<(String, String)>, Error> {
             }
             let len = u32_at(b, i) as usize;
             i += 4;
-            let end = i.checked_add(len).filter(|e| *e <= b.len()).ok_or_else(short)?;
+            let end = i
+                .checked_add(len)
+                .filter(|e| *e <= b.len())
+                .ok_or_else(short)?;
             let s = String::from_utf8_lossy(&b[i..end]).into_owned();
             i = end;
             Ok(s)
@@ -431,7 +498,9 @@ mod tests {
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         let mut c = Codec::new();
-        c.feed(&[0x80, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, 0x0c, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 2]);
+        c.feed(&[
+            0x80, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, 0x0c, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 2,
+        ]);
         assert!(c.next_frame().is_err());
         let mut c = Codec::new();
         c.feed(&[0x80, 0x02, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00]);

@@ -351,12 +351,18 @@ fn an_interactive_shell_on_a_terminal_echoes_runs_lines_and_ends_on_ctrl_d() {
     assert!(prompt.ends_with("# "), "{prompt:?}");
     let o = p.input(&mut m, b"echo hj\x7fi\r");
     let shown = String::from_utf8_lossy(&o.stdout);
-    assert!(shown.starts_with("echo hj\x08 \x08i\r\nhi\r\n"), "{shown:?}");
+    assert!(
+        shown.starts_with("echo hj\x08 \x08i\r\nhi\r\n"),
+        "{shown:?}"
+    );
     assert!(shown.ends_with(&prompt), "{shown:?}");
     assert_eq!(o.exit, None);
     let o = p.input(&mut m, b"cat /nope\r");
     // On a terminal stderr is the terminal.
-    assert!(String::from_utf8_lossy(&o.stdout).contains("No such file"), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("No such file"),
+        "{o:?}"
+    );
     let o = p.input(&mut m, b"\x04");
     assert_eq!(o.exit, Some(1));
     assert!(p.done());

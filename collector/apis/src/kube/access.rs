@@ -64,8 +64,14 @@ mod tests {
         assert_eq!(r["status"]["allowed"], true);
         let mut exec = ask("get");
         exec["spec"]["resourceAttributes"]["subresource"] = "exec".into();
-        assert_eq!(review("SelfSubjectAccessReview", exec.clone(), false)["status"]["allowed"], false);
-        assert_eq!(review("SelfSubjectAccessReview", exec, true)["status"]["allowed"], true);
+        assert_eq!(
+            review("SelfSubjectAccessReview", exec.clone(), false)["status"]["allowed"],
+            false
+        );
+        assert_eq!(
+            review("SelfSubjectAccessReview", exec, true)["status"]["allowed"],
+            true
+        );
         let r = review(
             "SelfSubjectRulesReview",
             json!({"spec": {"namespace": "x"}}),

@@ -51,10 +51,11 @@ const IDLE: Duration = Duration::from_secs(30 * 60);
 /// Largest payload of one message.
 const FRAME: usize = 32 * 1024;
 
-/// Serves one exec or attach request.
+/// Serves one exec or attach request. The pod and container are checked before the upgrade: a
+/// client that falls back to SPDY after a refused WebSocket (kubectl) gets the same refusal.
 pub fn serve(
     exec: &Arc<dyn ContainerExec>,
-    upgrade: WebSocketUpgrade,
+    upgrade: Result<WebSocketUpgrade, Response>,
     namespace: &str,
     pod: &str,
     query: &str,
@@ -67,6 +68,10 @@ pub fn serve(
     let session = match exec.open(namespace, pod, &options, attach) {
         Ok(s) => s,
         Err(e) => return writes::failure(&e),
+    };
+    let upgrade = match upgrade {
+        Ok(u) => u,
+        Err(refused) => return refused,
     };
     let session = Arc::new(Mutex::new(session));
     upgrade
@@ -104,9 +109,11 @@ async fn stream(
         if let Some(code) = chunk.exit {
             let status = rc::exit_status(code).to_string();
             let _ = socket
-                .send(Message::Binary(rc::frame(rc::STATUS, status.as_bytes()).into()))
+                .send(Message::Binary(
+                    rc::frame(rc::STATUS, status.as_bytes()).into(),
+                ))
                 .await;
-            let _ = socket.send(Message::Close(None)).await;
+            let _ = socket.send(super::normal_close()).await;
             return;
         }
         let message = match tokio::time::timeout(IDLE, socket.recv()).await {
@@ -132,7 +139,11 @@ async fn send(socket: &mut WebSocket, options: &Options, chunk: &mut Chunk) -> R
         tokio::time::sleep(chunk.wait).await;
     }
     let streams = [
-        (rc::STDOUT, options.stdout, std::mem::take(&mut chunk.stdout)),
+        (
+            rc::STDOUT,
+            options.stdout,
+            std::mem::take(&mut chunk.stdout),
+        ),
         (
             rc::STDERR,
             options.stderr && !options.tty,

@@ -111,21 +111,27 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         .unwrap_or("")
         .to_string();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    if let (["api", "v1", "namespaces", ns, "pods", pod, sub @ ("exec" | "attach")], Some(exec)) =
-        (segments.as_slice(), &f.exec)
+    if let (
+        [
+            "api",
+            "v1",
+            "namespaces",
+            ns,
+            "pods",
+            pod,
+            sub @ ("exec" | "attach"),
+        ],
+        Some(exec),
+    ) = (segments.as_slice(), &f.exec)
     {
-        return match upgrade(&mut parts).await {
-            Ok(ws) => exec::serve(exec, ws, ns, pod, &query, *sub == "attach"),
-            Err(refused) => refused,
-        };
+        let ws = upgrade(&mut parts).await;
+        return exec::serve(exec, ws, ns, pod, &query, *sub == "attach");
     }
     if let (["api", "v1", "namespaces", ns, "pods", pod, "portforward"], Some(ports)) =
         (segments.as_slice(), &f.ports)
     {
-        return match upgrade(&mut parts).await {
-            Ok(ws) => portforward::serve(ports, ws, ns, pod, &query),
-            Err(refused) => refused,
-        };
+        let ws = upgrade(&mut parts).await;
+        return portforward::serve(ports, ws, ns, pod, &query);
     }
     // The proxy to a node's kubelet is read-only and answered here; proxies to pods and services
     // are not (a recording has no process behind them).
@@ -195,6 +201,15 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         }
         _ => status::no_such_resource(),
     }
+}
+
+/// The end of a stream: a close frame with status 1000, which clients read as the end of their
+/// streams (client-go takes a close without a status, 1005, for a broken connection).
+fn normal_close() -> axum::extract::ws::Message {
+    axum::extract::ws::Message::Close(Some(axum::extract::ws::CloseFrame {
+        code: axum::extract::ws::close_code::NORMAL,
+        reason: "".into(),
+    }))
 }
 
 /// The WebSocket upgrade of an exec, attach or port-forward request; a plain request is refused

@@ -11,6 +11,7 @@ use apiserver::portforward::{self as pf, Event, SPDY_TUNNEL, Tunnel};
 use apiserver::status::Failure;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
+use tokio::sync::mpsc;
 
 use super::writes;
 
@@ -45,7 +46,7 @@ pub trait PodPorts: Send + Sync {
 /// Serves one port-forward request.
 pub fn serve(
     ports: &Arc<dyn PodPorts>,
-    upgrade: WebSocketUpgrade,
+    upgrade: Result<WebSocketUpgrade, Response>,
     namespace: &str,
     pod: &str,
     query: &str,
@@ -53,7 +54,15 @@ pub fn serve(
     if let Err(e) = ports.check(namespace, pod) {
         return writes::failure(&e);
     }
-    let (ns, name, wanted) = (namespace.to_string(), pod.to_string(), pf::query_ports(query));
+    let upgrade = match upgrade {
+        Ok(u) => u,
+        Err(refused) => return refused,
+    };
+    let (ns, name, wanted) = (
+        namespace.to_string(),
+        pod.to_string(),
+        pf::query_ports(query),
+    );
     let ports = ports.clone();
     upgrade
         .protocols([SPDY_TUNNEL, "v5.channel.k8s.io", "v4.channel.k8s.io"])
@@ -102,51 +111,78 @@ async fn binary(socket: &mut WebSocket, bytes: Vec<u8>) -> Result<(), ()> {
     if bytes.is_empty() {
         return Ok(());
     }
-    socket.send(Message::Binary(bytes.into())).await.map_err(|_| ())
+    socket
+        .send(Message::Binary(bytes.into()))
+        .await
+        .map_err(|_| ())
 }
 
-/// kubectl: SPDY frames as a byte stream inside binary messages.
+/// kubectl: SPDY frames as a byte stream inside binary messages. Each connection answers on a
+/// task of its own, so that a slow answer neither holds the others nor leaves the WebSocket
+/// unread (kubectl gives up on a tunnel whose pings go unanswered).
 async fn spdy(mut socket: WebSocket, target: Target) {
     let mut tunnel = Tunnel::new();
-    let mut conns: BTreeMap<String, Shared> = BTreeMap::new();
-    while let Some(Ok(message)) = socket.recv().await {
-        let bytes = match message {
-            Message::Binary(b) => b,
-            Message::Close(_) => return,
-            _ => continue,
+    let mut conns: BTreeMap<String, mpsc::UnboundedSender<Vec<u8>>> = BTreeMap::new();
+    let (answers, mut answered) = mpsc::unbounded_channel::<(String, Answer)>();
+    loop {
+        let out = tokio::select! {
+            message = socket.recv() => {
+                let bytes = match message {
+                    Some(Ok(Message::Binary(b))) => b,
+                    Some(Ok(Message::Close(_)) | Err(_)) | None => return,
+                    Some(Ok(_)) => continue,
+                };
+                let Ok((mut out, events)) = tunnel.receive(&bytes) else {
+                    return;
+                };
+                for event in events {
+                    out.extend(match event {
+                        Event::Connect { request, port } => match target.connect(port).await {
+                            Ok(c) => {
+                                conns.insert(request.clone(), answering(c, request, answers.clone()));
+                                vec![]
+                            }
+                            Err(why) => tunnel.fail(&request, &why),
+                        },
+                        Event::Data { request, bytes } => {
+                            if let Some(c) = conns.get(&request) {
+                                let _ = c.send(bytes);
+                            }
+                            vec![]
+                        }
+                        Event::Closed { request } => {
+                            conns.remove(&request);
+                            tunnel.send(&request, &[], true)
+                        }
+                    });
+                }
+                out
+            }
+            Some((request, a)) = answered.recv() => tunnel.send(&request, &a.bytes, a.close),
         };
-        let Ok((now, events)) = tunnel.receive(&bytes) else {
-            return;
-        };
-        if binary(&mut socket, now).await.is_err() {
+        if binary(&mut socket, out).await.is_err() {
             return;
         }
-        for event in events {
-            let out = match event {
-                Event::Connect { request, port } => match target.connect(port).await {
-                    Ok(c) => {
-                        conns.insert(request, c);
-                        vec![]
-                    }
-                    Err(why) => tunnel.fail(&request, &why),
-                },
-                Event::Data { request, bytes } => match conns.get(&request) {
-                    Some(c) => match exchange(c, bytes).await {
-                        Some(a) => tunnel.send(&request, &a.bytes, a.close),
-                        None => vec![],
-                    },
-                    None => vec![],
-                },
-                Event::Closed { request } => {
-                    conns.remove(&request);
-                    tunnel.send(&request, &[], true)
-                }
-            };
-            if binary(&mut socket, out).await.is_err() {
+    }
+}
+
+/// The task that feeds one connection its bytes in order and hands back its answers.
+fn answering(
+    conn: Shared,
+    request: String,
+    answers: mpsc::UnboundedSender<(String, Answer)>,
+) -> mpsc::UnboundedSender<Vec<u8>> {
+    let (bytes_tx, mut bytes_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    tokio::spawn(async move {
+        while let Some(bytes) = bytes_rx.recv().await {
+            if let Some(a) = exchange(&conn, bytes).await
+                && answers.send((request.clone(), a)).is_err()
+            {
                 return;
             }
         }
-    }
+    });
+    bytes_tx
 }
 
 /// kube-rs: one data and one error channel per port of `?ports=`.
@@ -185,13 +221,16 @@ async fn channels(mut socket: WebSocket, target: Target, wanted: Vec<u16>) {
             continue;
         };
         if let Some(a) = exchange(c, payload.to_vec()).await {
-            if binary(&mut socket, pf::channel_data(index, &a.bytes)).await.is_err() {
+            if binary(&mut socket, pf::channel_data(index, &a.bytes))
+                .await
+                .is_err()
+            {
                 return;
             }
             if a.close {
                 conns[index] = None;
                 if conns.iter().all(Option::is_none) {
-                    let _ = socket.send(Message::Close(None)).await;
+                    let _ = socket.send(super::normal_close()).await;
                     return;
                 }
             }

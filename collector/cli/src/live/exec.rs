@@ -10,8 +10,8 @@ use apis::kube::exec::{Chunk, ContainerExec, ExecSession};
 use apis::kube::portforward::{Answer, PodPorts, PortConnection};
 use apiserver::remotecommand::Options;
 use apiserver::status::Failure;
-use sim::shell::process::Process;
 use sim::objects::key;
+use sim::shell::process::Process;
 use sim::shell::{self, EnterError, Limits, Output, Session, http};
 
 use crate::run::problem::ProblemRun;

@@ -12,9 +12,9 @@
 //! events wait in memory, out of every API's reach, and become the dataset's `audit` table when
 //! the run is kept (without `--out` nothing is recorded).
 
+mod exec;
 pub mod mitigation;
 pub mod proof;
-mod exec;
 mod stores;
 mod writes;
 

@@ -252,7 +252,10 @@ impl Connection {
                 ("GET".to_string(), "/".to_string())
             }
         };
-        self.draws = self.draws.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.draws = self
+            .draws
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let draw = (self.draws >> 11) as f64 / (1u64 << 53) as f64;
         let served = request(m, draw, &self.pod, self.port, &method, &path);
         let close = !matches!(served.answer, Answer::Http { .. });
@@ -279,8 +282,16 @@ enum Parsed {
 /// Content-Length announces) has arrived.
 fn request_line(buf: &[u8]) -> Parsed {
     let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-        let looks_http = buf.len() < 8 || buf.iter().take(8).all(|b| b.is_ascii_uppercase() || *b == b' ');
-        return if looks_http { Parsed::Incomplete } else { Parsed::NotHttp };
+        let looks_http = buf.len() < 8
+            || buf
+                .iter()
+                .take(8)
+                .all(|b| b.is_ascii_uppercase() || *b == b' ');
+        return if looks_http {
+            Parsed::Incomplete
+        } else {
+            Parsed::NotHttp
+        };
     };
     let head = String::from_utf8_lossy(&buf[..end]);
     let mut lines = head.split("\r\n");

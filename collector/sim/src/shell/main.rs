@@ -33,7 +33,8 @@ enum Main {
 
 fn classify(argv: &[String], stdin: bool) -> Main {
     let joined = argv.join(" ");
-    let shell_only = argv.len() == 1 && matches!(argv[0].rsplit('/').next(), Some("sh" | "bash" | "ash"));
+    let shell_only =
+        argv.len() == 1 && matches!(argv[0].rsplit('/').next(), Some("sh" | "bash" | "ash"));
     if (shell_only && stdin)
         || joined.contains("sleep infinity")
         || joined.contains("tail -f")
@@ -64,12 +65,20 @@ pub fn run_started(sim: &mut crate::Sim) {
             p.statuses
                 .iter()
                 .enumerate()
-                .filter(move |(_, s)| matches!(s.state, CState::Running { started } if started == now))
+                .filter(
+                    move |(_, s)| matches!(s.state, CState::Running { started } if started == now),
+                )
                 .map(move |(i, _)| (k.clone(), i))
         })
         .collect();
     for (k, i) in started {
-        let Some(c) = sim.world.pods.get(&k).and_then(|p| p.spec.containers.get(i)).cloned() else {
+        let Some(c) = sim
+            .world
+            .pods
+            .get(&k)
+            .and_then(|p| p.spec.containers.get(i))
+            .cloned()
+        else {
             continue;
         };
         if programs::identify(&sim.app, &c).is_some() || toolbox(&c.image).shell.is_none() {
@@ -79,7 +88,11 @@ pub fn run_started(sim: &mut crate::Sim) {
         if !explicit && !shell_by_default(&c.image) {
             continue;
         }
-        let stdin = c.extra.get("stdin").and_then(|v| v.as_bool()).unwrap_or(false);
+        let stdin = c
+            .extra
+            .get("stdin")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
         let mut m = sim.shell_model();
         let argv = main_argv(&m, &c);
         let (code, after_ns) = match classify(&argv, stdin) {
@@ -104,7 +117,12 @@ pub fn run_started(sim: &mut crate::Sim) {
             }
         };
         let reason = if code == 0 { "Completed" } else { "Error" };
-        if let Some(s) = sim.world.pods.get_mut(&k).and_then(|p| p.statuses.get_mut(i)) {
+        if let Some(s) = sim
+            .world
+            .pods
+            .get_mut(&k)
+            .and_then(|p| p.statuses.get_mut(i))
+        {
             s.exit_at = Some((now + after_ns.max(1), code, reason.into()));
         }
     }

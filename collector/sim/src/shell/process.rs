@@ -36,9 +36,30 @@ pub struct Process {
 
 /// Commands that read their stdin when given no file.
 const STDIN_READERS: &[&str] = &[
-    "cat", "grep", "egrep", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "sed", "awk",
-    "tee", "xargs", "nc", "mongo", "mongosh", "redis-cli", "valkey-cli", "psql", "sh", "bash",
-    "ash", "read",
+    "cat",
+    "grep",
+    "egrep",
+    "head",
+    "tail",
+    "wc",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "sed",
+    "awk",
+    "tee",
+    "xargs",
+    "nc",
+    "mongo",
+    "mongosh",
+    "redis-cli",
+    "valkey-cli",
+    "psql",
+    "sh",
+    "bash",
+    "ash",
+    "read",
 ];
 
 fn is_shell(arg: &str) -> bool {
@@ -105,13 +126,12 @@ impl Process {
     /// client sends any.
     pub fn start(
         m: &mut Model,
-        mut session: Session,
+        session: Session,
         argv: &[String],
         stdin: bool,
         tty: bool,
     ) -> (Process, Output) {
-        let interactive_shell =
-            argv.len() == 1 && is_shell(&argv[0]) && session.shell().is_some();
+        let interactive_shell = argv.len() == 1 && is_shell(&argv[0]) && session.shell().is_some();
         let attach_shell = argv.is_empty()
             && stdin
             && m.world
@@ -295,6 +315,11 @@ mod tests {
         assert!(!reads_stdin(&argv(&["sh", "-c", "ls /; env"])));
         assert!(reads_stdin(&argv(&["sh", "-c", "cat > /tmp/x"])));
         assert!(reads_stdin(&argv(&["mongo", "admin"])));
-        assert!(!reads_stdin(&argv(&["mongo", "admin", "--eval", "db.getUsers()"])));
+        assert!(!reads_stdin(&argv(&[
+            "mongo",
+            "admin",
+            "--eval",
+            "db.getUsers()"
+        ])));
     }
 }
