@@ -101,14 +101,17 @@ fn top_pod_names(k: &Kubectl) -> Vec<String> {
 
 /// The Kubernetes tools of both servers answer as kubectl does.
 fn kubernetes_tools_agree_with_kubectl(c: &Cluster) {
-    let pods = top_pod_names(&c.kubectl);
-    assert!(pods.len() > 5, "{pods:?}");
+    let before = top_pod_names(&c.kubectl);
     let top = c.kubernetes_mcp("pods_top", json!({"namespace": NS}));
     let generic = c.k8s_mcp(
         "kubectl_generic",
         json!({"command": "top", "resourceType": "pods", "namespace": NS}),
     );
-    for pod in &pods {
+    // A live environment replaces pods meanwhile: the pods kubectl lists before and after.
+    let after = top_pod_names(&c.kubectl);
+    let pods: Vec<&String> = before.iter().filter(|p| after.contains(p)).collect();
+    assert!(pods.len() > 5, "{before:?} then {after:?}");
+    for pod in pods {
         assert!(
             top.contains(pod.as_str()),
             "{pod} missing from pods_top:\n{top}"
@@ -129,8 +132,17 @@ fn kubernetes_tools_agree_with_kubectl(c: &Cluster) {
         ),
     ] {
         // A live pod keeps logging: what the tool read is among what kubectl reads after it.
+        // (The frontend's lines, requests handled or failed, all name its source file.)
         let after = c.kubectl.ok(&["logs", "-n", NS, &pod, "--tail=400"]);
-        let lines: Vec<&str> = log.lines().filter(|l| l.contains("handled in")).collect();
+        // mcp-server-kubernetes wraps the text in JSON (`{"logs": "..."}`).
+        let log = serde_json::from_str::<Value>(&log)
+            .ok()
+            .and_then(|v| v["logs"].as_str().map(str::to_string))
+            .unwrap_or(log);
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("services/frontend/"))
+            .collect();
         assert!(!lines.is_empty(), "{log}");
         for line in lines {
             assert!(after.contains(line), "{line:?} not in kubectl logs");
