@@ -2,7 +2,7 @@
 //! service its workload, Service, ConfigMaps, PVCs and ServiceAccount, then lets the control plane
 //! and kubelets bring it up before the captured window starts (as a deployed app would be).
 
-use problems::app::{AppSpec, NodeRole, ProbeHandler, ServiceSpec, TaintEffect, WorkloadKind};
+use problems::app::{AppSpec, NodeRole, ProbeHandler, ServiceSpec, WorkloadKind};
 use serde_json::json;
 
 use super::objects::*;
@@ -154,7 +154,7 @@ pub fn build(w: &mut World, app: &AppSpec) {
             .map(|t| Taint {
                 key: t.key.clone(),
                 value: (!t.value.is_empty()).then(|| t.value.clone()),
-                effect: effect_name(t.effect).into(),
+                effect: t.effect.as_str().into(),
             })
             .collect();
         if n.role == NodeRole::ControlPlane {
@@ -251,13 +251,6 @@ pub fn build(w: &mut World, app: &AppSpec) {
     }
 }
 
-fn effect_name(e: TaintEffect) -> &'static str {
-    match e {
-        TaintEffect::NoSchedule => "NoSchedule",
-        TaintEffect::PreferNoSchedule => "PreferNoSchedule",
-        TaintEffect::NoExecute => "NoExecute",
-    }
-}
 
 fn namespace(w: &mut World, ns: &str) {
     let labels: Labels = [("kubernetes.io/metadata.name".to_string(), ns.to_string())].into();
