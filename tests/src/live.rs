@@ -34,11 +34,23 @@ impl Drop for Live {
 /// Starts `collector env up --problem PROBLEM` (seed 3, two minutes past onset, five times real
 /// speed) and waits for its ready line.
 pub fn up(problem: &str, extra: &[&str]) -> Live {
+    start(&["--problem", problem], extra)
+}
+
+/// Starts `collector env up --app APP`: the app healthy, nothing injected (a cluster to inject
+/// into); with `--bare` in `extra`, the cluster without the app's objects.
+pub fn up_app(app: &str, extra: &[&str]) -> Live {
+    start(&["--app", app], extra)
+}
+
+fn start(what: &[&str], extra: &[&str]) -> Live {
     use std::io::BufRead;
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let kubeconfig = tmp.path().join("kubeconfig");
     let mut child = Command::new(crate::binary("collector"))
-        .args(["env", "up", "--problem", problem, "--seed", "3", "--json"])
+        .args(["env", "up"])
+        .args(what)
+        .args(["--seed", "3", "--json"])
         .args(["--since-onset", "2m", "--speed", "5"])
         .arg("--write-kubeconfig")
         .arg(&kubeconfig)

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 pub mod commands;
 pub mod env;
 pub mod eval;
+pub mod kube;
 pub mod live;
 pub mod replay;
 pub mod run;

@@ -6,6 +6,7 @@ pub mod dataset;
 pub mod env;
 pub mod eval;
 pub mod inject;
+pub mod inject_kube;
 pub mod live;
 pub mod mcp;
 pub mod problems;
