@@ -24,12 +24,81 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// Opens a dataset: reads the manifest and checks that every table file it names lies in
+    /// the directory. The files themselves are checked by [`Dataset::open_verified`] (or the
+    /// whole dataset by [`crate::validate()`]).
     pub fn open(dir: &Path) -> Result<Self> {
         let manifest = read_manifest(dir)?;
         Ok(Dataset {
             dir: dir.to_path_buf(),
             manifest,
         })
+    }
+
+    /// Opens a dataset to serve or read it whole: also checks every table file's size,
+    /// SHA-256 and row count against the manifest (files hashed side by side), so a damaged or
+    /// altered file is refused here rather than met by a reader later.
+    pub fn open_verified(dir: &Path) -> Result<Self> {
+        let ds = Dataset::open(dir)?;
+        let entries: Vec<(Table, &TableEntry)> =
+            ds.manifest.tables.iter().map(|(t, e)| (*t, e)).collect();
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let chunk = entries.len().div_ceil(workers).max(1);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = entries
+                .chunks(chunk)
+                .map(|part| {
+                    let ds = &ds;
+                    scope.spawn(move || {
+                        part.iter()
+                            .try_for_each(|(table, entry)| ds.verify_file(*table, entry))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        })?;
+        Ok(ds)
+    }
+
+    /// One table file against its manifest entry: size, checksum, rows in the footer.
+    fn verify_file(&self, table: Table, entry: &TableEntry) -> Result<()> {
+        let path = self.path(table)?;
+        let meta = std::fs::metadata(&path).map_err(|e| DatasetError::io(&path, e))?;
+        if meta.len() != entry.bytes {
+            return Err(DatasetError::invalid(
+                &path,
+                format!(
+                    "is {} bytes, the manifest says {} (the file was changed or damaged;                      `collector dataset validate` tells more)",
+                    meta.len(),
+                    entry.bytes
+                ),
+            ));
+        }
+        let sum = crate::sha256_file(&path)?;
+        if sum != entry.sha256 {
+            return Err(DatasetError::invalid(
+                &path,
+                format!(
+                    "checksum mismatch: sha256 is {sum}, the manifest says {} (the file was                      changed or damaged)",
+                    entry.sha256
+                ),
+            ));
+        }
+        let file = File::open(&path).map_err(|e| DatasetError::io(&path, e))?;
+        let rows = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| DatasetError::parquet(&path, e))?
+            .metadata()
+            .file_metadata()
+            .num_rows();
+        if u64::try_from(rows).ok() != Some(entry.rows) {
+            return Err(DatasetError::invalid(
+                &path,
+                format!("holds {rows} rows, the manifest says {}", entry.rows),
+            ));
+        }
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
@@ -49,9 +118,22 @@ impl Dataset {
         })
     }
 
-    /// The path of a table's file.
+    /// The path of a table's file; the manifest's name was checked to be a plain file name,
+    /// and a symbolic link out of the directory is refused here.
     pub fn path(&self, table: Table) -> Result<PathBuf> {
-        Ok(self.dir.join(&self.entry(table)?.file))
+        let path = self.dir.join(&self.entry(table)?.file);
+        if let (Ok(real), Ok(dir)) = (path.canonicalize(), self.dir.canonicalize())
+            && !real.starts_with(&dir)
+        {
+            return Err(DatasetError::invalid(
+                &path,
+                format!(
+                    "leads out of the dataset directory (to {}); table files must lie inside it",
+                    real.display()
+                ),
+            ));
+        }
+        Ok(path)
     }
 
     /// Streams a table as record batches of up to `batch_rows` rows.
@@ -151,6 +233,14 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
                 manifest.format
             ),
         ));
+    }
+    for (table, entry) in &manifest.tables {
+        schemas::paths::check_plain_name(&entry.file).map_err(|why| {
+            DatasetError::invalid(
+                &path,
+                format!("tables.{table}.file: `{}` {why}", entry.file),
+            )
+        })?;
     }
     if manifest.schema_version != DATASET_FORMAT_VERSION {
         return Err(DatasetError::invalid(

@@ -107,6 +107,7 @@ impl DatasetWriter {
             _ => PathBuf::from("."),
         };
         std::fs::create_dir_all(&parent).map_err(|e| DatasetError::io(&parent, e))?;
+        remove_abandoned(&parent, &name);
         let tmp_dir = parent.join(format!(".{name}.partial-{}", std::process::id()));
         if tmp_dir.exists() {
             std::fs::remove_dir_all(&tmp_dir).map_err(|e| DatasetError::io(&tmp_dir, e))?;
@@ -289,6 +290,37 @@ impl DatasetWriter {
         }
         self.finished = true;
         Ok(manifest)
+    }
+}
+
+/// Removes the `.NAME.partial-PID` directories that writers killed before they could clean up
+/// (kill -9 runs no destructor) left in `parent`: those whose process is gone. Only where
+/// `/proc` tells which processes live; a directory of a live writer is never touched.
+fn remove_abandoned(parent: &Path, name: &str) {
+    let proc_dir = Path::new("/proc");
+    if !proc_dir.join("self").exists() {
+        return;
+    }
+    let prefix = format!(".{name}.partial-");
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !proc_dir.join(pid.to_string()).exists() {
+            tracing::info!(
+                "removing {}, left by a writer that was killed",
+                entry.path().display()
+            );
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 

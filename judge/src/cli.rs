@@ -66,7 +66,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub problem: Option<String>,
     /// Directory for verdicts.jsonl, results.json and ITBench's evaluation_results.json.
-    #[arg(long)]
+    #[arg(long, value_parser = schemas::paths::output_dir)]
     pub out: PathBuf,
     /// Rubric YAML (default: the built-in faultline rubric).
     #[arg(long)]
@@ -144,7 +144,7 @@ pub struct ReportArgs {
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
     /// Directory for board.json, leaderboard.json (judge runs only) and index.html.
-    #[arg(long)]
+    #[arg(long, value_parser = schemas::paths::output_dir)]
     pub out: PathBuf,
     /// Score to rank by (default: composite, or root_cause_entity_f1 without an LLM judge).
     #[arg(long)]
@@ -226,6 +226,12 @@ pub async fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
     let cache =
         (!args.no_cache).then(|| Cache::new(args.cache.clone().unwrap_or_else(default_cache_dir)));
     let n_items = scan.items.len();
+    // Outputs that could not be read are scored 0 as agent errors; the summary says how many,
+    // so a directory of garbage does not read as a clean run.
+    let unreadable = scan.items.iter().filter(|i| i.output.is_err()).count();
+    if let Some(first) = scan.items.iter().find_map(|i| i.output.as_ref().err()) {
+        tracing::warn!("{unreadable} agent output(s) unreadable, scored 0 (first: {first})");
+    }
     let (results, rep) = runner::run(
         scan.items,
         RunConfig {
@@ -247,13 +253,14 @@ pub async fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
         let summary = serde_json::json!({
             "items": n_items, "verdicts": rep.verdicts, "judged": rep.judged, "from_cache": rep.from_cache,
             "resumed": rep.resumed, "requests": rep.requests, "judge_errors": rep.judge_errors,
+            "unreadable_outputs": unreadable,
             "judging_seconds": rep.judging.as_secs_f64(),
             "out": args.out, "usage": results.usage,
         });
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         println!(
-            "{n_items} items, {} verdicts: {} judged ({} requests), {} from cache, {} resumed, {} judge errors",
+            "{n_items} items, {} verdicts: {} judged ({} requests), {} from cache, {} resumed, {} judge errors, {unreadable} unreadable outputs (scored 0)",
             rep.verdicts, rep.judged, rep.requests, rep.from_cache, rep.resumed, rep.judge_errors
         );
         for (agent, s) in &results.stats {

@@ -75,9 +75,15 @@ pub fn scan(
             );
         };
         let problem_id = resolve_id(problem, truths);
+        // One ground-truth file is keyed by its own name or id; with --problem it is the one
+        // this output is judged against, whatever that key is.
+        let only = match (truths.contains_key(&problem_id), truths.values().next()) {
+            (false, Some(t)) if truths.len() == 1 => Some(rekeyed(t, &problem_id)),
+            _ => None,
+        };
         push(
             scan,
-            truths,
+            only.as_ref().unwrap_or(truths),
             agent,
             &problem_id,
             "1",
@@ -88,15 +94,47 @@ pub fn scan(
     }
 }
 
-/// Every `run.json` below `dir`, in path order.
-pub fn find_run_files(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    for p in truth::sorted_entries(dir)? {
-        if p.is_dir() {
-            find_run_files(&p, out)?;
-        } else if p.file_name().is_some_and(|n| n == "run.json") {
-            out.push(p);
+/// A ground truth under another problem id, alone in its map.
+fn rekeyed(t: &LoadedTruth, problem_id: &str) -> BTreeMap<String, Arc<LoadedTruth>> {
+    BTreeMap::from([(
+        problem_id.to_string(),
+        Arc::new(LoadedTruth {
+            problem_id: problem_id.to_string(),
+            ..t.clone()
+        }),
+    )])
+}
+
+/// Names that become directories of the judge's output (`trials/AGENT/SCENARIO/TRIAL/`) must stay
+/// inside it, whatever a `run.json` or a result CSV says.
+fn check_names(origin: &str, names: [(&str, &str); 3]) -> anyhow::Result<()> {
+    for (field, value) in names {
+        if let Err(why) = schemas::paths::check_plain_name(value) {
+            bail!("{origin}: {field}: `{value}` {why}");
         }
     }
+    Ok(())
+}
+
+/// Every `run.json` below `dir`, in path order. Symbolic links to directories are not followed
+/// (a link to an ancestor would never end), and the walk keeps its own stack.
+pub fn find_run_files(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let mut pending = vec![dir.to_path_buf()];
+    let mut found = Vec::new();
+    while let Some(d) = pending.pop() {
+        for p in truth::sorted_entries(&d)? {
+            let is_link = p
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink());
+            if p.is_dir() && !is_link {
+                pending.push(p);
+            } else if p.file_name().is_some_and(|n| n == "run.json") {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    out.extend(found);
     Ok(())
 }
 
@@ -212,8 +250,20 @@ fn scan_run(
         (None, Some(e)) => Err(format!("run ended without output: {e}")),
         (None, None) => Err("run has no output".to_string()),
     };
+    check_names(
+        &path.display().to_string(),
+        [
+            ("agent", &run.agent),
+            ("problem_id", &run.problem_id),
+            ("trial", &run.trial),
+        ],
+    )?;
     let pushed = scan.items.len();
     if let Some(rel) = &run.ground_truth {
+        // The run's ground truth lies beside its run.json, never elsewhere.
+        if let Err(why) = schemas::paths::check_plain_name(rel) {
+            bail!("{}: ground_truth: `{rel}` {why}", path.display());
+        }
         let gt_path = path.parent().unwrap_or(Path::new(".")).join(rel);
         let loaded = truth::load(&gt_path)?;
         let mut own = BTreeMap::new();
@@ -277,6 +327,14 @@ fn scan_sregym_csv(
             .filter(|s| !s.is_empty())
             .map_or_else(|| (i + 1).to_string(), str::to_string);
         let text = row.get(sub).unwrap_or_default();
+        check_names(
+            &format!("{}: row {}", path.display(), i + 2),
+            [
+                ("agent", agent),
+                ("problem_id", &problem_id),
+                ("attempt", &trial),
+            ],
+        )?;
         push(
             scan,
             truths,

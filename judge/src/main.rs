@@ -15,18 +15,22 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Run(args) => tokio::runtime::Runtime::new()
-            .map_err(anyhow::Error::from)
-            .and_then(|rt| rt.block_on(cli::run(args))),
-        Command::Report(args) => cli::report(args),
-        Command::Agree(args) => cli::agree(args),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(1)
+    // `judge report ... | head`: a closed stdout ends the command quietly.
+    schemas::stdout::run_main(|| {
+        let result = match cli.command {
+            Command::Run(args) => tokio::runtime::Runtime::new()
+                .map_err(anyhow::Error::from)
+                .and_then(|rt| rt.block_on(cli::run(args))),
+            Command::Report(args) => cli::report(args),
+            Command::Agree(args) => cli::agree(args),
+        };
+        match result {
+            Ok(code) => code,
+            Err(e) if e.chain().any(schemas::stdout::is_broken_pipe_error) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
         }
-    }
+    })
 }

@@ -79,10 +79,21 @@ pub fn write(
                 "eval_result": {"scores": scores.clone(), "justification": "deterministic metrics computed by faultline judge; reasoning metrics from checklist answers"},
                 "flat_scores": judged.metrics,
             });
+            let scenario = scenario_name(&r.problem_id);
+            // Every part comes from data (a run.json, a CSV, a directory name): each must stay
+            // one directory level inside OUT/trials.
+            for (what, part) in [
+                ("agent", &r.agent),
+                ("scenario", &scenario),
+                ("trial", &r.trial),
+            ] {
+                schemas::paths::check_plain_name(part)
+                    .map_err(|why| anyhow::anyhow!("{}: {what}: `{part}` {why}", r.source))?;
+            }
             let path = out_dir
                 .join("trials")
                 .join(&r.agent)
-                .join(scenario_name(&r.problem_id))
+                .join(scenario)
                 .join(&r.trial)
                 .join("judge_output.json");
             files.push((path, judge_output));

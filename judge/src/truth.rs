@@ -197,7 +197,7 @@ fn one(
             kind_of(&value)
         );
     }
-    let is_faultline = value.get("components").is_some() && value.get("schema_version").is_some();
+    let is_faultline = value.get("components").is_some() || value.get("schema_version").is_some();
     if is_faultline {
         let truth: GroundTruth = serde_json::from_value(value)
             .map_err(|e| anyhow::anyhow!("{origin}: not a faultline ground truth: {e}"))?;
@@ -219,6 +219,13 @@ fn one(
     }
     let doc = ItbenchDocument::from_value(value)
         .map_err(|e| anyhow::anyhow!("{origin}: not an ITBench v1 ground truth: {e}"))?;
+    // Every ITBench field has a default, so `{}` would parse as a truth with nothing to find.
+    if doc.body.groups.is_empty() {
+        bail!(
+            "{origin}: neither a faultline ground truth (`schema_version`, `components`) nor an \
+             ITBench one (`groups`, at least one of them `root_cause: true`)"
+        );
+    }
     let raw_id = match doc.body.extra.get("id") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => n.to_string(),

@@ -110,6 +110,34 @@ impl Catalog {
         }
     }
 
+    /// Parses one more spec file and validates it against this catalog (the apps and noise
+    /// profiles it names) without adding it: every diagnostic, empty when it is valid.
+    pub fn check_file(&self, kind: SpecKind, file: SourceFile) -> Vec<Diagnostic> {
+        let mut diagnostics = Vec::new();
+        let mut one = Catalog::default();
+        match kind {
+            SpecKind::App => parse_into(&mut one.apps, file, &mut diagnostics),
+            SpecKind::Noise => parse_into(&mut one.noise, file, &mut diagnostics),
+            SpecKind::Problem => parse_into(&mut one.problems, file, &mut diagnostics),
+        }
+        if !diagnostics.is_empty() {
+            return diagnostics;
+        }
+        validate::catalog(validate::Specs {
+            apps: if kind == SpecKind::App {
+                &one.apps
+            } else {
+                &self.apps
+            },
+            noise: if kind == SpecKind::Noise {
+                &one.noise
+            } else {
+                &self.noise
+            },
+            problems: &one.problems,
+        })
+    }
+
     fn specs(&self) -> validate::Specs<'_> {
         validate::Specs {
             apps: &self.apps,
@@ -177,8 +205,48 @@ fn parse_into<T: serde::de::DeserializeOwned>(
 ) {
     match toml::from_str::<T>(&file.text) {
         Ok(spec) => into.push(Located { spec, file }),
-        Err(err) => diagnostics.push(file.from_toml_error(&err)),
+        Err(err) => diagnostics
+            .push(fault_field_error(&file, &err).unwrap_or_else(|| file.from_toml_error(&err))),
     }
+}
+
+/// A fault's parameters are read through its `primitive` tag, and serde reports a mistake in
+/// them (`target_port = "x"`, an unknown key) at the whole `[[faults]]` table. Each key of the
+/// table the error points into is read again alone with the tag: the first one that fails on its
+/// own (not for a missing field) is the culprit, reported at its own line.
+fn fault_field_error(file: &SourceFile, err: &toml::de::Error) -> Option<Diagnostic> {
+    let span = err.span()?;
+    let doc: toml::Table = toml::from_str(&file.text).ok()?;
+    for list in ["faults", "decoys"] {
+        let Some(items) = doc.get(list).and_then(toml::Value::as_array) else {
+            continue;
+        };
+        // The document is parsed once for every item's place (not once per item).
+        let spans = crate::source::item_spans(&file.text, list);
+        for (i, item) in items.iter().enumerate() {
+            let at = format!("{list}[{i}]");
+            let within = spans
+                .get(i)
+                .is_some_and(|s| s.start <= span.start && span.start <= s.end.max(s.start + 1));
+            let (true, Some(table)) = (within, item.as_table()) else {
+                continue;
+            };
+            for (key, value) in table.iter().filter(|(k, _)| *k != "primitive") {
+                let mut alone = toml::Table::new();
+                if let Some(tag) = table.get("primitive") {
+                    alone.insert("primitive".into(), tag.clone());
+                }
+                alone.insert(key.clone(), value.clone());
+                if let Err(e) = toml::Value::Table(alone).try_into::<crate::problem::FaultSpec>() {
+                    let message = e.message().trim().to_string();
+                    if !message.starts_with("missing field") {
+                        return Some(file.at_field(&format!("{at}.{key}"), message));
+                    }
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The `name`/`id` a spec file declares, read without full parsing.

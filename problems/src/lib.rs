@@ -29,3 +29,4 @@ pub use problem::{
 };
 pub use source::{Diagnostic, SourceFile};
 pub use units::{Cpu, Dur, Memory};
+pub use validate::{MAX_LOAD_MULTIPLIER, MAX_NOISE_PER_PERIOD, MAX_REPLICAS, MAX_RUN_DURATION};

@@ -138,6 +138,19 @@ pub fn locate(text: &str, path: &str) -> Option<Range<usize>> {
     span
 }
 
+/// Byte spans of the items of the top-level array `key` (`[[faults]]` tables), in order; empty
+/// when the text does not parse or has no such array.
+pub fn item_spans(text: &str, key: &str) -> Vec<Range<usize>> {
+    let Ok(root) = DeTable::parse(text) else {
+        return Vec::new();
+    };
+    root.get_ref()
+        .get(key)
+        .and_then(|v| v.get_ref().as_array())
+        .map(|items| items.iter().map(|v| v.span()).collect())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,19 @@ use crate::noise::NoiseProfile;
 use crate::primitive::{Primitive, Target};
 use crate::problem::{Expectation, FaultSpec, ProblemSpec, StateAssertion};
 use crate::source::{Diagnostic, Located, SourceFile};
+use crate::units::Dur;
+
+/// Longest run a problem (or `--duration`) may ask for, in simulated time: the simulator keeps a
+/// run's rows until they are written, so memory grows with it.
+pub const MAX_RUN_DURATION: Dur = Dur::from_secs(24 * 3600);
+/// Largest `load_spike` multiplier: the workload model sends every request it is asked to.
+pub const MAX_LOAD_MULTIPLIER: f64 = 1000.0;
+/// Most faults (and, apart, decoys) one problem may inject.
+pub const MAX_FAULTS: usize = 32;
+/// Most replicas a fault may scale a workload to: each is a simulated pod.
+pub const MAX_REPLICAS: u32 = 1000;
+/// Most disturbances a noise profile may start per period.
+pub const MAX_NOISE_PER_PERIOD: u32 = 100;
 
 /// The parsed specs of a catalog, as validation reads them (the catalog is built from what passes).
 #[derive(Clone, Copy)]
@@ -37,6 +50,9 @@ pub fn catalog(specs: Specs<'_>) -> Vec<Diagnostic> {
     duplicates(specs.problems, |p| &p.id, "id", &mut out);
     for app in specs.apps {
         check_app(&app.spec, &app.file, &mut out);
+    }
+    for n in specs.noise {
+        check_noise(&n.spec, &n.file, &mut out);
     }
     for p in specs.problems {
         check_problem(specs, &p.spec, &p.file, &mut out);
@@ -165,7 +181,17 @@ fn check_app(app: &AppSpec, file: &SourceFile, out: &mut Vec<Diagnostic>) {
                         }
                         (Some(service), None)
                     }
-                    FlagEffect::Load { .. } => (None, None),
+                    FlagEffect::Load { multiplier } => {
+                        if !(*multiplier > 0.0 && *multiplier <= MAX_LOAD_MULTIPLIER) {
+                            err(
+                                format!("{at}.multiplier"),
+                                format!(
+                                    "{multiplier} is not a load multiplier (expected a number above 0 and at most {MAX_LOAD_MULTIPLIER})"
+                                ),
+                            );
+                        }
+                        (None, None)
+                    }
                 };
                 if let Some(svc) = svc {
                     match app.service(svc) {
@@ -239,6 +265,15 @@ fn check_problem(specs: Specs<'_>, p: &ProblemSpec, file: &SourceFile, out: &mut
     if p.faults.is_empty() {
         err("faults", "a problem needs at least one fault".into());
     }
+    if p.duration > MAX_RUN_DURATION {
+        err(
+            "duration",
+            format!(
+                "{} is longer than the limit of {MAX_RUN_DURATION} of simulated time",
+                p.duration
+            ),
+        );
+    }
     if p.baseline >= p.duration {
         err(
             "baseline",
@@ -260,6 +295,16 @@ fn check_problem(specs: Specs<'_>, p: &ProblemSpec, file: &SourceFile, out: &mut
         return;
     };
     for (list, faults) in [("faults", &p.faults), ("decoys", &p.decoys)] {
+        if faults.len() > MAX_FAULTS {
+            err(
+                list,
+                format!(
+                    "{} entries, more than the limit of {MAX_FAULTS} (not checked further)",
+                    faults.len()
+                ),
+            );
+            continue;
+        }
         for (i, f) in faults.iter().enumerate() {
             check_fault(app, p, f, &format!("{list}[{i}]"), &mut err);
         }
@@ -437,6 +482,22 @@ fn check_params(app: &AppSpec, prim: &Primitive, at: &str, err: &mut impl FnMut(
         }
     };
     match prim {
+        ServiceTargetPort { target_port: 0, .. } => err(
+            &format!("{at}.target_port"),
+            "0 is not a port (expected 1 to 65535)".into(),
+        ),
+        ServicePort { port: 0, .. } => err(
+            &format!("{at}.port"),
+            "0 is not a port (expected 1 to 65535)".into(),
+        ),
+        Scale { replicas, .. } | AntiAffinityDeadlock { replicas, .. }
+            if *replicas > MAX_REPLICAS =>
+        {
+            err(
+                &format!("{at}.replicas"),
+                format!("{replicas} replicas is more than the limit of {MAX_REPLICAS}"),
+            )
+        }
         ServiceTargetPort {
             service, port_name, ..
         }
@@ -537,12 +598,15 @@ fn check_params(app: &AppSpec, prim: &Primitive, at: &str, err: &mut impl FnMut(
         }
         NetworkLoss { percent: p, .. } => percent(*p, "percent", err),
         SyscallFailure { percent: p, .. } => percent(*p, "percent", err),
-        LoadSpike { multiplier } if *multiplier <= 0.0 => {
+        LoadSpike { multiplier } if !(*multiplier > 0.0 && *multiplier <= MAX_LOAD_MULTIPLIER) => {
             err(
                 &format!("{at}.multiplier"),
-                format!("{multiplier} is not a positive multiplier"),
+                format!(
+                    "{multiplier} is not a load multiplier (expected a number above 0 and at most {MAX_LOAD_MULTIPLIER})"
+                ),
             );
         }
+
         RpcRetryConfig {
             service,
             dependency,
@@ -683,6 +747,59 @@ fn check_reference_fix(fix: &crate::problem::ReferenceFix, err: &mut impl FnMut(
                 &format!("reference_fix.commands[{i}]"),
                 format!("`{c}` is not a kubectl command (a fix goes through the Kubernetes API)"),
             );
+        }
+    }
+}
+
+/// A noise profile must schedule something, on a period that ends: a zero `every` would never
+/// start a period (silently no noise), a disturbance cannot outlast its period, and kinds are
+/// drawn without repetition, so a period holds at most one of each.
+fn check_noise(n: &NoiseProfile, file: &SourceFile, out: &mut Vec<Diagnostic>) {
+    use crate::noise::NoiseKind;
+    let mut err = |field: String, msg: String| out.push(file.at_field(&field, msg));
+    if n.every.as_millis() < 1000 {
+        err(
+            "every".into(),
+            format!("{} is not a period (expected at least 1s)", n.every),
+        );
+    }
+    if n.length == Dur::ZERO || n.length > n.every {
+        err(
+            "length".into(),
+            format!(
+                "{} is not a disturbance length (expected above 0 and at most every = {})",
+                n.length, n.every
+            ),
+        );
+    }
+    if n.disturbances.is_empty() {
+        err(
+            "disturbances".into(),
+            "a noise profile needs at least one disturbance".into(),
+        );
+    }
+    let most = (n.disturbances.len() as u32).min(MAX_NOISE_PER_PERIOD);
+    if n.per_period == 0 || n.per_period > most {
+        err(
+            "per_period".into(),
+            format!(
+                "{} is not a number of disturbances per period (expected 1 to {most}: kinds are \
+                 drawn without repetition, at most {MAX_NOISE_PER_PERIOD})",
+                n.per_period
+            ),
+        );
+    }
+    for (i, d) in n.disturbances.iter().enumerate() {
+        match d {
+            NoiseKind::RequestDrop { percent } if !(*percent > 0.0 && *percent <= 100.0) => err(
+                format!("disturbances[{i}].percent"),
+                format!("{percent} is not a percentage in (0, 100]"),
+            ),
+            NoiseKind::CpuBurst { cpu } if cpu.millicores() == 0 => err(
+                format!("disturbances[{i}].cpu"),
+                "a CPU burst needs more than 0 CPU".into(),
+            ),
+            _ => {}
         }
     }
 }

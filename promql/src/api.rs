@@ -19,11 +19,15 @@ use schemas::time::Clock;
 
 use crate::eval::{Engine, EvalError};
 use crate::labels::Labels;
+use crate::limits::Cancel;
 use crate::storage::{LabelMatcher, SeriesId, Storage, StorageSource, TimeShifted};
 use crate::value::{Value, format_float, format_timestamp};
 
 /// Prometheus refuses range queries with more points per series than this.
 pub const MAX_POINTS_PER_SERIES: i64 = 11_000;
+
+/// Default of Prometheus' `--query.max-concurrency`.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 20;
 
 /// What the API serves.
 #[derive(Clone)]
@@ -33,6 +37,10 @@ pub struct PromApi {
     /// just now, so `time()`, `timestamp()`, `@` and the client's own "last 15 minutes" agree.
     pub clock: Clock,
     pub engine: Engine,
+    /// Requests evaluated at once (Prometheus' `--query.max-concurrency`); the others wait
+    /// their turn, within the query timeout. Evaluation runs on the blocking pool, which alone
+    /// would start hundreds of threads.
+    gate: Arc<tokio::sync::Semaphore>,
 }
 
 impl PromApi {
@@ -41,7 +49,16 @@ impl PromApi {
             storage,
             clock,
             engine: Engine::default(),
+            gate: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_CONCURRENCY)),
         }
+    }
+
+    /// The same API under other limits: the engine's (timeout, samples, steps, length, depth)
+    /// and how many requests are evaluated at once (at least one).
+    pub fn with_limits(mut self, engine: Engine, max_concurrency: usize) -> Self {
+        self.engine = engine;
+        self.gate = Arc::new(tokio::sync::Semaphore::new(max_concurrency.max(1)));
+        self
     }
 }
 
@@ -103,6 +120,12 @@ impl From<EvalError> for ApiError {
             EvalError::Parse(m) => ApiError::bad_data(format!("invalid parameter \"query\": {m}")),
             EvalError::Timeout(_) => ApiError {
                 kind: "timeout",
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                msg: e.to_string(),
+            },
+            // Nobody reads this answer; the kind only tells the log why the work stopped.
+            EvalError::Cancelled => ApiError {
+                kind: "cancelled",
                 status: StatusCode::SERVICE_UNAVAILABLE,
                 msg: e.to_string(),
             },
@@ -208,13 +231,11 @@ impl Params {
     }
 }
 
-/// Parses a time parameter: Unix seconds (float) or RFC3339.
+/// Parses a time parameter: Unix seconds (float) or RFC3339. Times beyond what milliseconds
+/// since the epoch hold in an i64 (about ±292 million years) are refused, not clamped.
 pub fn parse_time(s: &str) -> Option<i64> {
     if let Ok(v) = s.parse::<f64>() {
-        if !v.is_finite() {
-            return None;
-        }
-        return Some((v * 1000.0).round() as i64);
+        return seconds_to_ms(v);
     }
     schemas::time::parse_rfc3339_ms(s)
 }
@@ -222,12 +243,16 @@ pub fn parse_time(s: &str) -> Option<i64> {
 /// Parses a duration parameter: float seconds or a Prometheus duration (`1m30s`).
 pub fn parse_duration(s: &str) -> Option<i64> {
     if let Ok(v) = s.parse::<f64>() {
-        if !v.is_finite() {
-            return None;
-        }
-        return Some((v * 1000.0).round() as i64);
+        return seconds_to_ms(v);
     }
     schemas::time::duration::parse_prometheus_ms(s).ok()
+}
+
+/// Float seconds as whole milliseconds, if finite and within an i64.
+fn seconds_to_ms(v: f64) -> Option<i64> {
+    let ms = (v * 1000.0).round();
+    // 2^63 is exactly representable; every f64 below it in magnitude converts without loss of range.
+    (ms.is_finite() && ms.abs() < 9_223_372_036_854_775_808.0).then_some(ms as i64)
 }
 
 fn time_param(p: &Params, name: &str, default: Option<i64>) -> Result<i64, ApiError> {
@@ -269,20 +294,60 @@ fn engine_for(api: &PromApi, p: &Params) -> Result<Engine, ApiError> {
     Ok(engine)
 }
 
-fn parse_query(p: &Params) -> Result<Expr, ApiError> {
+fn parse_query(engine: &Engine, p: &Params) -> Result<Expr, ApiError> {
     let q = p
         .get("query")
         .ok_or_else(|| ApiError::bad_data("invalid parameter \"query\": query is empty"))?;
-    Ok(crate::eval::parse(q)?)
+    Ok(engine.parse(q)?)
 }
 
-/// Runs CPU-bound evaluation off the async workers.
+/// Runs CPU-bound work off the async workers, at most `--query.max-concurrency` at once, on a
+/// thread whose stack fits the deepest query the engine admits (evaluation recurses once per
+/// level). If the request is dropped (its client disconnected) the work is cancelled:
+/// evaluation checks the flag at every step. A request that waits for its turn longer than the
+/// query timeout is refused.
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+    api: &PromApi,
+    f: impl FnOnce(&Cancel) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
+    let permit = tokio::time::timeout(api.engine.timeout, api.gate.clone().acquire_owned())
         .await
-        .map_err(|e| ApiError::internal(format!("query task failed: {e}")))?
+        .map_err(|_| ApiError::from(EvalError::Timeout("queue")))?
+        .map_err(|e| ApiError::internal(format!("query queue closed: {e}")))?;
+    let cancel = Cancel::new();
+    let guard = cancel.on_drop();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("promql-query".into())
+        .stack_size(crate::limits::eval_stack_bytes(api.engine.max_depth))
+        .spawn(move || {
+            // Held until the work really ends, not merely until its client leaves.
+            let _permit = permit;
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&cancel)));
+            if let Ok(Err(e)) = &r
+                && e.kind == "cancelled"
+            {
+                tracing::info!("query cancelled: its client disconnected");
+            }
+            let _ = tx.send(r);
+        })
+        .map_err(|e| ApiError::internal(format!("cannot start a query thread: {e}")))?;
+    let r = rx
+        .await
+        .map_err(|_| ApiError::internal("the query thread ended without an answer"))?;
+    guard.disarm();
+    r.unwrap_or_else(|panic| {
+        // A store's read error (a data file changed or damaged under the running server) is
+        // raised as a panic naming the file and the cause; answer with that cause.
+        let cause = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown cause".into());
+        Err(ApiError::internal(format!(
+            "cannot read the stored data: {cause}"
+        )))
+    })
 }
 
 async fn query(
@@ -292,20 +357,25 @@ async fn query(
     body: Bytes,
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
-    let run = move || -> Result<Reply, ApiError> {
+    let state = api.clone();
+    let run = move |cancel: &Cancel| -> Result<Reply, ApiError> {
         let clock = api.clock.read();
         let storage = api.storage.read();
         let st = TimeShifted::new(&**storage, clock.shift_ms());
-        let t = time_param(&p, "time", Some(clock.virtual_now_ms() + st.shift_ms))?;
+        let t = time_param(
+            &p,
+            "time",
+            Some(clock.virtual_now_ms().saturating_add(st.shift_ms)),
+        )?;
         let engine = engine_for(&api, &p)?;
-        let expr = parse_query(&p)?;
-        let mut v = engine.instant(&st, &expr, t)?;
+        let expr = parse_query(&engine, &p)?;
+        let mut v = engine.instant_cancellable(&st, &expr, t, cancel)?;
         if let (Some(n), Value::Vector(vec)) = (limit(&p)?, &mut v) {
             vec.truncate(n);
         }
         Ok(Reply::new(render_value(&v, t)))
     };
-    match blocking(run).await {
+    match blocking(&state, run).await {
         Ok(reply) => success(reply),
         Err(e) => e.into_response(),
     }
@@ -318,7 +388,8 @@ async fn query_range(
     body: Bytes,
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
-    let run = move || -> Result<Reply, ApiError> {
+    let state = api.clone();
+    let run = move |cancel: &Cancel| -> Result<Reply, ApiError> {
         let start = time_param(&p, "start", None)?;
         let end = time_param(&p, "end", None)?;
         if end < start {
@@ -343,16 +414,16 @@ async fn query_range(
             ));
         }
         let engine = engine_for(&api, &p)?;
-        let expr = parse_query(&p)?;
+        let expr = parse_query(&engine, &p)?;
         let storage = api.storage.read();
         let st = TimeShifted::new(&**storage, api.clock.read().shift_ms());
-        let mut m = engine.range(&st, &expr, start, end, step)?;
+        let mut m = engine.range_cancellable(&st, &expr, start, end, step, cancel)?;
         if let Some(n) = limit(&p)? {
             m.truncate(n);
         }
         Ok(Reply::new(render_value(&Value::Matrix(m), end)))
     };
-    match blocking(run).await {
+    match blocking(&state, run).await {
         Ok(reply) => success(reply),
         Err(e) => e.into_response(),
     }
@@ -379,7 +450,9 @@ fn matched_series(
         ids.extend(all);
     }
     for s in selectors {
-        let expr = crate::eval::parse(s)
+        let expr = api
+            .engine
+            .parse(s)
             .map_err(|e| ApiError::bad_data(format!("invalid parameter \"match[]\": {e}")))?;
         let Expr::VectorSelector(vs) = expr else {
             return Err(ApiError::bad_data(format!(
@@ -437,7 +510,8 @@ async fn series(
     body: Bytes,
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
-    let run = move || -> Result<Reply, ApiError> {
+    let state = api.clone();
+    let run = move |_: &Cancel| -> Result<Reply, ApiError> {
         let storage = api.storage.read();
         let ids = matched_series(&api, &**storage, &p, true)?;
         let lim = limit(&p)?.unwrap_or(usize::MAX);
@@ -451,7 +525,7 @@ async fn series(
         out.push(']');
         Ok(Reply::truncated(out, ids.len() > lim))
     };
-    match blocking(run).await {
+    match blocking(&state, run).await {
         Ok(reply) => success(reply),
         Err(e) => e.into_response(),
     }
@@ -477,7 +551,8 @@ async fn labels(
     body: Bytes,
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
-    let run = move || -> Result<Reply, ApiError> {
+    let state = api.clone();
+    let run = move |_: &Cancel| -> Result<Reply, ApiError> {
         let lim = limit(&p)?;
         let storage = api.storage.read();
         let names: BTreeSet<String> =
@@ -501,7 +576,7 @@ async fn labels(
             };
         Ok(render_strings(&names, lim))
     };
-    match blocking(run).await {
+    match blocking(&state, run).await {
         Ok(reply) => success(reply),
         Err(e) => e.into_response(),
     }
@@ -514,7 +589,8 @@ async fn label_values(
     headers: HeaderMap,
 ) -> Response {
     let p = Params::from_request(&uri, &headers, &[]);
-    let run = move || -> Result<Reply, ApiError> {
+    let state = api.clone();
+    let run = move |_: &Cancel| -> Result<Reply, ApiError> {
         if !crate::labels::is_valid_label_name(&name) {
             return Err(ApiError::bad_data(format!("invalid label name: {name:?}")));
         }
@@ -536,7 +612,7 @@ async fn label_values(
             };
         Ok(render_strings(&values, lim))
     };
-    match blocking(run).await {
+    match blocking(&state, run).await {
         Ok(reply) => success(reply),
         Err(e) => e.into_response(),
     }
@@ -572,17 +648,27 @@ async fn metadata(State(api): State<Arc<PromApi>>, uri: Uri, headers: HeaderMap)
 }
 
 /// The store holds no exemplars; the query is still validated like Prometheus does.
-async fn query_exemplars(uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn query_exemplars(
+    State(api): State<Arc<PromApi>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
-    match parse_query(&p) {
+    match parse_query(&api.engine, &p) {
         Ok(_) => success(Reply::new("[]".into())),
         Err(e) => e.into_response(),
     }
 }
 
-async fn format_query(uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn format_query(
+    State(api): State<Arc<PromApi>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let p = Params::from_request(&uri, &headers, &body);
-    match parse_query(&p) {
+    match parse_query(&api.engine, &p) {
         Ok(expr) => {
             let mut data = String::new();
             json_str(&mut data, &expr.prettify());

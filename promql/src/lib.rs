@@ -30,6 +30,7 @@ pub mod chunk;
 pub mod disk;
 pub mod eval;
 pub mod labels;
+pub mod limits;
 pub mod live;
 pub mod promqltest;
 pub mod storage;
@@ -39,6 +40,7 @@ pub use api::{PromApi, router};
 pub use disk::{DiskConfig, DiskStorage};
 pub use eval::{Engine, EvalError, parse};
 pub use labels::Labels;
+pub use limits::Cancel;
 pub use live::LiveStorage;
 /// The virtual clock the API answers by (shared with every other faultline API).
 pub use schemas::time::Clock;

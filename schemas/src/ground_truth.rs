@@ -190,9 +190,16 @@ impl GroundTruth {
         self.components.iter().find(|c| c.id == id)
     }
 
-    /// Checks the internal references: every id named by a fault, propagation, alias set or
+    /// Checks the version and the internal references: every id named by a fault, propagation, alias set or
     /// symptom is a component; component ids are unique; at least one root cause.
     pub fn check(&self) -> Result<(), String> {
+        if self.schema_version != GROUND_TRUTH_VERSION {
+            return Err(format!(
+                "schema_version: this faultline reads version {GROUND_TRUTH_VERSION}, the ground \
+                 truth is version {}",
+                self.schema_version
+            ));
+        }
         let mut seen = std::collections::BTreeSet::new();
         for c in &self.components {
             if !seen.insert(c.id.as_str()) {

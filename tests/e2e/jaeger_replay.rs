@@ -17,7 +17,7 @@ fn start() -> Jaeger {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ds");
     write_observed_cluster(&dir);
-    let replay = ReplayProcess::start(&dir, &[]);
+    let replay = ReplayProcess::start(&dir, &["--frozen"]);
     Jaeger {
         base: replay.url("jaeger"),
         _replay: replay,
@@ -385,11 +385,11 @@ fn api_v3_answers_in_otlp_json() {
 }
 
 #[test]
-fn time_shift_moves_served_times_and_reads_client_times_back() {
+fn by_default_served_times_move_and_client_times_are_read_back() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ds");
     write_observed_cluster(&dir);
-    let replay = ReplayProcess::start(&dir, &["--time-shift"]);
+    let replay = ReplayProcess::start(&dir, &[]);
     let j = Jaeger {
         base: replay.url("jaeger"),
         _replay: replay,

@@ -77,7 +77,7 @@ const HEALTHY: &str = "cart-5d8f7c9b4-q7k2m";
 
 #[test]
 fn kubectl_get_reads_the_recorded_cluster() {
-    let r = start(&[]);
+    let r = start(&["--frozen"]);
     let pods = ok(&r, &["get", "pods", "-n", NS]);
     let t = rows(&pods);
     assert_eq!(t[0], ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
@@ -190,7 +190,7 @@ fn kubectl_get_reads_the_recorded_cluster() {
 
 #[test]
 fn kubectl_events_describe_and_logs() {
-    let r = start(&[]);
+    let r = start(&["--frozen"]);
     let warnings = ok(
         &r,
         &[
@@ -283,7 +283,7 @@ fn kubectl_events_describe_and_logs() {
 
 #[test]
 fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
-    let r = start(&[]);
+    let r = start(&["--frozen"]);
     let missing = fails(&r, &["get", "pod", "nope", "-n", NS]);
     assert!(
         missing.contains(r#"Error from server (NotFound): pods "nope" not found"#),
@@ -297,10 +297,28 @@ fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
         bad_field.contains("field label not supported: spec.bogus"),
         "{bad_field}"
     );
+    // `apply` downloads the OpenAPI documents first: it must reach the read-only refusal, for a
+    // recorded object and for a kind the recording never held.
+    let manifests = tempfile::tempdir().unwrap();
+    let deploy = manifests.path().join("deploy.yaml");
+    std::fs::write(
+        &deploy,
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: cart, namespace: {NS}}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: cart}}}}\n  template:\n    metadata: {{labels: {{app: cart}}}}\n    spec: {{containers: [{{name: cart, image: x}}]}}\n"),
+    )
+    .unwrap();
+    let policy = manifests.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {{name: deny, namespace: {NS}}}\nspec: {{podSelector: {{}}}}\n"),
+    )
+    .unwrap();
+    let (deploy, policy) = (deploy.display().to_string(), policy.display().to_string());
     for args in [
         vec!["scale", "deploy", "cart", "-n", NS, "--replicas=3"],
         vec!["delete", "pod", CRASHING, "-n", NS],
         vec!["label", "pod", CRASHING, "-n", NS, "x=y"],
+        vec!["apply", "-f", &deploy],
+        vec!["apply", "-f", &policy],
     ] {
         let err = fails(&r, &args);
         assert!(
@@ -325,7 +343,7 @@ fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
 
 #[test]
 fn kubectl_watch_streams_the_state_at_virtual_now() {
-    let r = start(&[]);
+    let r = start(&["--frozen"]);
     let out = kubectl(&r, &["get", "pods", "-n", NS, "-w", "--request-timeout=3s"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -355,8 +373,8 @@ fn kubectl_watch_streams_the_state_at_virtual_now() {
 }
 
 #[test]
-fn time_shift_makes_client_side_ages_look_live() {
-    let r = start(&["--time-shift"]);
+fn by_default_client_side_ages_look_live() {
+    let r = start(&[]);
     let pod = ok(&r, &["describe", "pod", CRASHING, "-n", NS]);
     // The BackOff event was last seen five minutes before the virtual now: with the shift, kubectl
     // (which ages it by its own clock) shows it five minutes old rather than months.

@@ -82,7 +82,7 @@ fn lines(data: &Value) -> Vec<String> {
 
 #[test]
 fn labels_values_and_series() {
-    let l = start(&[]);
+    let l = start(&["--frozen"]);
     assert_eq!(
         l.ok("/loki/api/v1/labels", &[])["data"],
         json!([
@@ -136,7 +136,7 @@ fn labels_values_and_series() {
 
 #[test]
 fn log_queries_filter_parse_and_page() {
-    let l = start(&[]);
+    let l = start(&["--frozen"]);
     let start = ns(T0);
     let data = l.query_range(&[
         (
@@ -236,7 +236,7 @@ fn log_queries_filter_parse_and_page() {
 
 #[test]
 fn metric_queries_over_ranges_and_instants() {
-    let l = start(&[]);
+    let l = start(&["--frozen"]);
     let data = l.query_range(&[
         (
             "query",
@@ -341,7 +341,7 @@ fn metric_queries_over_ranges_and_instants() {
 
 #[test]
 fn refusals_read_like_loki() {
-    let l = start(&[]);
+    let l = start(&["--frozen"]);
     let e = l.fails("/loki/api/v1/query", &[("query", r#"{namespace="shop"}"#)]);
     assert_eq!(
         e,
@@ -409,8 +409,8 @@ fn refusals_read_like_loki() {
 }
 
 #[test]
-fn time_shift_serves_line_times_from_the_real_now() {
-    let l = start(&["--time-shift"]);
+fn by_default_line_times_are_served_from_the_real_now() {
+    let l = start(&[]);
     let data = l.query_range(&[
         ("query", r#"{container="checkout", stream="stdout"}"#),
         ("limit", "1"),
@@ -429,4 +429,73 @@ fn time_shift_serves_line_times_from_the_real_now() {
         (9..=600).contains(&age_s),
         "the newest line was written 10 s before now, served {age_s} s ago"
     );
+}
+
+#[test]
+fn index_stats_and_patterns_answer_as_loki_does() {
+    let l = start(&["--frozen"]);
+    let (from, to) = (ns(T0), ns(NOW));
+    // index/stats: Loki's bare object, the lines up to the virtual now (not the one after it).
+    let (status, text) = l.get(
+        "/loki/api/v1/index/stats",
+        &[
+            ("query", r#"{container="checkout"}"#),
+            ("start", &from),
+            ("end", &to),
+        ],
+    );
+    assert_eq!(status, 200, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    let lines = app_log_rows_before_now();
+    let bytes: usize = lines.iter().map(String::len).sum();
+    assert_eq!(
+        body,
+        json!({"streams": 2, "chunks": 2, "entries": lines.len(), "bytes": bytes})
+    );
+
+    // patterns: the two orders placed share one pattern; each pattern has its level.
+    let body = l.ok(
+        "/loki/api/v1/patterns",
+        &[
+            ("query", r#"{container="checkout", stream="stdout"}"#),
+            ("start", &from),
+            ("end", &to),
+        ],
+    );
+    let data = body["data"].as_array().unwrap();
+    assert_eq!(data[0]["pattern"], r#"{"level":"info","msg":"order <_>"#);
+    assert_eq!(data[0]["level"], "info");
+    let count = |d: &Value| -> i64 {
+        d["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                assert!(
+                    s[0].as_i64()
+                        .is_some_and(|t| t * SEC >= T0 && t * SEC <= NOW),
+                    "{s}"
+                );
+                s[1].as_i64().unwrap()
+            })
+            .sum()
+    };
+    assert_eq!(count(&data[0]), 2);
+    assert_eq!(data.iter().map(count).sum::<i64>(), 5, "{body}");
+    assert!(data.iter().any(|d| d["level"] == "error"), "{body}");
+    assert!(data.iter().any(|d| d["level"] == "warn"), "{body}");
+
+    // A query that is not a selector is refused as Loki refuses it.
+    l.fails("/loki/api/v1/patterns", &[("query", "nope")]);
+}
+
+/// The checkout lines written up to the virtual now.
+fn app_log_rows_before_now() -> Vec<String> {
+    e2e::fixture::app_log_rows()
+        .into_iter()
+        .filter_map(|r| match r {
+            schemas::tables::Row::Log(l) if l.time_ns <= NOW => Some(l.line),
+            _ => None,
+        })
+        .collect()
 }

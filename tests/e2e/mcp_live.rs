@@ -8,57 +8,14 @@
 //! command. npx runs with `--no`, so a test never downloads anything.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use e2e::live::{Live, NS, up};
+use e2e::mcp::{
+    K8S_MCP, PROM_MCP, PROM_MCP_INSTALL, inspector, json_out, result_text, run, third_party,
+};
 use e2e::{binary, text};
 use serde_json::{Value, json};
-
-const INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
-const K8S_MCP: &str = "mcp-server-kubernetes@4.1.7";
-const PROM_MCP: &str = "prometheus-mcp-server";
-const PROM_MCP_INSTALL: &str = "python3 -m pip install prometheus_mcp_server==1.6.2";
-
-/// The inspector CLI, from npx's cache.
-fn inspector() -> Command {
-    let mut c = Command::new("npx");
-    c.args(["--no", "--", INSPECTOR, "--cli", "--format", "json", "-q"]);
-    c
-}
-
-/// Runs an inspector command; its output, with a clear message when the inspector is missing.
-fn run(mut cmd: Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("npx is needed (apt-get install nodejs npm): {e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("npx canceled") && !stderr.contains("could not determine executable"),
-        "the MCP inspector is not installed: run `npx -y {INSPECTOR} --cli --help` (or bash tests/run)\n{}",
-        text(&out)
-    );
-    out
-}
-
-/// The JSON the inspector printed on stdout.
-fn json_out(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("inspector JSON expected ({e}):\n{}", text(out)))
-}
-
-/// The text of a tool result (`content[].text` joined).
-fn result_text(v: &Value) -> String {
-    let content = v
-        .pointer("/result/content")
-        .or_else(|| v.get("content"))
-        .and_then(Value::as_array)
-        .unwrap_or_else(|| panic!("no content in {v}"));
-    content
-        .iter()
-        .filter_map(|c| c.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 /// How the inspector reaches a server: the command it launches, or an HTTP URL.
 enum Server<'a> {
@@ -335,20 +292,6 @@ fn over_http_a_write_changes_the_object_a_pipe_is_refused_and_rollback_undoes() 
     assert_eq!(l.geo_target_port(), before);
     let empty = ok(&http, "get_previous_rollbackable_cmd", json!({}));
     assert_eq!(empty, "No rollbackable commands.");
-}
-
-/// An inspector call to a third-party stdio server with environment variables for it.
-fn third_party(env: &[(&str, String)], argv: &[&str], tool: &str, args: Value) -> Output {
-    let mut cmd = inspector();
-    for (k, v) in env {
-        cmd.arg("-e").arg(format!("{k}={v}"));
-    }
-    cmd.args(["--method", "tools/call", "--tool-name", tool])
-        .arg("--tool-args-json")
-        .arg(args.to_string())
-        .arg("--")
-        .args(argv);
-    run(cmd)
 }
 
 #[test]

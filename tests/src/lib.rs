@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod fixture;
 pub mod live;
 pub mod llm_server;
+pub mod mcp;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -100,21 +100,21 @@ impl Live {
             .to_string()
     }
 
+    /// The real kubectl, configured for this environment.
+    pub fn client(&self) -> Kubectl {
+        Kubectl {
+            kubeconfig: self.kubeconfig.clone(),
+            cache: self.cache.clone(),
+        }
+    }
+
     pub fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .env("KUBECONFIG", &self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .output()
-            .expect("kubectl is installed (apt-get install kubectl, or bash tests/run)")
+        self.client().run(args)
     }
 
     /// Runs kubectl, which must succeed; its stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        self.client().ok(args)
     }
 
     /// The targetPort of geo's Service, as kubectl prints it.
@@ -132,13 +132,7 @@ impl Live {
 
     /// Runs kubectl, which must fail; its stderr.
     pub fn fails(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} should fail: {}",
-            text(&out)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
+        self.client().fails(args)
     }
 
     /// Polls kubectl until `done` holds: the cluster reacts in simulated seconds, not at once.
@@ -152,6 +146,42 @@ impl Live {
             assert!(Instant::now() < deadline, "{what}: still {out}");
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+}
+
+/// The real kubectl with a kubeconfig (and a cache of its own).
+pub struct Kubectl {
+    pub kubeconfig: PathBuf,
+    pub cache: PathBuf,
+}
+
+impl Kubectl {
+    pub fn run(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .env("KUBECONFIG", &self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args)
+            .output()
+            .expect("kubectl is installed (apt-get install kubectl, or bash tests/run)")
+    }
+
+    /// Runs kubectl, which must succeed; its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl, which must fail; its stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} should fail: {}",
+            text(&out)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
     }
 }
 

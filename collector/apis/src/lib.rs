@@ -11,6 +11,7 @@
 pub mod audit;
 pub mod jaeger;
 pub mod kube;
+pub mod limits;
 pub mod llm_proxy;
 pub mod loki;
 pub mod prometheus;

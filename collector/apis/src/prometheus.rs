@@ -271,8 +271,9 @@ pub fn router(
     storage: Arc<dyn StorageSource>,
     alerts: Arc<RwLock<RecordedAlerts>>,
     clock: Clock,
+    limits: &crate::limits::Limits,
 ) -> Router {
-    let api = PromApi::new(storage, clock);
+    let api = PromApi::new(storage, clock).with_limits(limits.promql, limits.max_concurrency);
     let state = Arc::new(AlertsState { alerts, clock });
     promql::api::router(api).merge(
         Router::new()

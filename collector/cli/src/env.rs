@@ -39,7 +39,8 @@ fn joined<T>(r: std::thread::Result<T>) -> T {
 
 /// Loads a recorded dataset (the `dataset` environment).
 pub fn load_dataset(dir: &Path) -> anyhow::Result<Observations> {
-    let ds = Dataset::open(dir)?;
+    // Checksums and row counts first: a damaged table is refused here, never met by a request.
+    let ds = Dataset::open_verified(dir)?;
     let read = |t: Table| {
         ds.read_rows(t)
             .with_context(|| format!("reading the {t} table of {}", dir.display()))

@@ -13,11 +13,13 @@ fn main() -> ExitCode {
     // ring only: it is the process default, for every command.
     judge::llm::install_crypto_provider();
     let cli = collector::Cli::parse();
-    match collector::execute(cli) {
+    // `collector problems list | head -1`: a closed stdout ends the command quietly.
+    schemas::stdout::run_main(|| match collector::execute(cli) {
         Ok(code) => code,
+        Err(err) if err.chain().any(schemas::stdout::is_broken_pipe_error) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(collector::EXIT_FAILURE)
         }
-    }
+    })
 }

@@ -1,4 +1,5 @@
-//! `collector replay`: serve a recorded dataset through the APIs agents use, frozen at a virtual now.
+//! `collector replay`: serve a recorded dataset through the APIs agents use at a virtual now, shifted
+//! so that it looks live unless asked to stay frozen.
 //!
 //! Each API gets its own listener (the Kubernetes, Prometheus and Jaeger path spaces overlap under
 //! `/api`): Kubernetes on the first port, then Prometheus, Jaeger and Loki on the next three. The
@@ -19,7 +20,7 @@ use apis::kube::feed::ObjectFeed;
 use apis::kube::{KubeFacade, router as kube_router};
 use apis::loki::{self, LokiFacade};
 use apis::prometheus;
-use schemas::time::{Clock, parse_rfc3339};
+use schemas::time::Clock;
 
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
@@ -28,7 +29,11 @@ pub struct ReplayOptions {
     pub listen: SocketAddr,
     /// Serve the cluster as of this time instead of the dataset's virtual now.
     pub at: Option<String>,
+    /// Move served times so that the virtual now is the real now (what `collector replay` does
+    /// unless `--frozen`).
     pub time_shift: bool,
+    /// What one request to the APIs may cost.
+    pub limits: apis::limits::Limits,
 }
 
 /// Where each API listens.
@@ -93,10 +98,13 @@ impl Replay {
         let virtual_now = match &opts.at {
             None => obs.manifest.virtual_now,
             Some(at) => {
-                let t = parse_rfc3339(at).with_context(|| {
-                    format!("--at: `{at}` is not an RFC 3339 time (e.g. 2026-01-01T00:10:00Z)")
-                })?;
-                let t = chrono::DateTime::<chrono::Utc>::from_timestamp_nanos(t);
+                // Parsed over chrono's whole range: a valid time far from the data (year 9999)
+                // is "outside the window", not "not a time".
+                let t = chrono::DateTime::parse_from_rfc3339(at)
+                    .with_context(|| {
+                        format!("--at: `{at}` is not an RFC 3339 time (e.g. 2026-01-01T00:10:00Z)")
+                    })?
+                    .to_utc();
                 anyhow::ensure!(
                     window.contains(t),
                     "--at: {at} is outside the dataset's window {} .. {}",
@@ -123,12 +131,7 @@ impl Replay {
             Arc::unwrap_or_clone(obs.timeline),
             clock.read().virtual_now_ns,
         ));
-        let kube = Arc::new(KubeFacade::new(
-            objects.clone(),
-            obs.logs.clone(),
-            clock,
-            &[],
-        ));
+        let mut kube = KubeFacade::new(objects.clone(), obs.logs.clone(), clock, &[]);
         let metrics = {
             let (ds, metadata) = (obs.dataset, obs.metric_metadata);
             tokio::task::spawn_blocking(move || prometheus::disk_storage(&ds, &metadata, now_ns))
@@ -137,12 +140,15 @@ impl Replay {
         let traces = Arc::new(JaegerFacade {
             spans: obs.spans,
             clock,
+            max_traces: opts.limits.max_traces,
         });
         let logs = Arc::new(LokiFacade::new(obs.logs.clone(), objects, clock));
         let (metrics, alerts) = metrics
             .await?
             .context("loading the alerts and metric metadata")?;
         let metrics = Arc::new(metrics);
+        kube.metrics = Some(metrics.clone());
+        let kube = Arc::new(kube);
         // Read while the listeners already serve, side by side (the log streams must not wait
         // for the spans' trace index); a request that comes first reads what it needs itself.
         let spans = traces.spans.clone();
@@ -165,7 +171,12 @@ impl Replay {
             opts.listen,
             1,
             audit_as(
-                prometheus::router(metrics, Arc::new(std::sync::RwLock::new(alerts)), clock),
+                prometheus::router(
+                    metrics,
+                    Arc::new(std::sync::RwLock::new(alerts)),
+                    clock,
+                    &opts.limits,
+                ),
                 Api::Prometheus,
             ),
             &mut servers,
@@ -237,11 +248,20 @@ async fn serve(
     Ok(format!("http://{addr}"))
 }
 
-/// Binds `base` with its port moved by `offset` (or a free port when the base port is 0).
-async fn bind(base: SocketAddr, offset: u16) -> anyhow::Result<TcpListener> {
+/// Binds `base` with its port moved by `offset` (or a free port when the base port is 0). The
+/// four APIs take four consecutive ports: a base too close to 65535 is refused rather than
+/// wrapped around to ports 0, 1, 2.
+pub(crate) async fn bind(base: SocketAddr, offset: u16) -> anyhow::Result<TcpListener> {
     let mut addr = base;
     if base.port() != 0 {
-        addr.set_port(base.port() + offset);
+        let port = base.port().checked_add(offset).with_context(|| {
+            format!(
+                "--listen {base}: the APIs take four consecutive ports from {}, beyond 65535; \
+                 choose a port of at most 65532 (or 0 for free ports)",
+                base.port()
+            )
+        })?;
+        addr.set_port(port);
     }
     TcpListener::bind(addr)
         .await

@@ -200,6 +200,19 @@ fn replayed_snapshot_captures_back_to_the_same_tables() {
         b_objects.len()
     );
 
+    // EndpointSlices are recorded beside Endpoints, and a replay of the capture serves them to
+    // `kubectl describe svc`, which reads a Service's endpoints from its slices.
+    let slices = b_objects
+        .iter()
+        .filter(|o| o.kind == "EndpointSlice")
+        .count();
+    let endpoints = b_objects.iter().filter(|o| o.kind == "Endpoints").count();
+    assert!(
+        slices >= endpoints && endpoints > 0,
+        "{slices} slices, {endpoints} Endpoints"
+    );
+    describe_shows_endpoints(&b_path, &tmp.path().join("b-kubeconfig"));
+
     // Events: the last version of each.
     let mut last_events: BTreeMap<(String, String), EventRow> = BTreeMap::new();
     for r in rows(&a, Table::Events) {
@@ -327,4 +340,37 @@ fn replayed_snapshot_captures_back_to_the_same_tables() {
         detailed.len()
     );
     drop(replay);
+}
+
+/// `kubectl describe svc search` on a replay of the captured dataset prints the address its
+/// slice holds.
+fn describe_shows_endpoints(dataset: &std::path::Path, kubeconfig: &std::path::Path) {
+    let _replay = Replay::with_kubeconfig(dataset, kubeconfig);
+    let kubectl = |args: &[&str]| {
+        let out = std::process::Command::new("kubectl")
+            .env("KUBECONFIG", kubeconfig)
+            .args(args)
+            .output()
+            .expect("kubectl is installed (apt-get install kubectl, or bash tests/run)");
+        assert!(out.status.success(), "kubectl {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let ns = "hotel-reservation";
+    let ip = kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "endpointslices",
+        "-l",
+        "kubernetes.io/service-name=search",
+        "-o",
+        "jsonpath={.items[0].endpoints[0].addresses[0]}",
+    ]);
+    assert!(ip.starts_with("10.244."), "{ip}");
+    let described = kubectl(&["-n", ns, "describe", "svc", "search"]);
+    let squeezed = described.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        squeezed.contains(&format!("Endpoints: {ip}:")),
+        "{described}"
+    );
 }

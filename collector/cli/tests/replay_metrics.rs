@@ -201,7 +201,7 @@ fn metrics_from_disk_equal_metrics_in_memory() {
     // Through HTTP: `collector replay` (disk) answers byte for byte as the Prometheus router over
     // the in-memory store at the same virtual now.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let replay = Replay::start(&dir, &[]);
+    let replay = Replay::start(&dir, &["--frozen".as_ref()]);
     let (mem, alerts) = storage(&ds, &metadata, end_ns).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -209,6 +209,7 @@ fn metrics_from_disk_equal_metrics_in_memory() {
             Arc::new(mem),
             Arc::new(std::sync::RwLock::new(alerts)),
             Clock::frozen(end_ns),
+            &apis::limits::Limits::default(),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let reference = format!("http://{}", listener.local_addr().unwrap());

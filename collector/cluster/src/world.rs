@@ -69,6 +69,9 @@ pub struct World {
     pub demand: BTreeMap<Key, f64>,
     /// Requests a second each pod's main container serves this tick (the grain of its demand).
     pub requests: BTreeMap<Key, f64>,
+    /// CPU seconds each node has used (its root cgroup's counter: containers, stressors and the
+    /// node's own daemons), kept by the kubelet's sync.
+    pub node_cpu_seconds: BTreeMap<String, f64>,
     /// Next free IPs.
     next_pod_ip: u32,
     next_cluster_ip: u32,
@@ -139,6 +142,7 @@ impl World {
             pulled: BTreeSet::new(),
             demand: BTreeMap::new(),
             requests: BTreeMap::new(),
+            node_cpu_seconds: BTreeMap::new(),
             next_pod_ip: 10,
             next_cluster_ip: 20,
         }

@@ -16,9 +16,16 @@ use super::world::{Source, World};
 
 const MAX_BACKOFF: i64 = 300;
 
+/// CPU the node's own daemons (kubelet, container runtime, kernel threads) use, in cores.
+pub const NODE_SYSTEM_CPU: f64 = 0.15;
+/// Memory the node's own daemons and kernel hold, in bytes.
+pub const NODE_SYSTEM_MEMORY: f64 = 900e6;
+
 /// One kubelet sync of every pod on a node whose kubelet runs.
 pub fn sync(w: &mut World, app: &AppSpec, effects: &super::flags::Effects, dt: i64) {
     let keys: Vec<Key> = w.pods.keys().cloned().collect();
+    // CPU seconds the containers of each node used during this sync.
+    let mut used: BTreeMap<String, f64> = BTreeMap::new();
     for k in keys {
         let Some(node) = w.pods.get(&k).and_then(|p| p.spec.node_name.clone()) else {
             continue;
@@ -26,7 +33,37 @@ pub fn sync(w: &mut World, app: &AppSpec, effects: &super::flags::Effects, dt: i
         if w.runtime.node(&node).kubelet_down || !w.nodes.contains_key(&node) {
             continue;
         }
+        let before = cpu_seconds(w, &k);
         sync_pod(w, app, effects, &k, &node, dt);
+        // A pod removed during its sync used nothing more.
+        let after = cpu_seconds(w, &k).unwrap_or(before.unwrap_or(0.0));
+        *used.entry(node).or_default() += (after - before.unwrap_or(0.0)).max(0.0);
+    }
+    account_nodes(w, &used, dt);
+}
+
+/// The CPU seconds a pod's containers have used so far.
+fn cpu_seconds(w: &World, k: &Key) -> Option<f64> {
+    w.pods
+        .get(k)
+        .map(|p| p.statuses.iter().map(|s| s.cpu_seconds).sum())
+}
+
+/// Adds `dt` of each node's CPU to its root cgroup's counter: what its containers used, its
+/// stressors and its own daemons, no more than its cores can give.
+fn account_nodes(w: &mut World, used: &BTreeMap<String, f64>, dt: i64) {
+    let dts = dt as f64 / NS_PER_SEC as f64;
+    let nodes: Vec<(String, f64)> = w
+        .nodes
+        .values()
+        .filter(|n| !w.runtime.node(&n.meta.name).kubelet_down)
+        .map(|n| (n.meta.name.clone(), n.cpu_milli as f64 / 1000.0))
+        .collect();
+    for (node, cores) in nodes {
+        let stress = w.runtime.node(&node).cpu_stress_milli as f64 / 1000.0;
+        let containers = used.get(&node).copied().unwrap_or(0.0);
+        let total = (containers + (stress + NODE_SYSTEM_CPU) * dts).min(cores * dts);
+        *w.node_cpu_seconds.entry(node).or_default() += total;
     }
 }
 

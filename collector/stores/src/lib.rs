@@ -1,6 +1,7 @@
 //! The signals the APIs serve, and the queries over them that need no HTTP: the object timeline
 //! ([`objects`]), spans with trace search ([`spans`]), container logs ([`logs`]) and LogQL evaluated
-//! over them ([`logql`]; the language's parser is the `logql` crate).
+//! over them ([`logql`]; the language's parser is the `logql` crate), and the patterns lines
+//! share ([`patterns`]).
 //!
 //! Objects live in memory; spans and logs come from a source the APIs cannot tell apart: rows held
 //! in memory, or a dataset's Parquet files read in place through their statistics by
@@ -12,6 +13,7 @@ pub mod logql;
 pub mod logs;
 pub mod logs_file;
 pub mod objects;
+pub mod patterns;
 pub mod spans;
 pub mod spans_file;
 

@@ -665,6 +665,30 @@ pub fn log_query(
     Ok((out.into_iter().collect(), stats))
 }
 
+/// Every line of the streams `selector` picks with a recorded time in `[from, to]`, handed to
+/// `each` with its stream slice by slice, oldest first (a long window is never held whole).
+pub fn for_each_line<'a>(
+    index: &'a StreamIndex,
+    src: &LogStore,
+    selector: &'a [Matcher],
+    from: i64,
+    to: i64,
+    mut each: impl FnMut(&'a Stream, i64, &str),
+) -> anyhow::Result<()> {
+    let streams: Vec<&'a Stream> = index
+        .select(selector)
+        .filter(|s| s.info.first_ns <= to && from <= s.info.last_ns)
+        .collect();
+    for (lo, hi) in slices(from, to, false) {
+        for (i, lines) in stream_lines(&streams, src, lo, hi)?.into_iter().enumerate() {
+            for (t, line) in lines {
+                each(streams[i], t, &line);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One series of a metric query: a value at some of the steps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {

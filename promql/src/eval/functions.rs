@@ -255,7 +255,7 @@ fn linear_regression(pts: &[(i64, f64)], intercept_t: i64) -> (f64, f64) {
             const_y = false;
         }
         n += 1.0;
-        let x = (t - intercept_t) as f64 / 1e3;
+        let x = t.saturating_sub(intercept_t) as f64 / 1e3;
         (sx, cx) = kahan_inc(x, sx, cx);
         (sy, cy) = kahan_inc(v, sy, cy);
         (sxy, cxy) = kahan_inc(x * v, sxy, cxy);

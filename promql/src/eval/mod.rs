@@ -20,6 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use promql_parser::parser::{AtModifier, Expr, Offset, VectorSelector};
 
 use crate::labels::Labels;
+use crate::limits::Cancel;
 use crate::storage::{
     LabelMatcher, SampleBuf, SeriesId, Storage, is_histogram_placeholder, is_stale,
 };
@@ -41,6 +42,14 @@ pub enum EvalError {
     /// The query would decode more samples than the engine allows.
     #[error("query processing would load too many samples into memory in query execution")]
     TooManySamples,
+    /// The query would evaluate more instants (range steps times subquery steps) than allowed.
+    #[error(
+        "query would evaluate {steps} instants (range steps times subquery steps), more than the limit of {max}; use a coarser step or a shorter range"
+    )]
+    TooManySteps { steps: u64, max: u64 },
+    /// Whoever asked has gone (the client disconnected or the server is stopping).
+    #[error("query cancelled")]
+    Cancelled,
 }
 
 pub type Result<T> = std::result::Result<T, EvalError>;
@@ -58,13 +67,9 @@ pub const DEFAULT_LOOKBACK_MS: i64 = 5 * 60 * 1000;
 /// Step of a subquery written without one (Prometheus' default evaluation interval).
 pub const DEFAULT_SUBQUERY_STEP_MS: i64 = 60 * 1000;
 
-/// Parses a PromQL expression.
+/// Parses a PromQL expression within the default length and nesting limits.
 pub fn parse(query: &str) -> Result<Expr> {
-    // promql-parser can panic on some malformed input; user input must never take us down.
-    match std::panic::catch_unwind(|| promql_parser::parser::parse(query)) {
-        Ok(r) => r.map_err(EvalError::Parse),
-        Err(_) => Err(EvalError::Parse(format!("cannot parse query {query:?}"))),
-    }
+    Engine::default().parse(query)
 }
 
 /// Evaluation options.
@@ -74,8 +79,16 @@ pub struct Engine {
     pub subquery_step_ms: i64,
     /// Longest a query may run (Prometheus' `--query.timeout`, 2 minutes).
     pub timeout: std::time::Duration,
-    /// Most samples a query may decode (Prometheus' `--query.max-samples`, 50 million).
+    /// Most samples a query may decode or compute in subqueries (Prometheus'
+    /// `--query.max-samples`, 50 million).
     pub max_samples: usize,
+    /// Most instants a query may evaluate: a range query's steps times the steps of the
+    /// subqueries inside it (`x[1d:1ms]` is 86 million), estimated before evaluating.
+    pub max_steps: u64,
+    /// Longest query text (bytes) and deepest nesting the parser is handed (see
+    /// [`crate::limits::check_shape`]).
+    pub max_query_length: usize,
+    pub max_depth: usize,
 }
 
 impl Default for Engine {
@@ -85,14 +98,44 @@ impl Default for Engine {
             subquery_step_ms: DEFAULT_SUBQUERY_STEP_MS,
             timeout: std::time::Duration::from_secs(120),
             max_samples: 50_000_000,
+            max_steps: DEFAULT_MAX_STEPS,
+            max_query_length: crate::limits::DEFAULT_MAX_QUERY_LENGTH,
+            max_depth: crate::limits::DEFAULT_MAX_DEPTH,
         }
     }
 }
 
+/// Default of [`Engine::max_steps`]: an 11,000-step range query over a 1,000-step subquery.
+pub const DEFAULT_MAX_STEPS: u64 = 11_000_000;
+
 impl Engine {
+    /// Parses a PromQL expression, refusing text longer or nested deeper than this engine's
+    /// limits before the (recursive) parser sees it.
+    pub fn parse(&self, query: &str) -> Result<Expr> {
+        crate::limits::check_shape(query, self.max_query_length, self.max_depth)
+            .map_err(|e| EvalError::Parse(e.to_string()))?;
+        // promql-parser can panic on some malformed input; user input must never take us down.
+        match std::panic::catch_unwind(|| promql_parser::parser::parse(query)) {
+            Ok(r) => r.map_err(EvalError::Parse),
+            Err(_) => Err(EvalError::Parse(format!("cannot parse query {query:?}"))),
+        }
+    }
+
     /// Evaluates `expr` at one instant (ms since the epoch).
     pub fn instant(&self, st: &dyn Storage, expr: &Expr, t: i64) -> Result<Value> {
-        let ctx = Ctx::new(self, st, expr, t, t, 0);
+        self.instant_cancellable(st, expr, t, &Cancel::new())
+    }
+
+    /// [`Engine::instant`] that stops, with [`EvalError::Cancelled`], once `cancel` is set.
+    pub fn instant_cancellable(
+        &self,
+        st: &dyn Storage,
+        expr: &Expr,
+        t: i64,
+        cancel: &Cancel,
+    ) -> Result<Value> {
+        self.check_steps(expr, 1)?;
+        let ctx = Ctx::new(self, st, expr, t, t, 0, cancel);
         let v = ctx.eval(expr, t)?;
         if let Value::Vector(ref vec) = v {
             check_unique(vec)?;
@@ -109,6 +152,19 @@ impl Engine {
         end: i64,
         step: i64,
     ) -> Result<Vec<Series>> {
+        self.range_cancellable(st, expr, start, end, step, &Cancel::new())
+    }
+
+    /// [`Engine::range`] that stops, with [`EvalError::Cancelled`], once `cancel` is set.
+    pub fn range_cancellable(
+        &self,
+        st: &dyn Storage,
+        expr: &Expr,
+        start: i64,
+        end: i64,
+        step: i64,
+        cancel: &Cancel,
+    ) -> Result<Vec<Series>> {
         match expr.value_type() {
             promql_parser::parser::value::ValueType::Vector
             | promql_parser::parser::value::ValueType::Scalar => {}
@@ -124,26 +180,90 @@ impl Engine {
                 "zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
             ));
         }
-        let ctx = Ctx::new(self, st, expr, start, end, step);
+        let steps = (end.saturating_sub(start) / step).saturating_add(1);
+        self.check_steps(expr, steps as u64)?;
+        let ctx = Ctx::new(self, st, expr, start, end, step, cancel);
         let mut out: Vec<Series> = Vec::new();
         let mut index: HashMap<Labels, usize> = HashMap::default();
         let mut t = start;
         while t <= end {
             ctx.check_deadline()?;
             match ctx.eval(expr, t)? {
-                Value::Scalar(v) => push_point(&mut out, &mut index, Labels::empty(), t, v)?,
+                Value::Scalar(v) => {
+                    ctx.count_points(1)?;
+                    push_point(&mut out, &mut index, Labels::empty(), t, v)?
+                }
                 Value::Vector(vec) => {
+                    ctx.count_points(vec.len())?;
                     for s in vec {
                         push_point(&mut out, &mut index, s.labels, t, s.v)?;
                     }
                 }
                 other => return exec(format!("unexpected {} in range query", other.type_name())),
             }
-            t += step;
+            // The last representable instant ends the query rather than overflowing.
+            match t.checked_add(step) {
+                Some(next) => t = next,
+                None => break,
+            }
         }
         out.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(out)
     }
+
+    /// Refuses, before any work, a query whose instants (`outer` steps times its subqueries'
+    /// steps) exceed [`Engine::max_steps`].
+    fn check_steps(&self, expr: &Expr, outer: u64) -> Result<()> {
+        let steps = outer.saturating_mul(subquery_steps(expr, self));
+        if steps > self.max_steps {
+            return Err(EvalError::TooManySteps {
+                steps,
+                max: self.max_steps,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// How many instants evaluating `e` once takes: 1, times each subquery's steps along its
+/// deepest chain (walked iteratively: the parsed tree's depth is bounded, but no recursion is
+/// needed to count).
+fn subquery_steps(e: &Expr, engine: &Engine) -> u64 {
+    let mut worst = 1u64;
+    let mut stack: Vec<(&Expr, u64)> = vec![(e, 1)];
+    while let Some((e, n)) = stack.pop() {
+        worst = worst.max(n);
+        match e {
+            Expr::Subquery(sq) => {
+                let step = match &sq.step {
+                    Some(d) if !d.is_zero() => duration_ms(d),
+                    _ => engine.subquery_step_ms,
+                }
+                .max(1);
+                let k = (duration_ms(&sq.range) / step).saturating_add(1) as u64;
+                stack.push((&sq.expr, n.saturating_mul(k)));
+            }
+            Expr::Paren(p) => stack.push((&p.expr, n)),
+            Expr::Unary(u) => stack.push((&u.expr, n)),
+            Expr::Binary(b) => {
+                stack.push((&b.lhs, n));
+                stack.push((&b.rhs, n));
+            }
+            Expr::Aggregate(a) => {
+                stack.push((&a.expr, n));
+                if let Some(p) = &a.param {
+                    stack.push((p, n));
+                }
+            }
+            Expr::Call(c) => stack.extend(c.args.args.iter().map(|a| (&**a, n))),
+            Expr::MatrixSelector(_)
+            | Expr::VectorSelector(_)
+            | Expr::NumberLiteral(_)
+            | Expr::StringLiteral(_)
+            | Expr::Extension(_) => {}
+        }
+    }
+    worst
 }
 
 fn type_label(t: promql_parser::parser::value::ValueType) -> &'static str {
@@ -195,22 +315,23 @@ pub(crate) fn check_unique(v: &[Sample]) -> Result<()> {
     Ok(())
 }
 
+/// Milliseconds of a parsed duration, saturating (`[100000000y]` parses).
 pub(crate) fn duration_ms(d: &Duration) -> i64 {
-    d.as_millis() as i64
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn offset_ms(o: &Option<Offset>) -> i64 {
     match o {
         None => 0,
         Some(Offset::Pos(d)) => duration_ms(d),
-        Some(Offset::Neg(d)) => -duration_ms(d),
+        Some(Offset::Neg(d)) => duration_ms(d).saturating_neg(),
     }
 }
 
 fn system_time_ms(t: &SystemTime) -> i64 {
     match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_millis() as i64,
-        Err(e) => -(e.duration().as_millis() as i64),
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
     }
 }
 
@@ -222,7 +343,7 @@ fn reach(e: &Expr, engine: &Engine) -> Option<(i64, i64)> {
             return None;
         }
         let o = offset_ms(off);
-        Some(((range + o).max(0), (-o).max(0)))
+        Some((range.saturating_add(o).max(0), o.saturating_neg().max(0)))
     };
     let max2 =
         |a: Option<(i64, i64)>, b: Option<(i64, i64)>| Some((a?.0.max(b?.0), a?.1.max(b?.1)));
@@ -232,7 +353,10 @@ fn reach(e: &Expr, engine: &Engine) -> Option<(i64, i64)> {
         Expr::Subquery(sq) => {
             let outer = sel(&sq.at, &sq.offset, duration_ms(&sq.range))?;
             let inner = reach(&sq.expr, engine)?;
-            Some((outer.0 + inner.0, outer.1 + inner.1))
+            Some((
+                outer.0.saturating_add(inner.0),
+                outer.1.saturating_add(inner.1),
+            ))
         }
         Expr::Paren(p) => reach(&p.expr, engine),
         Expr::Unary(u) => reach(&u.expr, engine),
@@ -269,6 +393,7 @@ pub(crate) struct Ctx<'a> {
     decoded: RefCell<HashMap<SeriesId, Rc<SampleBuf>>>,
     decoded_samples: std::cell::Cell<usize>,
     deadline: std::time::Instant,
+    cancel: &'a Cancel,
     /// Regexes built at run time (label_replace), compiled once per query, not once per step.
     regexes: RefCell<HashMap<String, regex::Regex>>,
 }
@@ -281,6 +406,7 @@ impl<'a> Ctx<'a> {
         start: i64,
         end: i64,
         step: i64,
+        cancel: &'a Cancel,
     ) -> Self {
         // Subquery steps are aligned to absolute multiples, so allow one extra step of slack.
         let (mint, maxt) = match reach(expr, engine) {
@@ -304,6 +430,7 @@ impl<'a> Ctx<'a> {
             decoded: RefCell::new(HashMap::default()),
             decoded_samples: std::cell::Cell::new(0),
             deadline: std::time::Instant::now() + engine.timeout,
+            cancel,
             regexes: RefCell::new(HashMap::default()),
         }
     }
@@ -367,17 +494,29 @@ impl<'a> Ctx<'a> {
         }
         let mut buf = SampleBuf::default();
         self.st.read_samples(id, self.mint, self.maxt, &mut buf);
-        let total = self.decoded_samples.get() + buf.ts.len();
-        if total > self.engine.max_samples {
-            return Err(EvalError::TooManySamples);
-        }
-        self.decoded_samples.set(total);
+        self.count_points(buf.ts.len())?;
         let buf = Rc::new(buf);
         self.decoded.borrow_mut().insert(id, buf.clone());
         Ok(buf)
     }
 
-    fn check_deadline(&self) -> Result<()> {
+    /// Charges `n` samples (decoded, or computed by a step of a range query or subquery)
+    /// against the query's budget.
+    pub(crate) fn count_points(&self, n: usize) -> Result<()> {
+        let total = self.decoded_samples.get().saturating_add(n);
+        if total > self.engine.max_samples {
+            return Err(EvalError::TooManySamples);
+        }
+        self.decoded_samples.set(total);
+        Ok(())
+    }
+
+    /// Stops the query once its deadline has passed or it was cancelled; called at every step
+    /// of a range query or subquery and for every series a function walks.
+    pub(crate) fn check_deadline(&self) -> Result<()> {
+        if self.cancel.is_cancelled() {
+            return Err(EvalError::Cancelled);
+        }
         if std::time::Instant::now() > self.deadline {
             return Err(EvalError::Timeout("expression evaluation"));
         }
@@ -392,7 +531,7 @@ impl<'a> Ctx<'a> {
             Some(AtModifier::End) => self.end,
             Some(AtModifier::At(st)) => system_time_ms(st),
         };
-        base - offset_ms(offset)
+        base.saturating_sub(offset_ms(offset))
     }
 
     pub(crate) fn eval(&self, e: &Expr, t: i64) -> Result<Value> {
@@ -456,7 +595,7 @@ impl<'a> Ctx<'a> {
                 continue;
             }
             let (ts, v) = (s.ts[i - 1], s.vals[i - 1]);
-            if ts <= rt - lookback || is_stale(v) {
+            if ts <= rt.saturating_sub(lookback) || is_stale(v) {
                 continue;
             }
             if is_histogram_placeholder(v) {
@@ -483,7 +622,10 @@ impl<'a> Ctx<'a> {
             let buf = self.samples(id)?;
             let s = buf.samples();
             let i = s.after(rt);
-            if i == 0 || s.ts[i - 1] <= rt - self.engine.lookback_ms || is_stale(s.vals[i - 1]) {
+            if i == 0
+                || s.ts[i - 1] <= rt.saturating_sub(self.engine.lookback_ms)
+                || is_stale(s.vals[i - 1])
+            {
                 continue;
             }
             out.push((self.st.series_labels(id).clone(), s.ts[i - 1]));
@@ -501,7 +643,7 @@ impl<'a> Ctx<'a> {
                 let ids = self.select(vs);
                 let rt = self.ref_time(&vs.at, &vs.offset, t);
                 let range = duration_ms(&ms.range);
-                let lo = rt - range;
+                let lo = rt.saturating_sub(range);
                 let mut out = Vec::with_capacity(ids.len());
                 for &id in ids.iter() {
                     let buf = self.samples(id)?;
@@ -536,23 +678,27 @@ impl<'a> Ctx<'a> {
                 let step = match &sq.step {
                     Some(d) if !d.is_zero() => duration_ms(d),
                     _ => self.engine.subquery_step_ms,
-                };
-                let lo = rt - range;
+                }
+                .max(1);
+                let lo = rt.saturating_sub(range);
                 // First step-aligned time strictly after the window start.
-                let mut first = step * (lo / step);
-                if first <= lo {
-                    first += step;
+                let mut first = Some(step * (lo / step));
+                if first.is_some_and(|f| f <= lo) {
+                    first = first.and_then(|f| f.checked_add(step));
                 }
                 let mut out: Vec<Series> = Vec::new();
                 let mut index: HashMap<Labels, usize> = HashMap::default();
-                let mut ts = first;
-                while ts <= rt {
+                let mut next = first;
+                while let Some(ts) = next.filter(|ts| *ts <= rt) {
                     self.check_deadline()?;
+                    next = ts.checked_add(step);
                     match self.eval(&sq.expr, ts)? {
                         Value::Scalar(v) => {
+                            self.count_points(1)?;
                             push_point(&mut out, &mut index, Labels::empty(), ts, v)?
                         }
                         Value::Vector(vec) => {
+                            self.count_points(vec.len())?;
                             for s in vec {
                                 push_point(&mut out, &mut index, s.labels, ts, s.v)?;
                             }
@@ -564,7 +710,6 @@ impl<'a> Ctx<'a> {
                             ));
                         }
                     }
-                    ts += step;
                 }
                 Ok((out, lo, rt))
             }

@@ -17,7 +17,13 @@ use stores::spans::SpanStore;
 pub struct JaegerFacade {
     pub spans: Arc<SpanStore>,
     pub clock: Clock,
+    /// Most traces one search may return (`limit`, `query.num_traces`); more is refused, so one
+    /// request cannot assemble the whole store into one answer.
+    pub max_traces: usize,
 }
+
+/// Default of [`JaegerFacade::max_traces`]: the largest limit Jaeger's UI offers.
+pub const DEFAULT_MAX_TRACES: usize = 1500;
 
 /// Runs span store work off the async threads (it may read the spans file).
 pub(crate) async fn read<T: Send + 'static>(

@@ -163,6 +163,12 @@ pub async fn search(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQuery) -
                 })?
                 .max(0) as usize,
         };
+        if limit > f.max_traces {
+            return Err(bad_request(format!(
+                "limit {limit} is more than the maximum of {} traces per search",
+                f.max_traces
+            )));
+        }
         let min = duration_param(&p, "minDuration")?;
         let max = duration_param(&p, "maxDuration")?;
         let mut ids = Vec::new();

@@ -146,6 +146,15 @@ pub async fn find_traces(State(f): State<Arc<JaegerFacade>>, RawQuery(q): RawQue
                 )
             })?,
         };
+        if depth > f.max_traces {
+            return Err(malformed(
+                "query.search_depth",
+                format!(
+                    "{depth} is more than the maximum of {} traces per search",
+                    f.max_traces
+                ),
+            ));
+        }
         Ok(TraceQuery {
             service: p
                 .get(&names("query.serviceName", "query.service_name"))

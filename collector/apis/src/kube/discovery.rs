@@ -68,12 +68,12 @@ fn subresource<'a>(r: &'a Resource, sub: &str) -> Subresource<'a> {
     }
 }
 
-/// The verbs of a resource: reviews are only created.
+/// The verbs of a resource: reviews are only created, resource metrics only read.
 fn verbs(r: &Resource) -> &'static [&'static str] {
-    if r.group == "authorization.k8s.io" {
-        &["create"]
-    } else {
-        &VERBS
+    match r.group.as_str() {
+        "authorization.k8s.io" => &["create"],
+        super::metrics::GROUP => &["get", "list"],
+        _ => &VERBS,
     }
 }
 

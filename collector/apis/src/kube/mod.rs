@@ -5,6 +5,7 @@
 pub mod access;
 pub mod discovery;
 pub mod feed;
+pub mod metrics;
 pub mod openapi;
 pub mod printers;
 pub mod resources;
@@ -13,6 +14,7 @@ pub mod status;
 pub mod writes;
 
 mod logs;
+mod node_proxy;
 mod objects;
 
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use feed::ObjectFeed;
+use promql::StorageSource;
 use resources::Registry;
 use schemas::time::Clock;
 use stores::logs::LogStore;
@@ -39,6 +42,9 @@ pub struct KubeFacade {
     pub server_version: Value,
     /// The cluster that takes writes: none for a replay, which answers them 405.
     pub writer: Option<Arc<dyn writes::ClusterWriter>>,
+    /// The series the resource metrics API (`kubectl top`) and the kubelet's Summary API are
+    /// computed from; without them both answer as when metrics-server is down.
+    pub metrics: Option<Arc<dyn StorageSource>>,
 }
 
 impl KubeFacade {
@@ -74,6 +80,7 @@ impl KubeFacade {
                 "platform": "linux/amd64",
             }),
             writer: None,
+            metrics: None,
         }
     }
 }
@@ -96,6 +103,13 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         .unwrap_or("")
         .to_string();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // The proxy to a node's kubelet is read-only and answered here; proxies to pods and services
+    // are not (a recording has no process behind them).
+    if let ["api", "v1", "nodes", node, "proxy", rest @ ..] = segments.as_slice()
+        && (method == Method::GET || method == Method::HEAD)
+    {
+        return node_proxy::serve(&f, node, rest);
+    }
     if segments
         .iter()
         .any(|s| matches!(*s, "exec" | "attach" | "portforward" | "proxy"))
@@ -215,6 +229,23 @@ async fn resource(
     accept: &str,
     write: Option<Write<'_>>,
 ) -> Response {
+    if group == metrics::GROUP && version == metrics::VERSION {
+        // metrics-server's API: computed, never stored, and read-only even on a live cluster.
+        return match (rest, write) {
+            (_, Some(_)) => status::status(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            ),
+            (["namespaces", ns, "pods", name @ ..], None) if name.len() <= 1 => {
+                metrics::serve(f, Some(ns), "pods", name.first().copied(), params)
+            }
+            ([plural @ ("pods" | "nodes"), name @ ..], None) if name.len() <= 1 => {
+                metrics::serve(f, None, plural, name.first().copied(), params)
+            }
+            _ => status::no_such_resource(),
+        };
+    }
     let find = |plural: &str| f.registry.find(group, version, plural);
     let (namespace, plural, name, sub) = match rest {
         ["namespaces", ns, plural, tail @ ..] if find(plural).is_some_and(|r| r.namespaced) => (
@@ -263,6 +294,7 @@ pub struct Params {
     pub limit: Option<usize>,
     pub continue_token: Option<String>,
     pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
     pub watch: bool,
     pub allow_bookmarks: bool,
     pub timeout_seconds: Option<u64>,
@@ -275,6 +307,9 @@ pub struct Params {
     pub timestamps: bool,
     pub limit_bytes: Option<usize>,
     pub follow: bool,
+    /// The first parameter the apiserver would refuse (its message), answered as a 400 by
+    /// lists and watches.
+    pub invalid: Option<String>,
 }
 
 impl Params {
@@ -286,7 +321,21 @@ impl Params {
             match k.as_ref() {
                 "labelSelector" => p.label_selector = Some(v),
                 "fieldSelector" => p.field_selector = Some(v),
-                "limit" => p.limit = v.parse().ok().filter(|n| *n > 0),
+                "limit" => match v.parse::<i64>() {
+                    Ok(n) if n >= 0 => p.limit = usize::try_from(n).ok().filter(|n| *n > 0),
+                    Ok(n) => p.refuse(format!(
+                        "limit: Invalid value: {n}: must be greater than or equal to 0"
+                    )),
+                    Err(_) => p.refuse(format!(
+                        "limit: Invalid value: \"{v}\": strconv.ParseInt: parsing \"{v}\": invalid syntax"
+                    )),
+                },
+                "resourceVersionMatch" => match v.as_str() {
+                    "" | "Exact" | "NotOlderThan" => p.resource_version_match = Some(v),
+                    _ => p.refuse(format!(
+                        "resourceVersionMatch: Unsupported value: \"{v}\": supported values: \"Exact\", \"NotOlderThan\""
+                    )),
+                },
                 "continue" => p.continue_token = Some(v).filter(|s| !s.is_empty()),
                 "resourceVersion" => p.resource_version = Some(v),
                 "watch" => p.watch = truthy(&v),
@@ -304,7 +353,18 @@ impl Params {
                 _ => {}
             }
         }
+        if p.resource_version_match
+            .as_deref()
+            .is_some_and(|m| !m.is_empty())
+            && p.resource_version.as_deref().is_none_or(str::is_empty)
+        {
+            p.refuse("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".into());
+        }
         p
+    }
+
+    fn refuse(&mut self, message: String) {
+        self.invalid.get_or_insert(message);
     }
 }
 

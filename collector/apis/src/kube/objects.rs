@@ -101,12 +101,15 @@ fn partial_metadata(v: &Value) -> Value {
 }
 
 /// The selected objects, in (namespace, name) order.
-fn select(
+pub(super) fn select(
     state: &ClusterState,
     res: &Resource,
     namespace: Option<&str>,
     params: &Params,
 ) -> Result<Vec<Arc<Value>>, Response> {
+    if let Some(message) = &params.invalid {
+        return Err(status::bad_request(message.clone()));
+    }
     let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or(""))
         .map_err(status::bad_request)?;
     let fields = FieldSelector::parse(params.field_selector.as_deref().unwrap_or(""), &res.kind)
@@ -406,7 +409,13 @@ pub fn watch(
         None | Some("") | Some("0") => None,
         Some(rv) => match rv.parse::<u64>() {
             Ok(n) if n <= current => Some(n),
-            _ => return status::gone(format!("too old resource version: {rv} ({current})")),
+            Ok(_) => return status::gone(format!("too old resource version: {rv} ({current})")),
+            // Not a version at all: the apiserver's 400, not a 410 that tells a client to relist.
+            Err(_) => {
+                return status::bad_request(format!(
+                    "resourceVersion: Invalid value: \"{rv}\": must be a non-negative integer"
+                ));
+            }
         },
     };
     let spec = WatchSpec {

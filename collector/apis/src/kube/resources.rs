@@ -190,6 +190,25 @@ const BUILTIN: &[Row] = &[
         &["ev"],
         false,
     ),
+    // metrics-server's resource metrics API, which `kubectl top` requires in discovery.
+    (
+        "metrics.k8s.io",
+        "v1beta1",
+        "NodeMetrics",
+        "nodes",
+        false,
+        &[],
+        false,
+    ),
+    (
+        "metrics.k8s.io",
+        "v1beta1",
+        "PodMetrics",
+        "pods",
+        true,
+        &[],
+        false,
+    ),
     (
         "networking.k8s.io",
         "v1",

@@ -102,11 +102,53 @@ fn split_top_level(s: &str) -> Result<Vec<&str>, String> {
     Ok(parts)
 }
 
+/// A label key as the apiserver accepts it: an optional DNS subdomain prefix and `/`, then a
+/// name of at most 63 characters that starts and ends with a letter or digit.
 fn valid_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 317
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+    let (prefix, name) = match k.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|part| {
+                !part.is_empty()
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !part.starts_with('-')
+                    && !part.ends_with('-')
+            })
+    });
+    prefix_ok && !name.is_empty() && valid_value(name)
+}
+
+/// A label value: empty, or at most 63 characters of letters, digits, `-`, `_` and `.`, starting
+/// and ending with a letter or digit.
+fn valid_value(v: &str) -> bool {
+    v.is_empty()
+        || (v.len() <= 63
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && v.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && v.ends_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+fn check_values(op: &Op) -> Result<(), String> {
+    let values: &[String] = match op {
+        Op::Eq(v) | Op::NotEq(v) => std::slice::from_ref(v),
+        Op::In(vs) | Op::NotIn(vs) => vs,
+        Op::Exists | Op::NotExists => &[],
+    };
+    match values.iter().find(|v| !valid_value(v)) {
+        None => Ok(()),
+        Some(v) => Err(format!(
+            "unable to parse requirement: invalid label value: \"{v}\": a valid label must be \
+             an empty string or consist of alphanumeric characters, '-', '_' or '.', and must \
+             start and end with an alphanumeric character"
+        )),
+    }
 }
 
 fn parse_values(rest: &str) -> Result<Vec<String>, String> {
@@ -126,7 +168,8 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
     let bad_key = |k: &str| {
         format!(
             "unable to parse requirement: invalid label key \"{k}\": name part must consist of \
-             alphanumeric characters, '-', '_' or '.'"
+             alphanumeric characters, '-', '_' or '.', and must start and end with an \
+             alphanumeric character"
         )
     };
     if let Some(key) = part.strip_prefix('!') {
@@ -157,6 +200,7 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
     if !valid_key(key) {
         return Err(bad_key(key));
     }
+    check_values(&op)?;
     Ok(Requirement {
         key: key.into(),
         op,

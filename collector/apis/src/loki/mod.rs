@@ -1,6 +1,6 @@
 //! The Loki HTTP API over the log store: `query_range` (streams and matrices), `query` (metric
-//! queries), `labels`, `label/<name>/values` and `series`, with Loki's envelopes, parameter
-//! defaults and time formats, and its plain-text error bodies.
+//! queries), `labels`, `label/<name>/values`, `series`, `index/stats` and `patterns`, with Loki's
+//! envelopes, parameter defaults and time formats, and its plain-text error bodies.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -138,6 +138,11 @@ pub fn router(facade: Arc<LokiFacade>) -> Router {
             get(label_values).post(label_values),
         )
         .route("/loki/api/v1/series", get(series).post(series))
+        .route(
+            "/loki/api/v1/index/stats",
+            get(index_stats).post(index_stats),
+        )
+        .route("/loki/api/v1/patterns", get(patterns).post(patterns))
         .route("/loki/api/v1/status/buildinfo", get(buildinfo))
         .route("/ready", get(|| async { "ready\n" }))
         .with_state(facade)
@@ -491,6 +496,92 @@ async fn series(State(f): State<Arc<LokiFacade>>, RawQuery(q): RawQuery, body: B
         let mut sel = selectors(&p, "match[]")?;
         sel.extend(selectors(&p, "match")?);
         Ok(success(json!(streams_in_window(f, &p, &sel)?)))
+    })
+    .await
+}
+
+/// Loki's chunks close after two hours at most: a stream's lines are counted in a chunk per
+/// two-hour period they fall in.
+const CHUNK_NS: i64 = 2 * 3600 * SEC;
+
+/// `index/stats`: streams, chunks, lines and bytes a selector picks in the window (default: the
+/// last hour), answered without Loki's envelope as Loki answers it.
+async fn index_stats(
+    State(f): State<Arc<LokiFacade>>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Response {
+    blocking(f, move |f| {
+        let p = Params::new(q, &body);
+        let selector = logql::parse_selector(p.get("query").unwrap_or("")).map_err(bad)?;
+        let clock = f.clock.read();
+        let (start, end) = window(&p, &clock, 3600 * SEC)?;
+        let (from, to) = (
+            clock.recorded(start),
+            clock.recorded(end).min(clock.virtual_now_ns),
+        );
+        let (mut entries, mut bytes) = (0u64, 0u64);
+        let mut chunks: BTreeSet<(&Labels, i64)> = BTreeSet::new();
+        let index = f.index()?;
+        eval::for_each_line(&index, &*f.logs, &selector, from, to, |s, t, line| {
+            entries += 1;
+            bytes += line.len() as u64;
+            chunks.insert((&s.labels, t.div_euclid(CHUNK_NS)));
+        })?;
+        let streams: BTreeSet<&Labels> = chunks.iter().map(|(l, _)| *l).collect();
+        Ok(axum::Json(json!({
+            "streams": streams.len(),
+            "chunks": chunks.len(),
+            "entries": entries,
+            "bytes": bytes,
+        }))
+        .into_response())
+    })
+    .await
+}
+
+/// Loki keeps at most this many patterns in an answer.
+const MAX_PATTERNS: usize = 300;
+
+/// `patterns`: the shapes of the lines a selector picks in the window (default: the last hour),
+/// with their detected level and a count per `step` (default: as for a range query, at least
+/// the ten seconds Loki's pattern samples are kept at).
+async fn patterns(
+    State(f): State<Arc<LokiFacade>>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Response {
+    blocking(f, move |f| {
+        let p = Params::new(q, &body);
+        let selector = logql::parse_selector(p.get("query").unwrap_or("")).map_err(bad)?;
+        let clock = f.clock.read();
+        let (start, end) = window(&p, &clock, 3600 * SEC)?;
+        let span = end.saturating_sub(start);
+        let step = seconds_or_duration(&p, "step")?
+            .unwrap_or((span / SEC / 250).max(1) * SEC)
+            .max(10 * SEC);
+        let (from, to) = (
+            clock.recorded(start),
+            clock.recorded(end).min(clock.virtual_now_ns),
+        );
+        let mut miner = stores::patterns::Miner::new(step);
+        let index = f.index()?;
+        eval::for_each_line(&index, &*f.logs, &selector, from, to, |_, t, line| {
+            miner.add(clock.serve(t), line)
+        })?;
+        let data: Vec<Value> = miner
+            .patterns(MAX_PATTERNS)
+            .into_iter()
+            .map(|p| {
+                let samples: Vec<Value> = p
+                    .samples
+                    .iter()
+                    .map(|(t, n)| json!([t.div_euclid(SEC), n]))
+                    .collect();
+                json!({"pattern": p.pattern, "level": p.level, "samples": samples})
+            })
+            .collect();
+        Ok(axum::Json(json!({"status": "success", "data": data})).into_response())
     })
     .await
 }

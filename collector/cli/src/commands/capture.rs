@@ -54,7 +54,7 @@ pub struct Args {
     #[arg(long, requires = "since")]
     pub until: Option<String>,
     /// Output dataset directory; it must not exist. It appears only once the capture is complete.
-    #[arg(long)]
+    #[arg(long, value_parser = schemas::paths::output_dir)]
     pub out: PathBuf,
     /// Key of the keyed hash that replaces Secret values (equal values stay equal); a random key
     /// per capture when omitted.

@@ -34,6 +34,7 @@ pub fn run(
         listen: "127.0.0.1:0".parse()?,
         out: None,
         bare: false,
+        limits: Default::default(),
     };
     let runtime = tokio::runtime::Runtime::new()?;
     let mut proofs: Vec<FixProof> = vec![];

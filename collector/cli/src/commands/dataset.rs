@@ -82,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn inspect(dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    let ds = Dataset::open(dir)?;
+    let ds = Dataset::open_verified(dir)?;
     let m = ds.manifest();
     let mut tables = Vec::new();
     for (table, entry) in &m.tables {
@@ -231,7 +231,7 @@ fn export_tables(
     format: ExportFormat,
     out: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    let ds = Dataset::open(dir)?;
+    let ds = Dataset::open_verified(dir)?;
     if tables.is_empty() {
         tables = ds.manifest().tables.keys().copied().collect();
     }
@@ -250,20 +250,68 @@ fn export_tables(
             let rows = export_file(&ds, *table, fmt, &path)?;
             eprintln!("wrote {rows} rows to {}", path.display());
         }
-        (_, Some(out_dir)) => {
-            std::fs::create_dir_all(&out_dir)
-                .with_context(|| format!("cannot create {}", out_dir.display()))?;
-            for table in &tables {
-                let path = out_dir.join(format!("{}.{ext}", table.name()));
-                let rows = export_file(&ds, *table, fmt, &path)?;
-                eprintln!("wrote {rows} rows to {}", path.display());
-            }
+        (_, Some(out_dir)) if out_dir.as_os_str() == "-" => {
+            bail!(
+                "--out -: standard output takes one table; pick one with --table, or give a \
+                 directory for several"
+            )
         }
+        (_, Some(out_dir)) => export_dir(&ds, &tables, fmt, ext, &out_dir)?,
         (_, None) => {
             bail!("several tables need --out DIR (one file per table); or pick one with --table")
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Exports several tables into `out_dir`, one file each. They are written in a hidden sibling
+/// directory first: a new `out_dir` appears whole (one rename); into an existing one each file
+/// is moved once every file is complete. A failed or killed export leaves no partial set.
+fn export_dir(
+    ds: &Dataset,
+    tables: &[Table],
+    fmt: Format,
+    ext: &str,
+    out_dir: &Path,
+) -> anyhow::Result<()> {
+    let name = out_dir
+        .file_name()
+        .with_context(|| format!("{} is not a directory name", out_dir.display()))?
+        .to_string_lossy()
+        .into_owned();
+    let parent = match out_dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}.partial-"))
+        .tempdir_in(parent)
+        .with_context(|| format!("cannot create a directory in {}", parent.display()))?;
+    let mut written = Vec::new();
+    for table in tables {
+        let file = format!("{}.{ext}", table.name());
+        let rows = export_file(ds, *table, fmt, &staging.path().join(&file))?;
+        written.push((file, rows));
+    }
+    if out_dir.exists() {
+        for (file, _) in &written {
+            std::fs::rename(staging.path().join(file), out_dir.join(file))
+                .with_context(|| format!("cannot move {file} into {}", out_dir.display()))?;
+        }
+    } else {
+        let kept = staging.keep();
+        if let Err(e) = std::fs::rename(&kept, out_dir) {
+            let _ = std::fs::remove_dir_all(&kept);
+            return Err(e)
+                .with_context(|| format!("cannot move the export to {}", out_dir.display()));
+        }
+    }
+    for (file, rows) in written {
+        eprintln!("wrote {rows} rows to {}", out_dir.join(file).display());
+    }
+    Ok(())
 }
 
 /// Exports into a temporary sibling and renames it into place when complete.

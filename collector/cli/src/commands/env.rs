@@ -56,7 +56,7 @@ pub struct UpArgs {
     #[arg(long = "for")]
     pub run_for: Option<Dur>,
     /// Write the run (history, fault, changes, recovery) as a dataset here, ground truth beside it.
-    #[arg(long)]
+    #[arg(long, value_parser = schemas::paths::output_dir)]
     pub out: Option<PathBuf>,
     /// Address of the Kubernetes API; Prometheus, Jaeger and Loki take the next ports. Port 0
     /// picks free ports.
@@ -77,6 +77,8 @@ pub struct UpArgs {
     /// Print the ready line as one JSON object (the endpoints and the startup time).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub limits: super::limits::LimitArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -117,6 +119,7 @@ fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
                 listen: args.listen,
                 out: args.out.clone(),
                 bare: args.bare,
+                limits: args.limits.limits()?,
             },
         )
         .await?;

@@ -40,7 +40,7 @@ pub struct Args {
     /// Sessions at once.
     #[arg(long, short = 'j', default_value_t = 4)]
     pub jobs: usize,
-    #[arg(long)]
+    #[arg(long, value_parser = schemas::paths::output_dir)]
     pub out: PathBuf,
     /// Each agent's wall-clock time per session (an agent's own time_limit wins).
     #[arg(long, default_value = "20m")]

@@ -43,7 +43,7 @@ pub struct Args {
     #[arg(long, default_value = "20m")]
     pub time_limit: Dur,
     /// The run directory to write (must not exist).
-    #[arg(long, required_unless_present = "args_from")]
+    #[arg(long, value_parser = schemas::paths::output_dir, required_unless_present = "args_from")]
     pub out: Option<PathBuf>,
     /// Trial name of this run.
     #[arg(long, default_value = "1")]

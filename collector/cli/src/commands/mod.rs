@@ -7,6 +7,7 @@ pub mod env;
 pub mod eval;
 pub mod inject;
 pub mod inject_kube;
+pub mod limits;
 pub mod live;
 pub mod mcp;
 pub mod problems;

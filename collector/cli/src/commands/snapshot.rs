@@ -28,7 +28,7 @@ pub struct Args {
     pub duration: Option<Dur>,
     /// Output directory: the dataset goes to OUT/dataset, the ground truth and evaluator record
     /// beside it. Default: out/<problem>-seed<seed>.
-    #[arg(long)]
+    #[arg(long, value_parser = schemas::paths::output_dir)]
     pub out: Option<PathBuf>,
     /// Also load specs from this catalog directory.
     #[arg(long)]

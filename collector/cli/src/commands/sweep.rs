@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long)]
     pub duration: Option<Dur>,
     /// Output directory: OUT/<problem>/seed-<n>/ per run and OUT/index.json.
-    #[arg(long)]
+    #[arg(long, value_parser = schemas::paths::output_dir)]
     pub out: PathBuf,
     /// Also load specs from this catalog directory.
     #[arg(long)]

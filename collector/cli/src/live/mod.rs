@@ -27,7 +27,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use problems::{Catalog, Dur, ProblemSpec};
 use schemas::time::{Clock, LiveNow, real_now_ns};
-use tokio::net::TcpListener;
 
 use crate::replay::Endpoints;
 use crate::run::problem::{Options, ProblemRun};
@@ -56,6 +55,8 @@ pub struct LiveOptions {
     pub out: Option<PathBuf>,
     /// Start the cluster without the app's objects (clients deploy them).
     pub bare: bool,
+    /// What one request to the APIs may cost.
+    pub limits: apis::limits::Limits,
 }
 
 /// A running environment.
@@ -149,6 +150,7 @@ impl LiveEnv {
         let run = Arc::new(Mutex::new(run));
         let mut kube =
             KubeFacade::new(stores.objects.clone(), stores.logs.clone(), clock, &kinds());
+        kube.metrics = Some(stores.metrics.clone());
         kube.writer = Some(Arc::new(LiveCluster {
             run: run.clone(),
             stores: stores.clone(),
@@ -156,6 +158,7 @@ impl LiveEnv {
         let traces = Arc::new(JaegerFacade {
             spans: stores.spans.clone(),
             clock,
+            max_traces: opts.limits.max_traces,
         });
         let logs = Arc::new(LokiFacade::new(
             stores.logs.clone(),
@@ -169,7 +172,12 @@ impl LiveEnv {
                 audit_log.clone(),
             ),
             audited(
-                prometheus::router(stores.metrics.clone(), stores.alerts.clone(), clock),
+                prometheus::router(
+                    stores.metrics.clone(),
+                    stores.alerts.clone(),
+                    clock,
+                    &opts.limits,
+                ),
                 Api::Prometheus,
                 audit_log.clone(),
             ),
@@ -403,13 +411,7 @@ async fn listen(
     let mut urls = Vec::new();
     let mut servers = Vec::new();
     for (i, router) in routers.into_iter().enumerate() {
-        let mut addr = listen;
-        if listen.port() != 0 {
-            addr.set_port(listen.port() + i as u16);
-        }
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
+        let listener = crate::replay::bind(listen, i as u16).await?;
         let local = listener.local_addr()?;
         urls.push(format!("http://{local}"));
         // With the peer's address, which audit events record.

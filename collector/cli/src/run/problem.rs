@@ -130,6 +130,12 @@ impl ProblemRun {
                 "--duration {total} is too short: a run needs at least 30s (a baseline and a faulty period)"
             );
         }
+        if total > problems::MAX_RUN_DURATION {
+            bail!(
+                "--duration {total} is longer than the limit of {} of simulated time",
+                problems::MAX_RUN_DURATION
+            );
+        }
         // A shorter run keeps the problem's proportions.
         let scale =
             (total.as_millis() as f64 / problem.duration.as_millis().max(1) as f64).min(1.0);

@@ -74,6 +74,7 @@ impl Env {
                     listen: "127.0.0.1:0".parse()?,
                     out: Some(out.to_path_buf()),
                     bare: false,
+                    limits: Default::default(),
                 };
                 Ok(Env::Live(Box::new(
                     LiveEnv::start(catalog, problem, &opts).await?,
@@ -191,6 +192,7 @@ async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
         listen: "127.0.0.1:0".parse()?,
         at: None,
         time_shift: true,
+        limits: Default::default(),
     };
     let sink: AuditSink = Arc::new(move |e: AuditEvent| {
         let _ = tx.send(e);

@@ -96,11 +96,16 @@ impl Replay {
         }
     }
 
-    /// A replay that writes a kubeconfig for its Kubernetes API.
+    /// A frozen replay (times as recorded, so that what is captured from it matches the
+    /// dataset) that writes a kubeconfig for its Kubernetes API.
     pub fn with_kubeconfig(dataset: &Path, kubeconfig: &Path) -> Replay {
         Replay::start(
             dataset,
-            &["--write-kubeconfig".as_ref(), kubeconfig.as_os_str()],
+            &[
+                "--frozen".as_ref(),
+                "--write-kubeconfig".as_ref(),
+                kubeconfig.as_os_str(),
+            ],
         )
     }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use problems::app::{AppSpec, Protocol};
 use schemas::tables::Labels;
 
+use crate::objects::Pod;
 use crate::programs;
 use crate::workload::{OpCounters, Workload};
 use crate::world::World;
@@ -62,6 +63,56 @@ pub(super) fn scrape(o: &mut Out, w: &World, app: &AppSpec, wl: &Workload) {
     }
 }
 
+/// `up` of the application's scrape targets: the OTel collector, or each pod of a service that
+/// exports its own metrics, which answers while its serving container runs.
+pub(super) fn up(o: &mut Out, w: &World, app: &AppSpec, wl: &Workload) {
+    if wl.spanmetrics() {
+        o.up(&[("job", COLLECTOR.0), ("instance", COLLECTOR.1)], true);
+        return;
+    }
+    for p in w.pods.values() {
+        if p.meta.namespace.as_deref() != Some(app.namespace.as_str()) || p.pod_ip.is_none() {
+            continue;
+        }
+        let Some((job, instance, _)) = target(p, app) else {
+            continue;
+        };
+        let running = p.statuses.first().is_some_and(|s| s.state.is_running());
+        o.up(
+            &[
+                ("job", job),
+                ("instance", &instance),
+                ("namespace", &app.namespace),
+                ("pod", &p.meta.name),
+            ],
+            running,
+        );
+    }
+}
+
+/// The OTel collector's spanmetrics exporter: (job, instance).
+const COLLECTOR: (&str, &str) = ("otel-collector", "otel-collector:8889");
+
+/// A pod's own scrape target, when its service exports metrics over its first port's protocol:
+/// (job, instance, protocol).
+fn target<'a>(p: &Pod, app: &'a AppSpec) -> Option<(&'a str, String, Protocol)> {
+    let prog = p
+        .spec
+        .containers
+        .first()
+        .and_then(|c| programs::identify(app, c))?;
+    let port = prog.spec.ports.first()?;
+    if !matches!(port.protocol, Protocol::Grpc | Protocol::Http) {
+        return None;
+    }
+    let instance = format!(
+        "{}:{}",
+        p.pod_ip.as_deref().unwrap_or(""),
+        port.target_port()
+    );
+    Some((prog.spec.name.as_str(), instance, port.protocol))
+}
+
 /// The workload's counters summed per (service, span name) over all pods, as the spanmetrics
 /// connector sees them.
 fn by_span(w: &World, app: &AppSpec, wl: &Workload) -> BTreeMap<(String, String), OpCounters> {
@@ -109,8 +160,8 @@ fn spanmetrics(
         };
         let base = |status: &str| {
             labels(&[
-                ("job", "otel-collector"),
-                ("instance", "otel-collector:8889"),
+                ("job", COLLECTOR.0),
+                ("instance", COLLECTOR.1),
                 ("namespace", ns),
                 ("service_name", &svc),
                 ("span_name", &name),
@@ -149,30 +200,18 @@ fn instrumented(o: &mut Out, w: &World, app: &AppSpec, wl: &Workload) {
     let ns = app.namespace.as_str();
     for ((pk, op), c) in &wl.counters {
         let Some(p) = w.pods.get(pk) else { continue };
-        let Some(prog) = p
-            .spec
-            .containers
-            .first()
-            .and_then(|c| programs::identify(app, c))
-        else {
+        let Some((job, inst, protocol)) = target(p, app) else {
             continue;
         };
-        let port = prog.spec.ports.first();
-        let inst = format!(
-            "{}:{}",
-            p.pod_ip.as_deref().unwrap_or(""),
-            port.map(|p| p.target_port()).unwrap_or(0)
-        );
         let base = [
-            ("job", prog.spec.name.as_str()),
+            ("job", job),
             ("instance", inst.as_str()),
             ("namespace", ns),
             ("pod", p.meta.name.as_str()),
         ];
-        match port.map(|p| p.protocol) {
-            Some(Protocol::Grpc) => grpc(o, &base, op, c, &wl.buckets),
-            Some(Protocol::Http) => http(o, &base, op, c, &wl.buckets),
-            _ => {}
+        match protocol {
+            Protocol::Grpc => grpc(o, &base, op, c, &wl.buckets),
+            _ => http(o, &base, op, c, &wl.buckets),
         }
     }
 }

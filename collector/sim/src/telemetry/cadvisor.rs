@@ -1,6 +1,7 @@
 //! The kubelet's cAdvisor endpoint: per container, CPU time and CFS throttling, memory and the
-//! limits it runs under; per pod, network bytes derived from the requests it served. Only pods in
-//! the scraped namespaces on nodes whose kubelet answers are reported.
+//! limits it runs under; per pod, network bytes derived from the requests it served; per node, the
+//! root cgroup's CPU time and working set. Only pods in the scraped namespaces on nodes whose
+//! kubelet answers are reported.
 
 use schemas::tables::Labels;
 
@@ -8,7 +9,9 @@ use crate::objects::*;
 use crate::workload::Workload;
 use crate::world::World;
 
-use super::{Family, Out, Scope, b, labels};
+use crate::kubelet::NODE_SYSTEM_MEMORY;
+
+use super::{Family, Out, Scope, b, containers_memory, labels};
 
 pub(super) const FAMILIES: &[Family] = &[
     (
@@ -92,6 +95,9 @@ pub(super) const FAMILIES: &[Family] = &[
 ];
 
 pub(super) fn scrape(o: &mut Out, w: &World, wl: &Workload, scope: Scope) {
+    for n in w.nodes.values() {
+        node(o, w, n);
+    }
     for p in w.pods.values() {
         let Some(node) = &p.spec.node_name else {
             continue;
@@ -116,6 +122,33 @@ pub(super) fn scrape(o: &mut Out, w: &World, wl: &Workload, scope: Scope) {
             network(o, &target, wl);
         }
     }
+}
+
+/// The kubelet's `up`, and while it answers its root cgroup (`id="/"`): everything the node runs,
+/// as `kubectl top node` and node dashboards read it.
+fn node(o: &mut Out, w: &World, n: &Node) {
+    let name = n.meta.name.as_str();
+    let instance = format!("{}:10250", n.ip);
+    let target = [
+        ("job", "kubelet"),
+        ("metrics_path", "/metrics/cadvisor"),
+        ("instance", instance.as_str()),
+        ("node", name),
+    ];
+    let answers = !w.runtime.node(name).kubelet_down;
+    o.up(&target, answers);
+    if !answers {
+        return;
+    }
+    let mut root = labels(&target);
+    root.insert("id".into(), "/".into());
+    let cpu = w.node_cpu_seconds.get(name).copied().unwrap_or(0.0);
+    o.push("container_cpu_usage_seconds_total", root.clone(), cpu);
+    o.push(
+        "container_memory_working_set_bytes",
+        root,
+        (containers_memory(w, name) + NODE_SYSTEM_MEMORY).round(),
+    );
 }
 
 /// A pod as its node's kubelet reports it.

@@ -40,6 +40,12 @@ pub(super) const FAMILIES: &[Family] = &[
         "",
     ),
     (
+        "kube_pod_status_unschedulable",
+        "gauge",
+        "Describes the unschedulable status for the pod.",
+        "",
+    ),
+    (
         "kube_pod_container_info",
         "gauge",
         "Information about a container in a pod.",
@@ -73,6 +79,12 @@ pub(super) const FAMILIES: &[Family] = &[
         "kube_pod_container_status_terminated",
         "gauge",
         "Describes whether the container is currently in terminated state.",
+        "",
+    ),
+    (
+        "kube_pod_container_status_terminated_reason",
+        "gauge",
+        "Describes the reason the container is currently in terminated state.",
         "",
     ),
     (
@@ -214,6 +226,12 @@ pub(super) const FAMILIES: &[Family] = &[
         "",
     ),
     (
+        "kube_node_status_capacity",
+        "gauge",
+        "The capacity for different resources of a node.",
+        "",
+    ),
+    (
         "kube_node_status_allocatable",
         "gauge",
         "The allocatable for different resources of a node that are available for scheduling.",
@@ -294,6 +312,7 @@ fn ksm(extra: &[(&str, &str)]) -> Labels {
 
 /// Every object kind KSM watches, in the order the scrape lists them.
 pub(super) fn scrape(o: &mut Out, w: &World, scope: Scope) {
+    o.up(&KSM, true);
     for p in in_scope(&w.pods, scope, |p| &p.meta) {
         pod_status(o, w, p);
         for (c, s) in p.spec.containers.iter().zip(&p.statuses) {
@@ -424,6 +443,16 @@ fn pod_status(o: &mut Out, w: &World, p: &Pod) {
             b(v),
         );
     }
+    let unschedulable = p.conditions.iter().any(|c| {
+        c.kind == "PodScheduled" && !c.status && c.reason.as_deref() == Some("Unschedulable")
+    });
+    if unschedulable {
+        o.push(
+            "kube_pod_status_unschedulable",
+            ksm(&[("namespace", ns), ("pod", pod), ("uid", uid)]),
+            1.0,
+        );
+    }
     let scheduled = p.spec.node_name.is_some();
     for (cond, v) in [
         ("true", scheduled),
@@ -489,6 +518,11 @@ fn container_status(o: &mut Out, p: &Pod, c: &Container, s: &ContainerStatus) {
         ksm(&base),
         b(matches!(s.state, CState::Terminated(_))),
     );
+    if let CState::Terminated(t) = &s.state {
+        let mut l = base.to_vec();
+        l.push(("reason", t.reason.as_str()));
+        o.push("kube_pod_container_status_terminated_reason", ksm(&l), 1.0);
+    }
     o.push("kube_pod_container_status_ready", ksm(&base), b(s.ready));
     if let Some(t) = &s.last {
         let mut l = base.to_vec();
@@ -686,6 +720,17 @@ fn node(o: &mut Out, n: &Node) {
                 b(v),
             );
         }
+    }
+    for (resource, unit, value) in [
+        ("cpu", "core", n.cpu_milli as f64 / 1000.0),
+        ("memory", "byte", n.memory as f64),
+        ("pods", "integer", n.max_pods as f64),
+    ] {
+        o.push(
+            "kube_node_status_capacity",
+            ksm(&[("node", name), ("resource", resource), ("unit", unit)]),
+            value,
+        );
     }
     o.push(
         "kube_node_status_allocatable",

@@ -3,8 +3,9 @@
 //! appends one `MetricSample` row per series, all stamped with the world's clock, exporter by
 //! exporter: kube-state-metrics (objects' state), the kubelet's cAdvisor endpoint (containers'
 //! CPU, memory, CFS throttling), node-exporter basics, and the application's RED metrics as its
-//! instrumentation names them. Each exporter also declares the metric families it exports; they
-//! become the `MetricMeta` rows.
+//! instrumentation names them, with Prometheus' `up` for every target. Each exporter also declares
+//! the metric families it exports; they become the `MetricMeta` rows (`up` is Prometheus' own and
+//! has none). docs/METRICS.md lists the families and what is left out.
 
 mod app;
 mod cadvisor;
@@ -49,6 +50,7 @@ pub fn scrape(w: &World, app: &AppSpec, wl: &Workload, namespaces: &[String], ro
     cadvisor::scrape(&mut o, w, wl, scope);
     node_exporter::scrape(&mut o, w);
     app::scrape(&mut o, w, app, wl);
+    app::up(&mut o, w, app, wl);
 }
 
 /// The namespaces whose objects and containers are scraped (nodes are cluster-wide).
@@ -76,6 +78,11 @@ impl Out<'_> {
             value,
         }));
     }
+
+    /// Prometheus' own `up` for a scrape target: 1 when it answered, 0 when it did not.
+    fn up(&mut self, target: &[(&str, &str)], answered: bool) {
+        self.push("up", labels(target), b(answered));
+    }
 }
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
@@ -83,6 +90,16 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
+}
+
+/// The memory a node's containers hold (their working sets), in bytes.
+fn containers_memory(w: &World, node: &str) -> f64 {
+    w.pods
+        .values()
+        .filter(|p| p.spec.node_name.as_deref() == Some(node))
+        .flat_map(|p| &p.statuses)
+        .map(|s| s.working_set)
+        .sum()
 }
 
 /// A boolean as exporters report it: 1 or 0.
