@@ -124,7 +124,11 @@ mod tests {
         assert_eq!(set_flag_variant("X=v1\nY=1", "X", "v2"), "X=v2\nY=1");
         let flagd = r#"{"flags":{"f":{"defaultVariant":"off"}}}"#;
         assert!(set_flag_variant(flagd, "f", "on").contains("\"defaultVariant\": \"on\""));
-        let dns = corefile_nxdomain(".:53 {\n    kubernetes cluster.local\n}\n", Some("geo"), "h");
+        let dns = corefile_nxdomain(
+            ".:53 {\n    kubernetes cluster.local\n}\n",
+            Some("geo"),
+            "h",
+        );
         assert!(dns.find("template").unwrap() < dns.find("kubernetes").unwrap());
         assert!(dns.contains("geo[.]h[.]svc"));
     }

@@ -32,7 +32,11 @@ pub fn render(app: &AppSpec) -> Vec<Value> {
     let mut accounts: Vec<&str> = Vec::new();
     let mut claims: Vec<&str> = Vec::new();
     for s in &app.services {
-        if let Some(sa) = s.service_account.as_deref().filter(|sa| !accounts.contains(sa)) {
+        if let Some(sa) = s
+            .service_account
+            .as_deref()
+            .filter(|sa| !accounts.contains(sa))
+        {
             accounts.push(sa);
             out.push(json!({
                 "apiVersion": "v1",

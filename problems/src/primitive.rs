@@ -333,7 +333,10 @@ impl QuotaHard {
         let names = [
             ("pods", self.pods.map(|p| p.to_string())),
             ("requests.cpu", self.requests_cpu.map(|c| c.to_string())),
-            ("requests.memory", self.requests_memory.map(|c| c.to_string())),
+            (
+                "requests.memory",
+                self.requests_memory.map(|c| c.to_string()),
+            ),
             ("limits.cpu", self.limits_cpu.map(|c| c.to_string())),
             ("limits.memory", self.limits_memory.map(|c| c.to_string())),
         ];

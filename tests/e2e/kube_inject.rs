@@ -142,7 +142,11 @@ fn every_api_primitive_injects_and_reverts_exactly() {
             let during = state(&l.kubeconfig, &ns);
             let changed = differences(&before, &during);
             assert!(!changed.is_empty(), "{what} changed nothing");
-            assert_eq!(journal_entries(&l), 1, "{what}: one journal entry while in effect");
+            assert_eq!(
+                journal_entries(&l),
+                1,
+                "{what}: one journal entry while in effect"
+            );
             held.signal("-TERM");
             let done = held.line();
             let (status, err) = held.wait();
@@ -159,7 +163,11 @@ fn every_api_primitive_injects_and_reverts_exactly() {
         }
     }
     assert_eq!(covered, expected);
-    assert!(covered.len() >= 30, "{} primitives: {covered:?}", covered.len());
+    assert!(
+        covered.len() >= 30,
+        "{} primitives: {covered:?}",
+        covered.len()
+    );
 }
 
 /// A deterministic stream of kill points (xorshift64*).
@@ -185,7 +193,7 @@ fn run_to(l: &Live, problem: &str, index: usize, at: u64) -> Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recover_after_kill_9_at_random_points_restores_every_primitive() {
-    let mut draw = Draw(0x5eed_0f_c0ffee);
+    let mut draw = Draw(0x5eed_0fc0_ffee);
     let mut kills = 0;
     let mut recover_kills = 0;
     let mut cycles = 0;
@@ -233,15 +241,27 @@ async fn recover_after_kill_9_at_random_points_restores_every_primitive() {
             assert!(out.status.success(), "{what}: recover: {}", text(&out));
             let report: Value = serde_json::from_slice(&out.stdout).unwrap();
             for r in report.as_array().unwrap() {
-                assert_eq!(r["kept"], Value::Null, "{what}: nobody else changed anything: {r}");
+                assert_eq!(
+                    r["kept"],
+                    Value::Null,
+                    "{what}: nobody else changed anything: {r}"
+                );
             }
             let after = cluster::state_kube_rs(&client, &ns).await;
             let left = differences(&before, &after);
-            assert!(left.is_empty(), "{what}: not restored:\n{}", left.join("\n"));
+            assert!(
+                left.is_empty(),
+                "{what}: not restored:\n{}",
+                left.join("\n")
+            );
             assert_eq!(journal_entries(&l), 0, "{what}: the journal is empty");
             if cycles % 10 == 0 {
                 let again = tokio::task::block_in_place(|| recover(&l, None));
-                assert_eq!(String::from_utf8_lossy(&again.stdout).trim(), "[]", "idempotent");
+                assert_eq!(
+                    String::from_utf8_lossy(&again.stdout).trim(),
+                    "[]",
+                    "idempotent"
+                );
             }
         }
     }
@@ -272,8 +292,16 @@ fn a_change_made_after_the_fault_is_reported_not_overwritten() {
     assert_ne!(target_port(&l), "8083");
     kubectl_ok(
         &l,
-        &["-n", ns, "patch", "svc", "geo", "--type=json", "-p",
-          r#"[{"op":"replace","path":"/spec/ports/0/targetPort","value":7777}]"#],
+        &[
+            "-n",
+            ns,
+            "patch",
+            "svc",
+            "geo",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/ports/0/targetPort","value":7777}]"#,
+        ],
     );
     held.signal("-TERM");
     let done = held.line();
@@ -293,8 +321,16 @@ fn a_change_made_after_the_fault_is_reported_not_overwritten() {
     assert_eq!(held.line()["event"], "in_effect");
     kubectl_ok(
         &l,
-        &["-n", ns, "patch", "networkpolicy", "recommendation-isolation", "--type=merge", "-p",
-          r#"{"spec":{"podSelector":{"matchLabels":{"io.kompose.service":"frontend"}}}}"#],
+        &[
+            "-n",
+            ns,
+            "patch",
+            "networkpolicy",
+            "recommendation-isolation",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"podSelector":{"matchLabels":{"io.kompose.service":"frontend"}}}}"#,
+        ],
     );
     held.signal("-KILL");
     let (status, _) = held.wait();
@@ -305,13 +341,22 @@ fn a_change_made_after_the_fault_is_reported_not_overwritten() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report[0]["reverted"], true, "{report}");
     assert!(
-        report[0]["kept"].to_string().contains("NetworkPolicy hotel-reservation/recommendation-isolation"),
+        report[0]["kept"]
+            .to_string()
+            .contains("NetworkPolicy hotel-reservation/recommendation-isolation"),
         "{report}"
     );
     let selector = kubectl_ok(
         &l,
-        &["-n", ns, "get", "networkpolicy", "recommendation-isolation", "-o",
-          "jsonpath={.spec.podSelector.matchLabels.io\\.kompose\\.service}"],
+        &[
+            "-n",
+            ns,
+            "get",
+            "networkpolicy",
+            "recommendation-isolation",
+            "-o",
+            "jsonpath={.spec.podSelector.matchLabels.io\\.kompose\\.service}",
+        ],
     );
     assert_eq!(selector, "frontend", "the edited policy is left");
     assert_eq!(journal_entries(&l), 0);
@@ -331,7 +376,10 @@ fn node_and_kernel_faults_are_refused_before_anything_is_read() {
         ("hotel-search-geo-delay", "node agent"),
         ("hotel-geo-mongo-auth-revoked", "a database session"),
     ] {
-        let out = inject_cmd(&l, problem, 0).args(["--for", "0s"]).output().unwrap();
+        let out = inject_cmd(&l, problem, 0)
+            .args(["--for", "0s"])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(1), "{problem}: {}", text(&out));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(

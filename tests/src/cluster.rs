@@ -19,8 +19,16 @@ pub type State = BTreeMap<String, Value>;
 fn key(o: &Value) -> String {
     let m = &o["metadata"];
     match m["namespace"].as_str() {
-        Some(ns) => format!("{} {ns}/{}", o["kind"].as_str().unwrap_or("?"), m["name"].as_str().unwrap_or("?")),
-        None => format!("{} {}", o["kind"].as_str().unwrap_or("?"), m["name"].as_str().unwrap_or("?")),
+        Some(ns) => format!(
+            "{} {ns}/{}",
+            o["kind"].as_str().unwrap_or("?"),
+            m["name"].as_str().unwrap_or("?")
+        ),
+        None => format!(
+            "{} {}",
+            o["kind"].as_str().unwrap_or("?"),
+            m["name"].as_str().unwrap_or("?")
+        ),
     }
 }
 
@@ -31,7 +39,11 @@ fn kubectl_items(kubeconfig: &Path, args: &[&str]) -> Vec<Value> {
         .args(["-o", "json"])
         .output()
         .expect("kubectl is installed (apt-get install kubectl, or bash tests/run)");
-    assert!(out.status.success(), "kubectl {args:?}: {}", crate::text(&out));
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        crate::text(&out)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("kubectl -o json");
     match v["items"].as_array() {
         Some(items) => items.clone(),
@@ -42,7 +54,10 @@ fn kubectl_items(kubeconfig: &Path, args: &[&str]) -> Vec<Value> {
 /// The state, read with the real kubectl.
 pub fn state(kubeconfig: &Path, namespace: &str) -> State {
     let mut items = kubectl_items(kubeconfig, &["-n", namespace, "get", KINDS]);
-    items.extend(kubectl_items(kubeconfig, &["-n", "kube-system", "get", "configmap", "coredns"]));
+    items.extend(kubectl_items(
+        kubeconfig,
+        &["-n", "kube-system", "get", "configmap", "coredns"],
+    ));
     items.extend(kubectl_items(kubeconfig, &["get", "nodes"]));
     items.iter().map(|o| (key(o), content(o))).collect()
 }
@@ -57,7 +72,11 @@ const RESOURCES: &[(&str, &str, &str)] = &[
     ("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
     ("v1", "ServiceAccount", "serviceaccounts"),
     ("rbac.authorization.k8s.io/v1", "Role", "roles"),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        "rolebindings",
+    ),
 ];
 
 fn resource(api_version: &str, kind: &str, plural: &str) -> kube::api::ApiResource {
@@ -86,18 +105,33 @@ pub async fn state_kube_rs(client: &kube::Client, namespace: &str) -> State {
     for (api_version, kind, plural) in RESOURCES {
         let r = resource(api_version, kind, plural);
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &r);
-        add(api.list(&ListParams::default()).await.expect("list"), api_version, kind);
+        add(
+            api.list(&ListParams::default()).await.expect("list"),
+            api_version,
+            kind,
+        );
     }
-    let cms: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), "kube-system", &resource("v1", "ConfigMap", "configmaps"));
+    let cms: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "kube-system",
+        &resource("v1", "ConfigMap", "configmaps"),
+    );
     let coredns = cms.get("coredns").await.expect("the coredns ConfigMap");
     add(
-        kube::core::ObjectList { types: Default::default(), metadata: Default::default(), items: vec![coredns] },
+        kube::core::ObjectList {
+            types: Default::default(),
+            metadata: Default::default(),
+            items: vec![coredns],
+        },
         "v1",
         "ConfigMap",
     );
     let nodes: Api<DynamicObject> = Api::all_with(client.clone(), &resource("v1", "Node", "nodes"));
-    add(nodes.list(&ListParams::default()).await.expect("nodes"), "v1", "Node");
+    add(
+        nodes.list(&ListParams::default()).await.expect("nodes"),
+        "v1",
+        "Node",
+    );
     items.iter().map(|o| (key(o), content(o))).collect()
 }
 
@@ -112,8 +146,15 @@ pub fn differences(before: &State, after: &State) -> Vec<String> {
             (None, Some(_)) => out.push(format!("{k}: new")),
             (Some(a), Some(b)) => {
                 for f in diff(a, b) {
-                    let show = |v: &Option<Value>| v.as_ref().map_or("absent".to_string(), |v| v.to_string());
-                    out.push(format!("{k} {}: {} -> {}", f.dotted(), show(&f.before), show(&f.after)));
+                    let show = |v: &Option<Value>| {
+                        v.as_ref().map_or("absent".to_string(), |v| v.to_string())
+                    };
+                    out.push(format!(
+                        "{k} {}: {} -> {}",
+                        f.dotted(),
+                        show(&f.before),
+                        show(&f.after)
+                    ));
                 }
             }
             (None, None) => {}

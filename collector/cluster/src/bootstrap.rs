@@ -263,7 +263,6 @@ pub fn build_app(w: &mut World, app: &AppSpec) {
     }
 }
 
-
 fn namespace(w: &mut World, ns: &str) {
     let labels: Labels = [("kubernetes.io/metadata.name".to_string(), ns.to_string())].into();
     let meta = w.meta(None, ns, labels);

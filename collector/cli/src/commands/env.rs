@@ -100,7 +100,10 @@ fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
         (None, Some(app)) => {
             if catalog.app(app).is_none() {
                 let known: Vec<&str> = catalog.apps().map(|a| a.name.as_str()).collect();
-                anyhow::bail!("no application `{app}` in the catalog (known: {})", known.join(", "));
+                anyhow::bail!(
+                    "no application `{app}` in the catalog (known: {})",
+                    known.join(", ")
+                );
             }
             problems::ProblemSpec::healthy(app)
         }

@@ -209,7 +209,11 @@ mod tests {
         // Someone else's later value: left and reported.
         let j = judge(&change, Some(&svc(7000, "4")));
         assert!(matches!(j.step, Step::Nothing(_)));
-        assert!(j.kept[0].contains("spec.ports[0].targetPort: is 7000"), "{:?}", j.kept);
+        assert!(
+            j.kept[0].contains("spec.ports[0].targetPort: is 7000"),
+            "{:?}",
+            j.kept
+        );
         let j = judge(&change, None);
         assert!(matches!(j.step, Step::Nothing(_)) && j.kept.len() == 1);
     }
@@ -217,8 +221,7 @@ mod tests {
     #[test]
     fn creates_and_deletes_are_undone_unless_someone_else_took_over() {
         let target = ObjectRef::namespaced(Kind::NetworkPolicy, "h", "deny");
-        let created =
-            json!({"metadata": {"name": "deny"}, "spec": {"podSelector": {"matchLabels": {"a": "b"}}}});
+        let created = json!({"metadata": {"name": "deny"}, "spec": {"podSelector": {"matchLabels": {"a": "b"}}}});
         let change = Change::Create {
             target: target.clone(),
             content: created.clone(),
@@ -240,8 +243,13 @@ mod tests {
             target,
             object: stored.clone(),
         };
-        assert!(matches!(judge(&deleted, None).step, Step::Create(ref b) if b["metadata"].get("uid").is_none()));
-        assert!(matches!(judge(&deleted, Some(&stored)).step, Step::Nothing(_)));
+        assert!(
+            matches!(judge(&deleted, None).step, Step::Create(ref b) if b["metadata"].get("uid").is_none())
+        );
+        assert!(matches!(
+            judge(&deleted, Some(&stored)).step,
+            Step::Nothing(_)
+        ));
         let mut other = stored.clone();
         other["metadata"]["uid"] = json!("u10");
         assert_eq!(judge(&deleted, Some(&other)).kept.len(), 1);

@@ -92,7 +92,11 @@ impl Cluster {
             ),
         };
         let id = ClusterId {
-            server: config.cluster_url.to_string().trim_end_matches('/').to_string(),
+            server: config
+                .cluster_url
+                .to_string()
+                .trim_end_matches('/')
+                .to_string(),
             kubeconfig: kubeconfig.map(|p| std::path::absolute(p).unwrap_or(p.to_path_buf())),
             context,
         };
@@ -383,8 +387,11 @@ fn create_params(dry_run: bool) -> PostParams {
 }
 
 fn dynamic(body: &Value) -> Result<DynamicObject> {
-    serde_json::from_value(for_create(body))
-        .map_err(|e| ApiError(format!("an object to create is not a Kubernetes object: {e}")))
+    serde_json::from_value(for_create(body)).map_err(|e| {
+        ApiError(format!(
+            "an object to create is not a Kubernetes object: {e}"
+        ))
+    })
 }
 
 /// `k=v,k2=v2`.

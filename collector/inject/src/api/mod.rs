@@ -196,7 +196,11 @@ impl Injector {
         crash::point("applied");
         let mut restarted = Vec::new();
         for planned in &plan.changes {
-            if let Planned::Modify { target, before, after } = planned
+            if let Planned::Modify {
+                target,
+                before,
+                after,
+            } = planned
                 && before["spec"]["template"] != after["spec"]["template"]
             {
                 self.cluster.roll_out_at_once(target).await?;

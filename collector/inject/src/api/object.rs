@@ -266,7 +266,9 @@ pub fn patch_ops(
 ) -> json_patch::Patch {
     let mut ops = Vec::new();
     if let Some(rv) = resource_version {
-        ops.push(serde_json::json!({"op": "replace", "path": "/metadata/resourceVersion", "value": rv}));
+        ops.push(
+            serde_json::json!({"op": "replace", "path": "/metadata/resourceVersion", "value": rv}),
+        );
     }
     for f in fields {
         let (from, to) = if forward {
@@ -327,7 +329,11 @@ mod tests {
         let dotted: Vec<String> = fields.iter().map(Field::dotted).collect();
         assert_eq!(
             dotted,
-            ["spec.ipFamilies", "spec.ports[0].targetPort", "spec.selector.x"]
+            [
+                "spec.ipFamilies",
+                "spec.ports[0].targetPort",
+                "spec.selector.x"
+            ]
         );
         let mut forward = before.clone();
         json_patch::patch(&mut forward, &patch_ops(&fields, Some("7"), true)).unwrap();

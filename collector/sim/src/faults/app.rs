@@ -1,8 +1,8 @@
 //! Application faults: feature flags (a variant set in the flag's ConfigMap, whose effects the
 //! flag reader applies) and database conditions held in the runtime (authentication, locks).
 
-use problems::primitive::{AuthMode, Primitive};
 use problems::edits::set_flag_variant;
+use problems::primitive::{AuthMode, Primitive};
 
 use crate::objects::*;
 use crate::runtime::DbAuth;

@@ -2,8 +2,8 @@
 //! document held in one) and ConfigMap deletion. Consuming pods are restarted so they read the
 //! change, as a rollout after a config change would.
 
-use problems::primitive::Primitive;
 use problems::edits::edit_json_field;
+use problems::primitive::Primitive;
 
 use crate::objects::*;
 

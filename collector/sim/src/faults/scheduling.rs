@@ -84,4 +84,3 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
     }
     Ok(())
 }
-

@@ -234,13 +234,11 @@ impl<'a> Work<'a> {
             match (before, after) {
                 (None, Some(body)) => changes.push(Planned::Create { target, body }),
                 (Some(before), None) => changes.push(Planned::Delete { target, before }),
-                (Some(before), Some(after)) if before != after => {
-                    changes.push(Planned::Modify {
-                        target,
-                        before,
-                        after,
-                    })
-                }
+                (Some(before), Some(after)) if before != after => changes.push(Planned::Modify {
+                    target,
+                    before,
+                    after,
+                }),
                 _ => {}
             }
         }

@@ -81,19 +81,29 @@ fn every_api_primitive_of_the_catalog_plans_and_the_rest_are_refused() {
             planned.insert(p.name());
         }
     }
-    for name in ["kubelet_down", "node_cpu_stress", "network_loss", "database_auth"] {
+    for name in [
+        "kubelet_down",
+        "node_cpu_stress",
+        "network_loss",
+        "database_auth",
+    ] {
         assert!(refused.contains(name), "{name} is refused: {refused:?}");
     }
-    assert!(planned.len() >= 30, "{} planned: {planned:?}", planned.len());
+    assert!(
+        planned.len() >= 30,
+        "{} planned: {planned:?}",
+        planned.len()
+    );
 }
 
 #[test]
 fn a_target_port_fault_is_one_field_and_a_missing_object_is_named() {
     let catalog = Catalog::builtin().unwrap();
     let app = catalog.app("hotel-reservation").unwrap();
-    let p: problems::Primitive =
-        toml::from_str("primitive = \"service_target_port\"\nservice = \"geo\"\ntarget_port = 9999\n")
-            .unwrap();
+    let p: problems::Primitive = toml::from_str(
+        "primitive = \"service_target_port\"\nservice = \"geo\"\ntarget_port = 9999\n",
+    )
+    .unwrap();
     let mut objects = deployed(app);
     let plan = plan_on(&p, app, &mut objects).unwrap();
     let [Planned::Modify { before, after, .. }] = plan.changes.as_slice() else {
@@ -104,7 +114,10 @@ fn a_target_port_fault_is_one_field_and_a_missing_object_is_named() {
     assert_eq!(fields[0].dotted(), "spec.ports[0].targetPort");
     assert_eq!(fields[0].after, Some(Value::from(9999)));
 
-    objects.insert(ObjectRef::namespaced(Kind::Service, &app.namespace, "geo"), None);
+    objects.insert(
+        ObjectRef::namespaced(Kind::Service, &app.namespace, "geo"),
+        None,
+    );
     let e = plan_on(&p, app, &mut objects).unwrap_err();
     assert_eq!(
         e.to_string(),
