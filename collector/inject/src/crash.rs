@@ -1,7 +1,7 @@
 //! Crash points: the places between durable steps of an injection or a revert (a journal write,
 //! each change sent to a system) where a crash must leave something `collector recover` can
 //! finish. Tests make the process kill itself with SIGKILL at the N-th point passed, set by
-//! `FAULTLINE_CRASH_AT=N`, to prove that a kill -9 anywhere leaves nothing recovery cannot undo.
+//! `FAULTLINE_CRASH_AT=N` (or at the first point of a name, `FAULTLINE_CRASH_AT=applied`), to prove that a kill -9 anywhere leaves nothing recovery cannot undo.
 //! Unset (always, outside such tests), a point is a counter increment.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,10 +15,11 @@ static PASSED: AtomicU64 = AtomicU64::new(0);
 /// as kill -9 would end it (no destructors, no buffered output).
 pub fn point(name: &str) {
     let n = PASSED.fetch_add(1, Ordering::SeqCst) + 1;
-    let due = std::env::var(CRASH_AT)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if due == Some(n) {
+    let due = std::env::var(CRASH_AT).is_ok_and(|v| {
+        let v = v.trim();
+        v.parse::<u64>().map_or(v == name, |at| at == n)
+    });
+    if due {
         tracing::warn!("{CRASH_AT}={n}: killing this process at `{name}`");
         let me = rustix::process::getpid();
         let _ = rustix::process::kill_process(me, rustix::process::Signal::KILL);

@@ -68,7 +68,9 @@ pub fn run(args: KubeArgs) -> anyhow::Result<ExitCode> {
         let mut int = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
         let cluster = Cluster::connect(args.kubeconfig.as_deref()).await?;
         let injector = Injector { cluster, journal };
+        let started = std::time::Instant::now();
         let active = faults::inject_all(&injector, &problem, &app, &args.only).await?;
+        let inject_ms = started.elapsed().as_secs_f64() * 1000.0;
         let entries: Vec<serde_json::Value> = active
             .iter()
             .map(|a| {
@@ -78,7 +80,10 @@ pub fn run(args: KubeArgs) -> anyhow::Result<ExitCode> {
             })
             .collect();
         if args.json {
-            println!("{}", json!({"event": "in_effect", "injections": entries}));
+            println!(
+                "{}",
+                json!({"event": "in_effect", "injections": entries, "inject_ms": inject_ms})
+            );
         } else {
             for e in &entries {
                 println!("in effect: #{} {} ({}): {}", e["index"], e["primitive"], e["id"], e["changes"]);
@@ -97,9 +102,11 @@ pub fn run(args: KubeArgs) -> anyhow::Result<ExitCode> {
             _ = term.recv() => {}
             _ = int.recv() => {}
         }
+        let started = std::time::Instant::now();
         let reverted = faults::revert_all(&injector, active).await?;
+        let revert_ms = started.elapsed().as_secs_f64() * 1000.0;
         let kept: Vec<String> = reverted.iter().flat_map(|r| r.kept()).collect();
-        let mut done = json!({"event": "reverted", "kept": kept,
+        let mut done = json!({"event": "reverted", "kept": kept, "revert_ms": revert_ms,
             "undone": reverted.iter().flat_map(|r| r.undone.iter().map(|u| u.done.clone())).collect::<Vec<_>>()});
         if std::env::var_os(inject::crash::CRASH_AT).is_some() {
             done["crash_points"] = inject::crash::passed().into();

@@ -3,6 +3,7 @@
 pub mod capture;
 mod check_fixes;
 pub mod dataset;
+pub mod deploy;
 pub mod env;
 pub mod eval;
 pub mod inject;
