@@ -169,6 +169,11 @@ pub fn judge(change: &Change, current: Option<&Value>) -> Judged {
             Some(cur) if uid(cur) == uid(object) => {
                 nothing(format!("{target} was never deleted"), vec![])
             }
+            // Created again as it was (by an undo that was interrupted before its journal entry
+            // went): restored, whoever made it.
+            Some(cur) if contained(&for_create(object), &content(cur)) => {
+                nothing(format!("{target} is back as it was"), vec![])
+            }
             Some(_) => nothing(
                 format!("{target} exists again"),
                 vec![format!(
@@ -250,8 +255,14 @@ mod tests {
             judge(&deleted, Some(&stored)).step,
             Step::Nothing(_)
         ));
-        let mut other = stored.clone();
-        other["metadata"]["uid"] = json!("u10");
+        // Created again as it was (an interrupted undo): nothing to do, nothing to report.
+        let mut again = stored.clone();
+        again["metadata"]["uid"] = json!("u10");
+        let j = judge(&deleted, Some(&again));
+        assert!(matches!(j.step, Step::Nothing(_)) && j.kept.is_empty(), "{j:?}");
+        // Someone else's object of that name: left and reported.
+        let mut other = again.clone();
+        other["spec"]["podSelector"] = json!({"matchLabels": {"a": "z"}});
         assert_eq!(judge(&deleted, Some(&other)).kept.len(), 1);
     }
 }

@@ -32,14 +32,31 @@ pub struct ClusterId {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ApiError(pub String);
+#[error("{message}")]
+pub struct ApiError {
+    pub message: String,
+    /// The server's 409 Conflict: the object changed since it was read (a controller's status
+    /// update is enough), so planning again from a fresh read may succeed.
+    pub conflict: bool,
+}
+
+impl ApiError {
+    pub fn new(message: impl Into<String>) -> ApiError {
+        ApiError {
+            message: message.into(),
+            conflict: false,
+        }
+    }
+}
 
 type Result<T> = std::result::Result<T, ApiError>;
 
 fn err(what: impl std::fmt::Display) -> impl FnOnce(kube::Error) -> ApiError {
     let what = what.to_string();
-    move |e| ApiError(format!("{what}: {e}"))
+    move |e| ApiError {
+        conflict: is_conflict(&e),
+        message: format!("{what}: {e}"),
+    }
 }
 
 /// Whether a kube error is the server's 409 Conflict (the object changed since it was read).
@@ -72,19 +89,19 @@ impl Cluster {
         let (config, context) = match kubeconfig {
             Some(path) => {
                 let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| {
-                    ApiError(format!("reading the kubeconfig {}: {e}", path.display()))
+                    ApiError::new(format!("reading the kubeconfig {}: {e}", path.display()))
                 })?;
                 let context = kc.current_context.clone();
                 let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
                     .await
                     .map_err(|e| {
-                        ApiError(format!("using the kubeconfig {}: {e}", path.display()))
+                        ApiError::new(format!("using the kubeconfig {}: {e}", path.display()))
                     })?;
                 (config, context)
             }
             None => (
                 kube::Config::infer().await.map_err(|e| {
-                    ApiError(format!(
+                    ApiError::new(format!(
                         "no kubeconfig found (KUBECONFIG, ~/.kube/config) and not in a cluster: {e}"
                     ))
                 })?,
@@ -101,7 +118,7 @@ impl Cluster {
             context,
         };
         let client = kube::Client::try_from(config)
-            .map_err(|e| ApiError(format!("building the Kubernetes client: {e}")))?;
+            .map_err(|e| ApiError::new(format!("building the Kubernetes client: {e}")))?;
         Ok(Cluster { client, id })
     }
 
@@ -125,7 +142,7 @@ impl Cluster {
             .await
             .map_err(err(format!("GET {r}")))?;
         found
-            .map(|o| serde_json::to_value(o).map_err(|e| ApiError(format!("{r}: {e}"))))
+            .map(|o| serde_json::to_value(o).map_err(|e| ApiError::new(format!("{r}: {e}"))))
             .transpose()
     }
 
@@ -139,7 +156,7 @@ impl Cluster {
                     let v = self.get(&r).await?;
                     read.insert(r, v);
                 }
-                Err(PlanError::Invalid(e)) => return Err(ApiError(e)),
+                Err(PlanError::Invalid(e)) => return Err(ApiError::new(e)),
             }
         }
     }
@@ -161,7 +178,7 @@ impl Cluster {
                     .patch(&target.name, &params, &Patch::Json::<()>(ops))
                     .await
                     .map_err(err(format!("{target}: the server refuses the change")))?;
-                let stored = serde_json::to_value(stored).map_err(|e| ApiError(e.to_string()))?;
+                let stored = serde_json::to_value(stored).map_err(|e| ApiError::new(e.to_string()))?;
                 Ok(Change::Modify {
                     fields: diff(&content(before), &content(&stored)),
                     target,
@@ -173,7 +190,7 @@ impl Cluster {
                     .create(&create_params(true), &dynamic(body)?)
                     .await
                     .map_err(err(format!("{target}: the server refuses to create it")))?;
-                let stored = serde_json::to_value(stored).map_err(|e| ApiError(e.to_string()))?;
+                let stored = serde_json::to_value(stored).map_err(|e| ApiError::new(e.to_string()))?;
                 Ok(Change::Create {
                     content: content(&stored),
                     target,
@@ -276,10 +293,10 @@ impl Cluster {
                 Ok(done) => return Ok(Undone { done, kept }),
                 Err(e) if is_conflict(&e) => continue,
                 Err(kube::Error::Api(s)) if s.code == 404 => continue,
-                Err(e) => return Err(ApiError(format!("undoing {}: {e}", change.describe()))),
+                Err(e) => return Err(ApiError::new(format!("undoing {}: {e}", change.describe()))),
             }
         }
-        Err(ApiError(format!(
+        Err(ApiError::new(format!(
             "undoing {}: the object kept changing while it was being undone",
             change.describe()
         )))
@@ -305,7 +322,7 @@ impl Cluster {
             match pods.delete(&name, &DeleteParams::default()).await {
                 Ok(_) => n += 1,
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(ApiError(format!("deleting pod {name}: {e}"))),
+                Err(e) => return Err(ApiError::new(format!("deleting pod {name}: {e}"))),
             }
         }
         Ok(n)
@@ -342,7 +359,7 @@ impl Cluster {
                 .iter()
                 .flatten()
                 .any(|o| o.uid == uid);
-            let v = serde_json::to_value(&rs).map_err(|e| ApiError(e.to_string()))?;
+            let v = serde_json::to_value(&rs).map_err(|e| ApiError::new(e.to_string()))?;
             let replicas = v.pointer("/spec/replicas").and_then(Value::as_i64);
             if !owned || replicas == Some(0) || same_template(&v["spec"]["template"], template) {
                 continue;
@@ -388,7 +405,7 @@ fn create_params(dry_run: bool) -> PostParams {
 
 fn dynamic(body: &Value) -> Result<DynamicObject> {
     serde_json::from_value(for_create(body)).map_err(|e| {
-        ApiError(format!(
+        ApiError::new(format!(
             "an object to create is not a Kubernetes object: {e}"
         ))
     })

@@ -146,6 +146,9 @@ impl Reverted {
     }
 }
 
+/// How many times an injection is planned again after a 409 Conflict.
+const INJECT_ATTEMPTS: usize = 5;
+
 /// Injects and reverts faults on one cluster, journaling each change first.
 #[derive(Clone)]
 pub struct Injector {
@@ -154,7 +157,10 @@ pub struct Injector {
 }
 
 impl Injector {
-    /// Applies a primitive of `app`; `label` says what it is in the journal (for people).
+    /// Applies a primitive of `app`; `label` says what it is in the journal (for people). An
+    /// object that changes between its read and the guarded write (a controller updating its
+    /// status is enough) makes the write a 409 Conflict: whatever was made is undone and the
+    /// injection is planned again from a fresh read, a few times.
     pub async fn inject(
         &self,
         p: &Primitive,
@@ -164,6 +170,24 @@ impl Injector {
         if let Some(r) = refusal(p, app) {
             return Err(InjectError::Refused(r));
         }
+        let mut attempt = 1;
+        loop {
+            match self.inject_once(p, app, label.clone()).await {
+                Err(InjectError::Api(e)) if e.conflict && attempt < INJECT_ATTEMPTS => {
+                    tracing::info!("attempt {attempt}: {e}; planning again");
+                    attempt += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn inject_once(
+        &self,
+        p: &Primitive,
+        app: &AppSpec,
+        label: String,
+    ) -> Result<Injected, InjectError> {
         let plan = self.cluster.plan(p, app).await?;
         let mut changes = Vec::with_capacity(plan.changes.len());
         for planned in &plan.changes {
@@ -194,7 +218,25 @@ impl Injector {
         }
         self.journal.set_state(&mut entry, State::Applied)?;
         crash::point("applied");
-        let mut restarted = Vec::new();
+        match self.take_effect(&plan, app).await {
+            Ok(restarted) => Ok(Injected { entry, restarted }),
+            // The fault is made but cannot be brought to every pod: undone, not left half made.
+            Err(e) => Err(match self.revert(entry).await {
+                Ok(_) => InjectError::Api(e),
+                Err(undo) => InjectError::Other(format!(
+                    "{e}; undoing the change failed too ({undo}): run `collector recover`"
+                )),
+            }),
+        }
+    }
+
+    /// Brings made changes to the pods: a changed pod template to every pod at once, a changed
+    /// ConfigMap to its readers (their pods restarted); the pods restarted, by service.
+    async fn take_effect(
+        &self,
+        plan: &plan::Plan,
+        app: &AppSpec,
+    ) -> Result<Vec<(String, usize)>, ApiError> {
         for planned in &plan.changes {
             if let Planned::Modify {
                 target,
@@ -206,10 +248,11 @@ impl Injector {
                 self.cluster.roll_out_at_once(target).await?;
             }
         }
+        let mut restarted = Vec::new();
         for s in &plan.restart {
             restarted.push((s.clone(), self.cluster.restart(app, s).await?));
         }
-        Ok(Injected { entry, restarted })
+        Ok(restarted)
     }
 
     /// Undoes an injection, newest change first, and removes its journal entry; someone else's
