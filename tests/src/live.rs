@@ -56,6 +56,7 @@ fn start(what: &[&str], extra: &[&str]) -> Live {
         .arg(&kubeconfig)
         .args(extra)
         .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(tmp.path().join("env.stderr")).expect("a log file"))
         .spawn()
         .expect("collector runs");
     let mut line = String::new();
@@ -74,6 +75,18 @@ fn start(what: &[&str], extra: &[&str]) -> Live {
 }
 
 impl Live {
+    /// What the environment wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.tmp.path().join("env.stderr")).unwrap_or_default()
+    }
+
+    /// Fails the test if a thread of the environment panicked (its clock or controllers would
+    /// have stopped while the API kept answering).
+    pub fn assert_no_panic(&self) {
+        let log = self.stderr();
+        assert!(!log.contains("panicked"), "the environment panicked:\n{log}");
+    }
+
     /// Stops the environment as Ctrl-C does and waits until it has exited (having written its
     /// run, when started with `--out`); it must exit successfully.
     pub fn stop(mut self) {
