@@ -14,8 +14,8 @@ use super::snapshot::load_catalog;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     collector deploy hotel-reservation --kubeconfig ~/.kube/config\n  \
-    collector deploy astronomy-shop --dry-run > shop.json && kubectl apply -f shop.json\n\n\
-    --dry-run prints one JSON `List` that `kubectl apply -f` takes. Applying creates each object, or\n\
+    collector deploy astronomy-shop --dry-run > shop.yaml && kubectl apply -f shop.yaml\n\n\
+    --dry-run prints the objects as a YAML stream (each document JSON) for `kubectl apply -f`. Applying creates each object, or\n\
     merges the rendered fields into one that exists (a second deploy changes nothing).\n\
     Exits 1 when an object is refused (the ones before it stay).")]
 pub struct Args {
@@ -48,8 +48,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let objects = problems::manifests::render(app);
     if args.dry_run {
-        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        // A YAML stream whose documents are JSON (valid YAML): `kubectl apply -f` validates each
+        // object against its own schema, which it does not for the items of a `List`.
+        for o in &objects {
+            println!("---\n{}", serde_json::to_string_pretty(o)?);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;

@@ -259,7 +259,10 @@ mod tests {
         let mut again = stored.clone();
         again["metadata"]["uid"] = json!("u10");
         let j = judge(&deleted, Some(&again));
-        assert!(matches!(j.step, Step::Nothing(_)) && j.kept.is_empty(), "{j:?}");
+        assert!(
+            matches!(j.step, Step::Nothing(_)) && j.kept.is_empty(),
+            "{j:?}"
+        );
         // Someone else's object of that name: left and reported.
         let mut other = again.clone();
         other["spec"]["podSelector"] = json!({"matchLabels": {"a": "z"}});

@@ -178,7 +178,8 @@ impl Cluster {
                     .patch(&target.name, &params, &Patch::Json::<()>(ops))
                     .await
                     .map_err(err(format!("{target}: the server refuses the change")))?;
-                let stored = serde_json::to_value(stored).map_err(|e| ApiError::new(e.to_string()))?;
+                let stored =
+                    serde_json::to_value(stored).map_err(|e| ApiError::new(e.to_string()))?;
                 Ok(Change::Modify {
                     fields: diff(&content(before), &content(&stored)),
                     target,
@@ -190,7 +191,8 @@ impl Cluster {
                     .create(&create_params(true), &dynamic(body)?)
                     .await
                     .map_err(err(format!("{target}: the server refuses to create it")))?;
-                let stored = serde_json::to_value(stored).map_err(|e| ApiError::new(e.to_string()))?;
+                let stored =
+                    serde_json::to_value(stored).map_err(|e| ApiError::new(e.to_string()))?;
                 Ok(Change::Create {
                     content: content(&stored),
                     target,
