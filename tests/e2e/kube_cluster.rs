@@ -136,7 +136,13 @@ fn unreadable_logs_are_gaps_and_the_rest_is_captured() {
 }
 
 /// Each Service's ready endpoint addresses (count), and each workload's ready replicas, by name.
-fn topology(l: &live::Live, ns: &str) -> (Vec<(String, usize)>, Vec<(String, i64)>) {
+#[derive(Debug, PartialEq)]
+struct Topology {
+    endpoints: Vec<(String, usize)>,
+    ready: Vec<(String, i64)>,
+}
+
+fn topology(l: &live::Live, ns: &str) -> Topology {
     let endpoints: Value =
         serde_json::from_str(&l.ok(&["-n", ns, "get", "endpoints", "-o", "json"])).unwrap();
     let mut services: Vec<(String, usize)> = endpoints["items"]
@@ -173,7 +179,10 @@ fn topology(l: &live::Live, ns: &str) -> (Vec<(String, usize)>, Vec<(String, i64
         })
         .collect();
     ready.sort();
-    (services, ready)
+    Topology {
+        endpoints: services,
+        ready,
+    }
 }
 
 #[test]
@@ -184,7 +193,10 @@ fn deployed_manifests_run_the_app_as_the_simulator_deploys_it() {
         let l = live::up_app(app, &[]);
         topology(&l, ns)
     };
-    assert!(reference.0.iter().all(|(_, n)| *n > 0), "{reference:?}");
+    assert!(
+        reference.endpoints.iter().all(|(_, n)| *n > 0),
+        "{reference:?}"
+    );
 
     let l = live::up_app(app, &["--bare"]);
     assert!(
@@ -230,4 +242,67 @@ fn deployed_manifests_run_the_app_as_the_simulator_deploys_it() {
     );
     let left = differences(&before, &state(&l.kubeconfig, ns));
     assert!(left.is_empty(), "{}", left.join("\n"));
+}
+
+#[test]
+fn a_snapshot_on_a_cluster_captures_the_fault_and_leaves_the_cluster_as_it_was() {
+    let l = live::up_app("hotel-reservation", &[]);
+    let before = state(&l.kubeconfig, live::NS);
+    let out_dir = l.tmp.path().join("snap");
+    let out = Command::new(binary("collector"))
+        .args([
+            "snapshot",
+            "--env",
+            "kube",
+            "--json",
+            "--problem",
+            "hotel-geo-target-port",
+        ])
+        .args(["--baseline", "3s", "--hold", "6s", "--kubeconfig"])
+        .arg(&l.kubeconfig)
+        .arg("--journal")
+        .arg(l.tmp.path().join("journal"))
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["kept"], serde_json::json!([]), "{report}");
+    // Reverted: the cluster is as before, the journal empty.
+    let left = differences(&before, &state(&l.kubeconfig, live::NS));
+    assert!(left.is_empty(), "{}", left.join("\n"));
+    assert_eq!(
+        std::fs::read_dir(l.tmp.path().join("journal"))
+            .unwrap()
+            .count(),
+        0
+    );
+    // The dataset holds geo's Service as it was and as the fault made it.
+    let dataset = datasets::Dataset::open(&out_dir.join("dataset")).expect("a complete dataset");
+    let ports: BTreeSet<String> = dataset
+        .read_rows(schemas::tables::Table::Objects)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            schemas::tables::Row::Object(o) if o.kind == "Service" && o.name == "geo" => {
+                let v: Value = serde_json::from_str(&o.object).ok()?;
+                Some(v["spec"]["ports"][0]["targetPort"].to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(ports.contains("8083") && ports.len() >= 2, "{ports:?}");
+    let gt: Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("ground_truth.json")).unwrap()).unwrap();
+    assert!(gt.to_string().contains("geo"), "{gt}");
+    let inj: Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("injections.json")).unwrap()).unwrap();
+    assert!(
+        inj["injections"][0]["changes"]
+            .to_string()
+            .contains("targetPort"),
+        "{inj}"
+    );
+    l.assert_no_panic();
 }

@@ -4,3 +4,4 @@
 //! module puts problems, schedules and the other commands' machinery around it.
 
 pub mod faults;
+pub mod snapshot;
