@@ -2,7 +2,8 @@
 //!
 //! - `collector deploy APP --dry-run`, applied with the real kubectl to a cluster without the app
 //!   (`env up --app APP --bare`), gives the app running as the simulator deploys it itself: the
-//!   same workloads, Services and ready endpoints; `collector deploy` again changes nothing.
+//!   same workloads, Services and ready endpoints, the same call graph in the traces; `collector
+//!   deploy` again changes nothing.
 //! - `collector capture` on a sick cluster: with a node's kubelet stopped (`astro-kubelet-down`),
 //!   the apiserver answers 500 for the logs of every pod on that node, as a real apiserver does
 //!   when it cannot dial the kubelet. The capture still completes: those logs are listed as gaps
@@ -142,6 +143,41 @@ struct Topology {
     ready: Vec<(String, i64)>,
 }
 
+/// The services that report traces and the calls between them (parent, child), from the
+/// environment's Jaeger.
+fn call_graph(l: &live::Live) -> (Vec<String>, BTreeSet<(String, String)>) {
+    let jaeger = l.endpoints["jaeger"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('/');
+    let services: Value = e2e::http_get(format!("{jaeger}/api/services"))
+        .json()
+        .unwrap();
+    let mut services: Vec<String> = services["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    services.sort();
+    let end_ms = chrono::Utc::now().timestamp_millis() + 3_600_000;
+    let deps: Value = e2e::http_get(format!(
+        "{jaeger}/api/dependencies?endTs={end_ms}&lookback=86400000"
+    ))
+    .json()
+    .unwrap();
+    let edges = deps["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let s = |k: &str| d[k].as_str().unwrap().to_string();
+            (s("parent"), s("child"))
+        })
+        .collect();
+    (services, edges)
+}
+
 fn topology(l: &live::Live, ns: &str) -> Topology {
     let endpoints: Value =
         serde_json::from_str(&l.ok(&["-n", ns, "get", "endpoints", "-o", "json"])).unwrap();
@@ -189,10 +225,11 @@ fn topology(l: &live::Live, ns: &str) -> Topology {
 fn deployed_manifests_run_the_app_as_the_simulator_deploys_it() {
     let app = "hotel-reservation";
     let ns = live::NS;
-    let reference = {
+    let (reference, reference_calls) = {
         let l = live::up_app(app, &[]);
-        topology(&l, ns)
+        (topology(&l, ns), call_graph(&l))
     };
+    assert!(reference_calls.1.len() >= 5, "{reference_calls:?}");
     assert!(
         reference.endpoints.iter().all(|(_, n)| *n > 0),
         "{reference:?}"
@@ -203,6 +240,7 @@ fn deployed_manifests_run_the_app_as_the_simulator_deploys_it() {
         l.fails(&["get", "namespace", ns]).contains("NotFound"),
         "a bare cluster has no app"
     );
+    assert_eq!(call_graph(&l).0, Vec::<String>::new(), "nor traces");
     let out = Command::new(binary("collector"))
         .args(["deploy", app, "--dry-run"])
         .output()
@@ -222,6 +260,16 @@ fn deployed_manifests_run_the_app_as_the_simulator_deploys_it() {
         std::thread::sleep(std::time::Duration::from_millis(500));
     };
     assert_eq!(got, reference, "the deployed app runs as the built-in one");
+    // Its requests flow as the built-in app's: the same traced services and calls between them
+    // (a rare call may take a few simulated minutes to appear).
+    let calls = loop {
+        let calls = call_graph(&l);
+        if calls == reference_calls || std::time::Instant::now() > deadline {
+            break calls;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert_eq!(calls, reference_calls, "the same call graph in the traces");
 
     // Deploying again through kube-rs finds every object and changes nothing.
     let before = state(&l.kubeconfig, ns);
