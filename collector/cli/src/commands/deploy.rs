@@ -15,8 +15,9 @@ use super::snapshot::load_catalog;
 #[command(after_help = "Examples:\n  \
     collector deploy hotel-reservation --kubeconfig ~/.kube/config\n  \
     collector deploy astronomy-shop --dry-run > shop.yaml && kubectl apply -f shop.yaml\n\n\
-    --dry-run prints the objects as a YAML stream (each document JSON) for `kubectl apply -f`. Applying creates each object, or\n\
-    merges the rendered fields into one that exists (a second deploy changes nothing).\n\
+    --dry-run prints the objects as a YAML stream (each document JSON) for `kubectl apply -f`.\n\
+    Applying creates each object, or merges the rendered fields into one that exists (a second\n\
+    deploy changes nothing).\n\
     Exits 1 when an object is refused (the ones before it stay).")]
 pub struct Args {
     /// The application (see `collector problems list`: each problem names its application).
