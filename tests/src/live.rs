@@ -34,16 +34,35 @@ impl Drop for Live {
 /// Starts `collector env up --problem PROBLEM` (seed 3, two minutes past onset, five times real
 /// speed) and waits for its ready line.
 pub fn up(problem: &str, extra: &[&str]) -> Live {
+    start(&["--problem", problem], "5", extra)
+}
+
+/// The same at real speed: served times are wall-clock times, for clients that take windows of
+/// the wall clock (`collector capture`).
+pub fn up_real_speed(problem: &str, extra: &[&str]) -> Live {
+    start(&["--problem", problem], "1", extra)
+}
+
+/// Starts `collector env up --app APP`: the app healthy, nothing injected (a cluster to inject
+/// into); with `--bare` in `extra`, the cluster without the app's objects.
+pub fn up_app(app: &str, extra: &[&str]) -> Live {
+    start(&["--app", app], "5", extra)
+}
+
+fn start(what: &[&str], speed: &str, extra: &[&str]) -> Live {
     use std::io::BufRead;
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let kubeconfig = tmp.path().join("kubeconfig");
     let mut child = Command::new(crate::binary("collector"))
-        .args(["env", "up", "--problem", problem, "--seed", "3", "--json"])
-        .args(["--since-onset", "2m", "--speed", "5"])
+        .args(["env", "up"])
+        .args(what)
+        .args(["--seed", "3", "--json"])
+        .args(["--since-onset", "2m", "--speed", speed])
         .arg("--write-kubeconfig")
         .arg(&kubeconfig)
         .args(extra)
         .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(tmp.path().join("env.stderr")).expect("a log file"))
         .spawn()
         .expect("collector runs");
     let mut line = String::new();
@@ -62,6 +81,21 @@ pub fn up(problem: &str, extra: &[&str]) -> Live {
 }
 
 impl Live {
+    /// What the environment wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.tmp.path().join("env.stderr")).unwrap_or_default()
+    }
+
+    /// Fails the test if a thread of the environment panicked (its clock or controllers would
+    /// have stopped while the API kept answering).
+    pub fn assert_no_panic(&self) {
+        let log = self.stderr();
+        assert!(
+            !log.contains("panicked"),
+            "the environment panicked:\n{log}"
+        );
+    }
+
     /// Stops the environment as Ctrl-C does and waits until it has exited (having written its
     /// run, when started with `--out`); it must exit successfully.
     pub fn stop(mut self) {

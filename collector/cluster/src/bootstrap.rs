@@ -2,7 +2,7 @@
 //! service its workload, Service, ConfigMaps, PVCs and ServiceAccount, then lets the control plane
 //! and kubelets bring it up before the captured window starts (as a deployed app would be).
 
-use problems::app::{AppSpec, NodeRole, ProbeHandler, ServiceSpec, TaintEffect, WorkloadKind};
+use problems::app::{AppSpec, NodeRole, ProbeHandler, ServiceSpec, WorkloadKind};
 use serde_json::json;
 
 use super::objects::*;
@@ -137,6 +137,13 @@ fn selector(app: &AppSpec, s: &ServiceSpec) -> Labels {
 
 /// Creates every object of the app and the cluster around it, at the world's current time.
 pub fn build(w: &mut World, app: &AppSpec) {
+    build_cluster(w, app);
+    build_app(w, app);
+}
+
+/// Creates the cluster the app runs on (its nodes, the `default` and `kube-system` namespaces,
+/// cluster DNS) without the app: what a client deploys the app onto.
+pub fn build_cluster(w: &mut World, app: &AppSpec) {
     for (i, n) in app.nodes.iter().enumerate() {
         let mut labels: Labels = [
             ("beta.kubernetes.io/arch", "amd64"),
@@ -154,7 +161,7 @@ pub fn build(w: &mut World, app: &AppSpec) {
             .map(|t| Taint {
                 key: t.key.clone(),
                 value: (!t.value.is_empty()).then(|| t.value.clone()),
-                effect: effect_name(t.effect).into(),
+                effect: t.effect.as_str().into(),
             })
             .collect();
         if n.role == NodeRole::ControlPlane {
@@ -229,10 +236,15 @@ pub fn build(w: &mut World, app: &AppSpec) {
         );
         w.touch(Kind::Node, &key("", &n.name));
     }
-    for ns in ["default", KUBE_SYSTEM, app.namespace.as_str()] {
+    for ns in ["default", KUBE_SYSTEM] {
         namespace(w, ns);
     }
     cluster_dns(w);
+}
+
+/// Creates the app's namespace and objects (as deploying its manifests does).
+pub fn build_app(w: &mut World, app: &AppSpec) {
+    namespace(w, &app.namespace);
     for cm in &app.config_maps {
         let meta = w.meta(Some(&app.namespace), &cm.name, app.common_labels.clone());
         let k = key(&app.namespace, &cm.name);
@@ -248,14 +260,6 @@ pub fn build(w: &mut World, app: &AppSpec) {
     }
     for s in &app.services {
         service(w, app, s);
-    }
-}
-
-fn effect_name(e: TaintEffect) -> &'static str {
-    match e {
-        TaintEffect::NoSchedule => "NoSchedule",
-        TaintEffect::PreferNoSchedule => "PreferNoSchedule",
-        TaintEffect::NoExecute => "NoExecute",
     }
 }
 

@@ -33,6 +33,7 @@ pub fn run(
         no_noise,
         listen: "127.0.0.1:0".parse()?,
         out: None,
+        bare: false,
         limits: Default::default(),
     };
     let runtime = tokio::runtime::Runtime::new()?;

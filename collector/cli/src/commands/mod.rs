@@ -3,9 +3,11 @@
 pub mod capture;
 mod check_fixes;
 pub mod dataset;
+pub mod deploy;
 pub mod env;
 pub mod eval;
 pub mod inject;
+pub mod inject_kube;
 pub mod limits;
 pub mod live;
 pub mod mcp;

@@ -54,6 +54,8 @@ pub struct LiveOptions {
     pub listen: SocketAddr,
     /// Keep the run as a dataset in this directory.
     pub out: Option<PathBuf>,
+    /// Start the cluster without the app's objects (clients deploy them).
+    pub bare: bool,
     /// What one request to the APIs may cost.
     pub limits: apis::limits::Limits,
 }
@@ -120,7 +122,11 @@ impl LiveEnv {
             no_noise: opts.no_noise,
             sim: sim::SimConfig::default(),
         };
-        let mut run = ProblemRun::new(catalog, problem, &run_opts)?;
+        let mut run = if opts.bare {
+            ProblemRun::new_bare(catalog, problem, &run_opts)?
+        } else {
+            ProblemRun::new(catalog, problem, &run_opts)?
+        };
         run.share();
         let history = run.onset_secs() + (opts.since_onset.as_millis() / 1000) as i64;
         let route_stores = stores.clone();

@@ -73,6 +73,7 @@ impl Env {
                     no_noise: *no_noise,
                     listen: "127.0.0.1:0".parse()?,
                     out: Some(out.to_path_buf()),
+                    bare: false,
                     limits: Default::default(),
                 };
                 Ok(Env::Live(Box::new(
