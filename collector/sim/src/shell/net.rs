@@ -338,7 +338,7 @@ fn curl(ctx: &mut Ctx, args: &[String], io: &mut Io) -> i32 {
         return fail(
             io,
             3,
-            format!("URL rejected: Malformed input to a URL function"),
+            "URL rejected: Malformed input to a URL function".to_string(),
         );
     };
     let (conn, ip) = connect(ctx, &host, port);

@@ -550,9 +550,8 @@ impl Parser {
                 _ => {}
             }
             out.push(self.and_or()?);
-            match self.peek() {
-                Some(Token::Op(";" | "\n" | "&")) => self.pos += 1,
-                _ => {}
+            if let Some(Token::Op(";" | "\n" | "&")) = self.peek() {
+                self.pos += 1;
             }
         }
         self.depth -= 1;

@@ -248,7 +248,9 @@ impl Process {
                     }
                 }
                 0x7f | 0x08 => {
-                    if self.line.pop().is_some() {
+                    // Not a guard: a DEL on an empty line must not reach the printable arm.
+                    let erased = self.line.pop().is_some();
+                    if erased {
                         out.stdout.extend_from_slice(b"\x08 \x08");
                     }
                 }
@@ -264,11 +266,9 @@ impl Process {
                 }
                 // Escape sequences (arrow keys): no history here, skip them.
                 0x1b => i += 2,
-                b if b >= 0x20 => {
-                    if self.line.len() < MAX_LINE {
-                        self.line.push(b);
-                        out.stdout.push(b);
-                    }
+                b if b >= 0x20 && self.line.len() < MAX_LINE => {
+                    self.line.push(b);
+                    out.stdout.push(b);
                 }
                 _ => {}
             }

@@ -521,8 +521,7 @@ fn filter(ctx: &mut Ctx, name: &str, args: &[String], stdin: &[u8], io: &mut Io)
             if flags.contains('n') {
                 v.sort_by(|a, b| {
                     let num = |s: &str| {
-                        s.trim()
-                            .split_whitespace()
+                        s.split_whitespace()
                             .next()
                             .and_then(|x| x.parse::<f64>().ok())
                             .unwrap_or(0.0)
@@ -694,7 +693,7 @@ fn sed(args: &[String], input: &[&str], io: &mut Io) -> i32 {
             "d" if hit => continue,
             _ => {}
         }
-        if !quiet && !(cmd == "d" && hit) {
+        if !(quiet || cmd == "d" && hit) {
             io.out_line(l);
         }
     }
