@@ -183,7 +183,9 @@ fn kubernetes_tools_agree_with_kubectl(c: &Cluster) {
 
 #[test]
 fn kubernetes_mcp_servers_read_a_live_environment() {
-    let l = up(PROBLEM, &[]);
+    // Without noise: a noise pod kill would replace the frontend pod between kubectl naming it
+    // and a tool reading it.
+    let l = up(PROBLEM, &["--no-noise"]);
     let c = Cluster {
         kubectl: l.client(),
         prometheus: l.endpoints["prometheus"]
