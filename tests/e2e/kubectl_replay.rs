@@ -289,6 +289,12 @@ fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
         missing.contains(r#"Error from server (NotFound): pods "nope" not found"#),
         "{missing}"
     );
+    // An object named like a stream subresource is an object like any other.
+    let named = fails(&r, &["get", "configmap", "exec", "-n", NS]);
+    assert!(
+        named.contains(r#"Error from server (NotFound): configmaps "exec" not found"#),
+        "{named}"
+    );
     let bad_field = fails(
         &r,
         &["get", "pods", "-n", NS, "--field-selector", "spec.bogus=1"],

@@ -5,6 +5,12 @@
 
 use serde_json::{Value, json};
 
+/// Subresources that open a stream into a pod or through to it, which a replay has no
+/// process for.
+pub fn is_stream(subresource: &str) -> bool {
+    matches!(subresource, "exec" | "attach" | "portforward" | "proxy")
+}
+
 /// Verbs a read-only user is granted.
 const READS: [&str; 3] = ["get", "list", "watch"];
 
@@ -26,7 +32,7 @@ pub fn review(kind: &str, mut body: Value, writable: bool) -> Value {
         // A replay refuses streams into pods whatever the verb (`get pods/exec` opens one too).
         let stream = attrs
             .and_then(|a| a["subresource"].as_str())
-            .is_some_and(|s| matches!(s, "exec" | "attach" | "portforward" | "proxy"));
+            .is_some_and(is_stream);
         let allowed = writable || (READS.contains(&verb) && !stream);
         let mut s = json!({"allowed": allowed});
         if !allowed {

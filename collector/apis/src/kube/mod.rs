@@ -140,11 +140,11 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
     {
         return node_proxy::serve(&f, node, rest);
     }
-    if segments
-        .iter()
-        .any(|s| matches!(*s, "exec" | "attach" | "portforward" | "proxy"))
+    if let ["api", _, "namespaces", _, _, _, sub, ..] | ["api", _, _, _, sub, ..] =
+        segments.as_slice()
+        && access::is_stream(sub)
     {
-        return status::read_only(segments.last().copied().unwrap_or("this request"));
+        return status::read_only(sub);
     }
     let params = Params::parse(&query);
     if method != Method::GET && method != Method::HEAD {
