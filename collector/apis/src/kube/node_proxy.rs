@@ -139,9 +139,7 @@ fn pod_stats(pod: &Value, r: &Readings, clock: &Reading) -> Option<Value> {
         .flatten()
         .filter_map(|s| {
             let cname = s.get("name")?.as_str()?;
-            let u = r
-                .containers
-                .get(&(ns.to_string(), name.to_string(), cname.to_string()))?;
+            let u = r.container(ns, name, cname)?;
             total.get_or_insert_default().add(u);
             Some(json!({
                 "name": cname,
