@@ -166,17 +166,18 @@ async fn spdy(mut socket: WebSocket, target: Target) {
     }
 }
 
-/// The task that feeds one connection its bytes in order and hands back its answers.
-fn answering(
+/// The task that feeds one connection its bytes in order and hands back its answers, named by
+/// `id` (kubectl's request id, or kube-rs' port index).
+fn answering<Id: Clone + Send + 'static>(
     conn: Shared,
-    request: String,
-    answers: mpsc::UnboundedSender<(String, Answer)>,
+    id: Id,
+    answers: mpsc::UnboundedSender<(Id, Answer)>,
 ) -> mpsc::UnboundedSender<Vec<u8>> {
     let (bytes_tx, mut bytes_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     tokio::spawn(async move {
         while let Some(bytes) = bytes_rx.recv().await {
             if let Some(a) = exchange(&conn, bytes).await
-                && answers.send((request.clone(), a)).is_err()
+                && answers.send((id.clone(), a)).is_err()
             {
                 return;
             }
@@ -187,6 +188,7 @@ fn answering(
 
 /// kube-rs: one data and one error channel per port of `?ports=`.
 async fn channels(mut socket: WebSocket, target: Target, wanted: Vec<u16>) {
+    let (answers, mut answered) = mpsc::unbounded_channel::<(usize, Answer)>();
     let mut conns = vec![];
     for (i, port) in wanted.iter().enumerate() {
         for m in pf::channel_open(i, *port) {
@@ -195,7 +197,7 @@ async fn channels(mut socket: WebSocket, target: Target, wanted: Vec<u16>) {
             }
         }
         match target.connect(*port).await {
-            Ok(c) => conns.push(Some(c)),
+            Ok(c) => conns.push(Some(answering(c, i, answers.clone()))),
             Err(why) => {
                 let mut m = vec![(i * 2 + 1) as u8];
                 m.extend_from_slice(why.as_bytes());
@@ -204,34 +206,38 @@ async fn channels(mut socket: WebSocket, target: Target, wanted: Vec<u16>) {
             }
         }
     }
-    while let Some(Ok(message)) = socket.recv().await {
-        let bytes = match message {
-            Message::Binary(b) => b,
-            Message::Close(_) => return,
-            _ => continue,
-        };
-        let Some((&channel, payload)) = bytes.split_first() else {
-            continue;
-        };
-        let index = usize::from(channel / 2);
-        if channel % 2 != 0 || payload.is_empty() {
-            continue;
-        }
-        let Some(Some(c)) = conns.get(index) else {
-            continue;
-        };
-        if let Some(a) = exchange(c, payload.to_vec()).await {
-            if binary(&mut socket, pf::channel_data(index, &a.bytes))
-                .await
-                .is_err()
-            {
-                return;
+    loop {
+        tokio::select! {
+            message = socket.recv() => {
+                let bytes = match message {
+                    Some(Ok(Message::Binary(b))) => b,
+                    Some(Ok(Message::Close(_)) | Err(_)) | None => return,
+                    Some(Ok(_)) => continue,
+                };
+                let Some((&channel, payload)) = bytes.split_first() else {
+                    continue;
+                };
+                if channel % 2 != 0 || payload.is_empty() {
+                    continue;
+                }
+                if let Some(Some(c)) = conns.get(usize::from(channel / 2)) {
+                    let _ = c.send(payload.to_vec());
+                }
             }
-            if a.close {
-                conns[index] = None;
-                if conns.iter().all(Option::is_none) {
-                    let _ = socket.send(super::normal_close()).await;
+            Some((index, a)) = answered.recv() => {
+                // An answer queued before its connection closed is not sent after the close.
+                if conns[index].is_none() {
+                    continue;
+                }
+                if binary(&mut socket, pf::channel_data(index, &a.bytes)).await.is_err() {
                     return;
+                }
+                if a.close {
+                    conns[index] = None;
+                    if conns.iter().all(Option::is_none) {
+                        let _ = socket.send(super::normal_close()).await;
+                        return;
+                    }
                 }
             }
         }
