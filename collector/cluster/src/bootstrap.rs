@@ -10,6 +10,8 @@ use super::world::World;
 
 /// Namespace of the cluster add-ons.
 pub const KUBE_SYSTEM: &str = "kube-system";
+/// The ClusterIP of kube-dns, the nameserver every pod with the default DNS policy uses.
+pub const CLUSTER_DNS: &str = "10.96.0.10";
 
 pub const COREFILE: &str = ".:53 {\n    errors\n    health {\n       lameduck 5s\n    }\n    ready\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n       pods insecure\n       fallthrough in-addr.arpa ip6.arpa\n       ttl 30\n    }\n    prometheus :9153\n    forward . /etc/resolv.conf {\n       max_concurrent 1000\n    }\n    cache 30\n    loop\n    reload\n    loadbalance\n}\n";
 
@@ -426,7 +428,7 @@ fn cluster_dns(w: &mut World) {
                     target_port: IntOrString::Int(9153),
                 },
             ],
-            cluster_ip: "10.96.0.10".into(),
+            cluster_ip: CLUSTER_DNS.into(),
             internal_traffic_policy: "Cluster".into(),
             spec_extra: serde_json::Map::new(),
         },

@@ -5,7 +5,7 @@
 
 use problems::app::{AppSpec, ServiceSpec};
 
-use super::bootstrap::KUBE_SYSTEM;
+use super::bootstrap::{CLUSTER_DNS, KUBE_SYSTEM};
 use super::controllers::resolve_target_port;
 use super::objects::*;
 use super::programs;
@@ -109,7 +109,7 @@ pub fn resolve<'a>(w: &'a World, pod: &Pod, host: &str) -> Result<&'a Service, D
             .as_ref()
             .and_then(|d| d.nameservers.first().cloned())
             .unwrap_or_else(|| "127.0.0.53".into());
-        if resolver != "10.96.0.10" {
+        if resolver != CLUSTER_DNS {
             return Err(DialError::NoSuchHost {
                 host: host.to_string(),
                 resolver,
@@ -118,7 +118,7 @@ pub fn resolve<'a>(w: &'a World, pod: &Pod, host: &str) -> Result<&'a Service, D
     }
     let nx = DialError::NoSuchHost {
         host: host.to_string(),
-        resolver: "10.96.0.10".into(),
+        resolver: CLUSTER_DNS.into(),
     };
     let fqdn = format!("{short}.{svc_ns}.svc.cluster.local");
     let corefile = w

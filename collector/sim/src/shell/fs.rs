@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::bootstrap::CLUSTER_DNS;
 use crate::objects::{Container, Pod};
 use crate::programs;
 
@@ -166,7 +167,7 @@ pub fn tree(s: &Session, m: &Model) -> BTreeMap<String, Node> {
         Node::File(b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n".to_vec()),
     );
     if let Some((pod, c)) = pod_of(m, &s.target) {
-        etc_files(&mut t, m, pod);
+        etc_files(&mut t, pod);
         proc_files(&mut t, m, s, pod, c);
         mounts(&mut t, m, pod, c);
     }
@@ -185,7 +186,7 @@ pub fn tree(s: &Session, m: &Model) -> BTreeMap<String, Node> {
     t
 }
 
-fn etc_files(t: &mut BTreeMap<String, Node>, m: &Model, pod: &Pod) {
+fn etc_files(t: &mut BTreeMap<String, Node>, pod: &Pod) {
     let name = &pod.meta.name;
     let ns = pod.meta.namespace.as_deref().unwrap_or_default();
     let ip = pod.pod_ip.clone().unwrap_or_default();
@@ -221,11 +222,10 @@ fn etc_files(t: &mut BTreeMap<String, Node>, m: &Model, pod: &Pod) {
         "nameserver 169.254.169.254\nsearch c.internal\n".to_string()
     } else {
         format!(
-            "search {ns}.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"
+            "search {ns}.svc.cluster.local svc.cluster.local cluster.local\nnameserver {CLUSTER_DNS}\noptions ndots:5\n"
         )
     };
     t.insert("/etc/resolv.conf".into(), Node::File(resolv.into_bytes()));
-    let _ = m;
 }
 
 fn proc_files(t: &mut BTreeMap<String, Node>, m: &Model, s: &Session, pod: &Pod, c: &Container) {
@@ -234,12 +234,7 @@ fn proc_files(t: &mut BTreeMap<String, Node>, m: &Model, s: &Session, pod: &Pod,
     cmdline.push(0);
     t.insert("/proc/1/cmdline".into(), Node::File(cmdline));
     let status = pod.statuses.get(s.target.index);
-    let node = pod
-        .spec
-        .node_name
-        .as_deref()
-        .and_then(|n| m.world.nodes.get(n));
-    let (node_mem, node_cpu) = node.map_or((8 << 30, 4000), |n| (n.memory, n.cpu_milli));
+    let (node_mem, node_cpu) = m.host(&s.target.pod);
     let kib = node_mem / 1024;
     let used = status.map_or(0.0, |s| s.working_set) as i64 / 1024;
     t.insert(

@@ -43,6 +43,20 @@ pub struct Model<'a> {
     pub workload: &'a Workload,
 }
 
+impl Model<'_> {
+    /// The memory (bytes) and CPU (millicores) of the node a pod runs on, which `free`, `nproc`
+    /// and `/proc` report (as a container without limits sees its host); 8 GiB and 4 cores for
+    /// a pod with no node.
+    pub fn host(&self, pod: &Key) -> (i64, i64) {
+        self.world
+            .pods
+            .get(pod)
+            .and_then(|p| p.spec.node_name.as_deref())
+            .and_then(|n| self.world.nodes.get(n))
+            .map_or((8 << 30, 4000), |n| (n.memory, n.cpu_milli))
+    }
+}
+
 impl crate::Sim {
     /// The model as the shell sees it.
     pub fn shell_model(&mut self) -> Model<'_> {

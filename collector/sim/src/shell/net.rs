@@ -8,6 +8,7 @@
 use super::http::{self, Answer};
 use super::image::toolbox;
 use super::run::{Ctx, Io};
+use crate::bootstrap::CLUSTER_DNS;
 use crate::network::{self, DialError};
 use crate::objects::{Key, key};
 use crate::programs;
@@ -66,7 +67,7 @@ pub fn lookup(ctx: &Ctx, name: &str) -> Lookup {
             }
             Lookup::Found { fqdn, ips }
         }
-        Err(DialError::NoSuchHost { resolver, .. }) if resolver != "10.96.0.10" => Lookup::NoServer,
+        Err(DialError::NoSuchHost { resolver, .. }) if resolver != CLUSTER_DNS => Lookup::NoServer,
         Err(_) => Lookup::NxDomain,
     }
 }
@@ -728,8 +729,8 @@ fn nslookup(ctx: &mut Ctx, args: &[String], io: &mut Io) -> i32 {
             1
         }
         found => {
-            io.out_line("Server:\t\t10.96.0.10");
-            io.out_line(format!("Address:\t10.96.0.10{sep}53"));
+            io.out_line(format!("Server:\t\t{CLUSTER_DNS}"));
+            io.out_line(format!("Address:\t{CLUSTER_DNS}{sep}53"));
             io.out_line("");
             match found {
                 Lookup::Found { fqdn, ips } => {
@@ -771,7 +772,9 @@ fn dig(ctx: &mut Ctx, args: &[String], io: &mut Io) -> i32 {
     };
     if let Lookup::NoServer = answer {
         ctx.spend(15_000);
-        io.out_line(";; communications error to 10.96.0.10#53: timed out");
+        io.out_line(format!(
+            ";; communications error to {CLUSTER_DNS}#53: timed out"
+        ));
         return 9;
     }
     let ips = match &answer {
@@ -811,7 +814,7 @@ fn dig(ctx: &mut Ctx, args: &[String], io: &mut Io) -> i32 {
     }
     io.out_line("");
     io.out_line(";; Query time: 0 msec");
-    io.out_line(";; SERVER: 10.96.0.10#53(10.96.0.10) (UDP)");
+    io.out_line(format!(";; SERVER: {CLUSTER_DNS}#53({CLUSTER_DNS}) (UDP)"));
     0
 }
 

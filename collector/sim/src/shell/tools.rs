@@ -52,14 +52,7 @@ pub fn run(ctx: &mut Ctx, name: &str, args: &[String], stdin: &[u8], io: &mut Io
             0
         }
         "nproc" => {
-            let cpus = ctx
-                .m
-                .world
-                .pods
-                .get(&ctx.s.target.pod)
-                .and_then(|p| p.spec.node_name.as_deref())
-                .and_then(|n| ctx.m.world.nodes.get(n))
-                .map_or(4, |n| (n.cpu_milli / 1000).max(1));
+            let cpus = (ctx.m.host(&ctx.s.target.pod).1 / 1000).max(1);
             io.out_line(cpus.to_string());
             0
         }
@@ -991,14 +984,7 @@ fn df(ctx: &mut Ctx, args: &[String], io: &mut Io) -> i32 {
 }
 
 fn free(ctx: &mut Ctx, args: &[String], io: &mut Io) -> i32 {
-    let node_mem = ctx
-        .m
-        .world
-        .pods
-        .get(&ctx.s.target.pod)
-        .and_then(|p| p.spec.node_name.as_deref())
-        .and_then(|n| ctx.m.world.nodes.get(n))
-        .map_or(8 << 30, |n| n.memory);
+    let node_mem = ctx.m.host(&ctx.s.target.pod).0;
     let div = if args.iter().any(|a| a == "-m") {
         1 << 20
     } else {
