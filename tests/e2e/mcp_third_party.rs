@@ -5,8 +5,7 @@
 //! of the real clock. Each answer is checked against what the real kubectl or our Prometheus API
 //! answers.
 
-use e2e::fixture::ReplayProcess;
-use e2e::live::{Kubectl, NS, up};
+use e2e::live::{Kubectl, NS, snapshot_replay, up};
 use e2e::mcp::{
     K8S_MCP, KUBERNETES_MCP, PROM_MCP, PROM_MCP_INSTALL, json_out, result_text, third_party,
 };
@@ -226,35 +225,10 @@ fn commands_run_inside_a_container(c: &Cluster) {
 
 #[test]
 fn mcp_servers_read_a_replay_started_without_time_flags() {
-    let tmp = tempfile::tempdir().expect("a temporary directory");
-    let out = tmp.path().join("snap");
-    let run = e2e::run(
-        "collector",
-        &[
-            "snapshot",
-            "--problem",
-            PROBLEM,
-            "--seed",
-            "3",
-            "--out",
-            out.to_str().expect("a UTF-8 path"),
-        ],
-    );
-    assert!(run.status.success(), "{}", text(&run));
-    let kubeconfig = tmp.path().join("kubeconfig");
-    let replay = ReplayProcess::start(
-        &out.join("dataset"),
-        &[
-            "--write-kubeconfig",
-            kubeconfig.to_str().expect("a UTF-8 path"),
-        ],
-    );
+    let r = snapshot_replay(PROBLEM, &[]);
     let c = Cluster {
-        kubectl: Kubectl {
-            kubeconfig,
-            cache: tmp.path().join("cache"),
-        },
-        prometheus: replay.url("prometheus"),
+        kubectl: r.kubectl.clone(),
+        prometheus: r.replay.url("prometheus"),
     };
     kubernetes_tools_agree_with_kubectl(&c);
 

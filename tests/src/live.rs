@@ -172,6 +172,7 @@ impl Live {
 }
 
 /// The real kubectl with a kubeconfig (and a cache of its own).
+#[derive(Clone)]
 pub struct Kubectl {
     pub kubeconfig: PathBuf,
     pub cache: PathBuf,
@@ -220,4 +221,47 @@ pub fn squeezed(s: &str) -> String {
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A problem snapshotted (`collector snapshot --seed 3` and `extra`) and its dataset served by
+/// `collector replay` without any time flag, so that it looks live; kubectl points at it.
+pub struct Replayed {
+    pub replay: crate::fixture::ReplayProcess,
+    pub kubectl: Kubectl,
+    /// Holds the snapshot, kubeconfig and kubectl cache; dropped after the replay has stopped.
+    _dir: tempfile::TempDir,
+}
+
+pub fn snapshot_replay(problem: &str, extra: &[&str]) -> Replayed {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("snap");
+    let out_arg = out.to_str().expect("a UTF-8 path");
+    let mut args = vec![
+        "snapshot",
+        "--problem",
+        problem,
+        "--seed",
+        "3",
+        "--out",
+        out_arg,
+    ];
+    args.extend_from_slice(extra);
+    let run = crate::run("collector", &args);
+    assert!(run.status.success(), "{}", text(&run));
+    let kubeconfig = dir.path().join("kubeconfig");
+    let replay = crate::fixture::ReplayProcess::start(
+        &out.join("dataset"),
+        &[
+            "--write-kubeconfig",
+            kubeconfig.to_str().expect("a UTF-8 path"),
+        ],
+    );
+    Replayed {
+        replay,
+        kubectl: Kubectl {
+            kubeconfig,
+            cache: dir.path().join("cache"),
+        },
+        _dir: dir,
+    }
 }

@@ -3,33 +3,19 @@
 //! is refused until it is fixed), tools an image lacks are not found, the database CLI sees and
 //! mends the database's users, and hostile commands stay within bounds.
 
-use problems::Catalog;
 use problems::primitive::{AuthMode, Primitive};
+use sim::Sim;
 use sim::objects::Key;
 use sim::runtime::DbAuth;
 use sim::shell::{self, EnterError, Limits, Output, Session};
-use sim::{Sim, SimConfig, faults};
 
-const T0: i64 = 1_800_000_000_000_000_000;
+mod common;
+use common::{apply, run, sim_of};
+
 const NS: &str = "hotel-reservation";
 
 fn hotel() -> Sim {
-    let catalog = Catalog::builtin().unwrap();
-    let app = catalog.app("hotel-reservation").unwrap().clone();
-    let mut sim = Sim::new(&app, 5, T0, SimConfig::default());
-    run(&mut sim, 30);
-    sim
-}
-
-fn run(sim: &mut Sim, secs: u32) {
-    for _ in 0..secs {
-        sim.step();
-        sim.drain();
-    }
-}
-
-fn apply(sim: &mut Sim, p: Primitive) {
-    faults::apply(&mut sim.world, &sim.app.clone(), &p).unwrap();
+    sim_of("hotel-reservation")
 }
 
 /// The first running pod of a workload.
