@@ -75,6 +75,17 @@ pub enum TaintEffect {
     NoExecute,
 }
 
+impl TaintEffect {
+    /// The effect as the Kubernetes API writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
 /// What a service is for; the simulator derives resource behaviour and log style from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -231,6 +231,16 @@ fn fault_field_error(file: &SourceFile, err: &toml::de::Error) -> Option<Diagnos
             let (true, Some(table)) = (within, item.as_table()) else {
                 continue;
             };
+            // An unknown tag fails every key read with it: it is the culprit, at its own line.
+            if let Some(tag) = table.get("primitive") {
+                let mut tag_only = toml::Table::new();
+                tag_only.insert("primitive".into(), tag.clone());
+                if let Err(e) = toml::Value::Table(tag_only).try_into::<crate::problem::FaultSpec>()
+                    && e.message().contains("unknown variant")
+                {
+                    return Some(file.at_field(&format!("{at}.primitive"), e.message().trim()));
+                }
+            }
             for (key, value) in table.iter().filter(|(k, _)| *k != "primitive") {
                 let mut alone = toml::Table::new();
                 if let Some(tag) = table.get("primitive") {

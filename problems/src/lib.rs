@@ -10,6 +10,8 @@
 pub mod app;
 pub mod catalog;
 pub mod catalog_md;
+pub mod edits;
+pub mod manifests;
 pub mod noise;
 pub mod primitive;
 pub mod problem;

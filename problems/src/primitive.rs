@@ -326,6 +326,27 @@ pub struct QuotaHard {
     pub limits_memory: Option<Memory>,
 }
 
+impl QuotaHard {
+    /// The limits under their Kubernetes resource names (`requests.cpu`, ...), as a
+    /// ResourceQuota's `spec.hard` holds them.
+    pub fn entries(&self) -> BTreeMap<String, String> {
+        let names = [
+            ("pods", self.pods.map(|p| p.to_string())),
+            ("requests.cpu", self.requests_cpu.map(|c| c.to_string())),
+            (
+                "requests.memory",
+                self.requests_memory.map(|c| c.to_string()),
+            ),
+            ("limits.cpu", self.limits_cpu.map(|c| c.to_string())),
+            ("limits.memory", self.limits_memory.map(|c| c.to_string())),
+        ];
+        names
+            .into_iter()
+            .filter_map(|(name, v)| Some((name.to_string(), v?)))
+            .collect()
+    }
+}
+
 /// Something of the application a primitive acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Target<'a> {

@@ -77,6 +77,38 @@ impl ProblemSpec {
         crate::noise::DEFAULT_PROFILE.into()
     }
 
+    /// The app running with nothing injected and no noise: a healthy cluster to inject into or
+    /// deploy onto (`collector env up --app`).
+    pub fn healthy(app: &str) -> ProblemSpec {
+        ProblemSpec {
+            id: format!("healthy-{app}"),
+            application: app.to_string(),
+            title: format!("{app}, healthy"),
+            description: String::new(),
+            tags: Vec::new(),
+            baseline: Dur::from_secs(60),
+            duration: Self::default_duration(),
+            noise: crate::noise::NO_NOISE.into(),
+            faults: Vec::new(),
+            decoys: Vec::new(),
+            oracle: OracleSpec {
+                state: Vec::new(),
+                health: HealthCondition::default(),
+            },
+            ground_truth: GroundTruthSpec {
+                description: "nothing is injected".into(),
+                components: Vec::new(),
+                aliases: Vec::new(),
+                faults: Vec::new(),
+                propagations: Vec::new(),
+                symptoms: Vec::new(),
+                recommended_actions: Vec::new(),
+            },
+            visibility: Vec::new(),
+            reference_fix: None,
+        }
+    }
+
     /// Faults then decoys, each with whether it is a decoy.
     pub fn injections(&self) -> impl Iterator<Item = (&FaultSpec, bool)> {
         self.faults

@@ -163,7 +163,8 @@ fn a_target_missing_from_the_app_is_reported_at_its_line() {
 fn unknown_primitive_and_bad_params_are_reported() {
     let e = errors(&GOOD.replace("\"scale\"", "\"teleport\""));
     assert!(e[0].message.contains("teleport"), "{e:?}");
-    assert_eq!(e[0].line, Some(5));
+    assert_eq!(e[0].field, "faults[0].primitive", "{e:?}");
+    assert_eq!(e[0].line, Some(6));
     let e = errors(&GOOD.replace("replicas = 0", "replicas = \"none\""));
     assert!(e[0].line.is_some() && e[0].file == "user/x.toml", "{e:?}");
 }

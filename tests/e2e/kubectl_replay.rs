@@ -289,6 +289,12 @@ fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
         missing.contains(r#"Error from server (NotFound): pods "nope" not found"#),
         "{missing}"
     );
+    // An object named like a stream subresource is an object like any other.
+    let named = fails(&r, &["get", "configmap", "exec", "-n", NS]);
+    assert!(
+        named.contains(r#"Error from server (NotFound): configmaps "exec" not found"#),
+        "{named}"
+    );
     let bad_field = fails(
         &r,
         &["get", "pods", "-n", NS, "--field-selector", "spec.bogus=1"],
@@ -317,6 +323,8 @@ fn kubectl_errors_and_writes_are_refused_like_a_real_apiserver() {
         vec!["scale", "deploy", "cart", "-n", NS, "--replicas=3"],
         vec!["delete", "pod", CRASHING, "-n", NS],
         vec!["label", "pod", CRASHING, "-n", NS, "x=y"],
+        // A recording has no processes to run commands in or connect to.
+        vec!["exec", CRASHING, "-n", NS, "--", "ls"],
         vec!["apply", "-f", &deploy],
         vec!["apply", "-f", &policy],
     ] {

@@ -2,8 +2,7 @@
 //! controller (what `kubectl describe svc` reads), cordon / drain / uncordon of a node, and the
 //! slices carried into a snapshot dataset and served again by `collector replay`.
 
-use e2e::fixture::ReplayProcess;
-use e2e::live::{self, Live, NS, squeezed};
+use e2e::live::{self, Live, NS, snapshot_replay, squeezed};
 use e2e::text;
 use serde_json::Value;
 
@@ -244,42 +243,8 @@ fn cordon_drain_and_uncordon_move_pods_off_a_node() {
 
 #[test]
 fn snapshot_datasets_carry_slices_that_replay_serves() {
-    let tmp = tempfile::tempdir().expect("a temporary directory");
-    let out = tmp.path().join("snap");
-    let run = e2e::run(
-        "collector",
-        &[
-            "snapshot",
-            "--problem",
-            "hotel-geo-target-port",
-            "--seed",
-            "3",
-            "--duration",
-            "2m",
-            "--out",
-            out.to_str().expect("a UTF-8 path"),
-        ],
-    );
-    assert!(run.status.success(), "{}", text(&run));
-    let kubeconfig = tmp.path().join("kubeconfig");
-    let _replay = ReplayProcess::start(
-        &out.join("dataset"),
-        &[
-            "--write-kubeconfig",
-            kubeconfig.to_str().expect("a UTF-8 path"),
-        ],
-    );
-    let kubectl = |args: &[&str]| {
-        let out = std::process::Command::new("kubectl")
-            .env("KUBECONFIG", &kubeconfig)
-            .arg("--cache-dir")
-            .arg(tmp.path().join("cache"))
-            .args(args)
-            .output()
-            .expect("kubectl is installed");
-        assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let r = snapshot_replay("hotel-geo-target-port", &["--duration", "2m"]);
+    let kubectl = |args: &[&str]| r.kubectl.ok(args);
     let ip = kubectl(&[
         "-n",
         NS,

@@ -1,12 +1,11 @@
 //! Third-party MCP servers, unmodified, driven by the MCP inspector against a live environment
 //! and against a replay started without any time flag: `kubernetes-mcp-server` (`pods_top`,
-//! `pods_log`, `events_list`), `mcp-server-kubernetes` (its equivalents: `kubectl_generic top`,
-//! `kubectl_logs`, `kubectl_get events`), and `prometheus-mcp-server` asking for the last minutes
+//! `pods_log`, `events_list`, `pods_exec`), `mcp-server-kubernetes` (its equivalents:
+//! `kubectl_generic top`, `kubectl_logs`, `kubectl_get events`, `exec_in_pod`), and `prometheus-mcp-server` asking for the last minutes
 //! of the real clock. Each answer is checked against what the real kubectl or our Prometheus API
 //! answers.
 
-use e2e::fixture::ReplayProcess;
-use e2e::live::{Kubectl, NS, up};
+use e2e::live::{Kubectl, NS, snapshot_replay, up};
 use e2e::mcp::{
     K8S_MCP, KUBERNETES_MCP, PROM_MCP, PROM_MCP_INSTALL, json_out, result_text, third_party,
 };
@@ -101,14 +100,17 @@ fn top_pod_names(k: &Kubectl) -> Vec<String> {
 
 /// The Kubernetes tools of both servers answer as kubectl does.
 fn kubernetes_tools_agree_with_kubectl(c: &Cluster) {
-    let pods = top_pod_names(&c.kubectl);
-    assert!(pods.len() > 5, "{pods:?}");
+    let before = top_pod_names(&c.kubectl);
     let top = c.kubernetes_mcp("pods_top", json!({"namespace": NS}));
     let generic = c.k8s_mcp(
         "kubectl_generic",
         json!({"command": "top", "resourceType": "pods", "namespace": NS}),
     );
-    for pod in &pods {
+    // A live environment replaces pods meanwhile: the pods kubectl lists before and after.
+    let after = top_pod_names(&c.kubectl);
+    let pods: Vec<&String> = before.iter().filter(|p| after.contains(p)).collect();
+    assert!(pods.len() > 5, "{before:?} then {after:?}");
+    for pod in pods {
         assert!(
             top.contains(pod.as_str()),
             "{pod} missing from pods_top:\n{top}"
@@ -129,8 +131,17 @@ fn kubernetes_tools_agree_with_kubectl(c: &Cluster) {
         ),
     ] {
         // A live pod keeps logging: what the tool read is among what kubectl reads after it.
+        // (The frontend's lines, requests handled or failed, all name its source file.)
         let after = c.kubectl.ok(&["logs", "-n", NS, &pod, "--tail=400"]);
-        let lines: Vec<&str> = log.lines().filter(|l| l.contains("handled in")).collect();
+        // mcp-server-kubernetes wraps the text in JSON (`{"logs": "..."}`).
+        let log = serde_json::from_str::<Value>(&log)
+            .ok()
+            .and_then(|v| v["logs"].as_str().map(str::to_string))
+            .unwrap_or(log);
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("services/frontend/"))
+            .collect();
         assert!(!lines.is_empty(), "{log}");
         for line in lines {
             assert!(after.contains(line), "{line:?} not in kubectl logs");
@@ -171,7 +182,9 @@ fn kubernetes_tools_agree_with_kubectl(c: &Cluster) {
 
 #[test]
 fn kubernetes_mcp_servers_read_a_live_environment() {
-    let l = up(PROBLEM, &[]);
+    // Without noise: a noise pod kill would replace the frontend pod between kubectl naming it
+    // and a tool reading it.
+    let l = up(PROBLEM, &["--no-noise"]);
     let c = Cluster {
         kubectl: l.client(),
         prometheus: l.endpoints["prometheus"]
@@ -180,39 +193,42 @@ fn kubernetes_mcp_servers_read_a_live_environment() {
             .to_string(),
     };
     kubernetes_tools_agree_with_kubectl(&c);
+    commands_run_inside_a_container(&c);
+}
+
+/// `pods_exec` and `exec_in_pod` run a command in a container as `kubectl exec` does: what they
+/// return is what the container answers (its hostname, its mounted configuration).
+fn commands_run_inside_a_container(c: &Cluster) {
+    let pod = c.frontend_pod();
+    let hostname = c.kubernetes_mcp(
+        "pods_exec",
+        json!({"namespace": NS, "name": pod, "command": ["hostname"]}),
+    );
+    assert_eq!(hostname.trim(), pod, "pods_exec hostname");
+    let env = c.k8s_mcp(
+        "exec_in_pod",
+        json!({"name": pod, "namespace": NS, "command": ["sh", "-c", "env | grep ^GEO_SERVICE_PORT="]}),
+    );
+    let kubectl = c.kubectl.ok(&[
+        "exec",
+        "-n",
+        NS,
+        &pod,
+        "--",
+        "sh",
+        "-c",
+        "env | grep ^GEO_SERVICE_PORT=",
+    ]);
+    assert!(kubectl.starts_with("GEO_SERVICE_PORT="), "{kubectl}");
+    assert!(env.contains(kubectl.trim()), "exec_in_pod: {env}");
 }
 
 #[test]
 fn mcp_servers_read_a_replay_started_without_time_flags() {
-    let tmp = tempfile::tempdir().expect("a temporary directory");
-    let out = tmp.path().join("snap");
-    let run = e2e::run(
-        "collector",
-        &[
-            "snapshot",
-            "--problem",
-            PROBLEM,
-            "--seed",
-            "3",
-            "--out",
-            out.to_str().expect("a UTF-8 path"),
-        ],
-    );
-    assert!(run.status.success(), "{}", text(&run));
-    let kubeconfig = tmp.path().join("kubeconfig");
-    let replay = ReplayProcess::start(
-        &out.join("dataset"),
-        &[
-            "--write-kubeconfig",
-            kubeconfig.to_str().expect("a UTF-8 path"),
-        ],
-    );
+    let r = snapshot_replay(PROBLEM, &[]);
     let c = Cluster {
-        kubectl: Kubectl {
-            kubeconfig,
-            cache: tmp.path().join("cache"),
-        },
-        prometheus: replay.url("prometheus"),
+        kubectl: r.kubectl.clone(),
+        prometheus: r.replay.url("prometheus"),
     };
     kubernetes_tools_agree_with_kubectl(&c);
 

@@ -5,9 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use e2e::fixture::ReplayProcess;
-use e2e::live::{Kubectl, NS, up};
-use e2e::text;
+use e2e::live::{Kubectl, NS, snapshot_replay, up};
 use serde_json::Value;
 
 /// The rows of a kubectl table, split on whitespace, header first.
@@ -190,37 +188,10 @@ fn query(prometheus: &str, promql: &str) -> Vec<(Value, f64)> {
 
 #[test]
 fn kubectl_top_on_a_replay_agrees_with_the_cadvisor_series() {
-    let tmp = tempfile::tempdir().expect("a temporary directory");
-    let out = tmp.path().join("snap");
-    let run = e2e::run(
-        "collector",
-        &[
-            "snapshot",
-            "--problem",
-            "hotel-geo-target-port",
-            "--seed",
-            "3",
-            "--duration",
-            "2m",
-            "--out",
-            out.to_str().expect("a UTF-8 path"),
-        ],
-    );
-    assert!(run.status.success(), "{}", text(&run));
-    let kubeconfig = tmp.path().join("kubeconfig");
     // No time flag: the replay looks live.
-    let replay = ReplayProcess::start(
-        &out.join("dataset"),
-        &[
-            "--write-kubeconfig",
-            kubeconfig.to_str().expect("a UTF-8 path"),
-        ],
-    );
-    let k = Kubectl {
-        kubeconfig,
-        cache: tmp.path().join("cache"),
-    };
-    let prometheus = replay.url("prometheus");
+    let r = snapshot_replay("hotel-geo-target-port", &["--duration", "2m"]);
+    let k = &r.kubectl;
+    let prometheus = r.replay.url("prometheus");
 
     // Memory: the newest working set, in whole pages, printed in Mi (rounded down).
     let top = k.ok(&["top", "pods", "-n", NS, "--containers"]);

@@ -1,6 +1,7 @@
 //! Helpers for end-to-end tests: locating the real binaries, running them, recorded fixtures, and a
 //! scripted LLM server for agents.
 
+pub mod cluster;
 pub mod fixture;
 pub mod live;
 pub mod llm_server;

@@ -34,16 +34,35 @@ impl Drop for Live {
 /// Starts `collector env up --problem PROBLEM` (seed 3, two minutes past onset, five times real
 /// speed) and waits for its ready line.
 pub fn up(problem: &str, extra: &[&str]) -> Live {
+    start(&["--problem", problem], "5", extra)
+}
+
+/// The same at real speed: served times are wall-clock times, for clients that take windows of
+/// the wall clock (`collector capture`).
+pub fn up_real_speed(problem: &str, extra: &[&str]) -> Live {
+    start(&["--problem", problem], "1", extra)
+}
+
+/// Starts `collector env up --app APP`: the app healthy, nothing injected (a cluster to inject
+/// into); with `--bare` in `extra`, the cluster without the app's objects.
+pub fn up_app(app: &str, extra: &[&str]) -> Live {
+    start(&["--app", app], "5", extra)
+}
+
+fn start(what: &[&str], speed: &str, extra: &[&str]) -> Live {
     use std::io::BufRead;
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let kubeconfig = tmp.path().join("kubeconfig");
     let mut child = Command::new(crate::binary("collector"))
-        .args(["env", "up", "--problem", problem, "--seed", "3", "--json"])
-        .args(["--since-onset", "2m", "--speed", "5"])
+        .args(["env", "up"])
+        .args(what)
+        .args(["--seed", "3", "--json"])
+        .args(["--since-onset", "2m", "--speed", speed])
         .arg("--write-kubeconfig")
         .arg(&kubeconfig)
         .args(extra)
         .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(tmp.path().join("env.stderr")).expect("a log file"))
         .spawn()
         .expect("collector runs");
     let mut line = String::new();
@@ -62,6 +81,21 @@ pub fn up(problem: &str, extra: &[&str]) -> Live {
 }
 
 impl Live {
+    /// What the environment wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.tmp.path().join("env.stderr")).unwrap_or_default()
+    }
+
+    /// Fails the test if a thread of the environment panicked (its clock or controllers would
+    /// have stopped while the API kept answering).
+    pub fn assert_no_panic(&self) {
+        let log = self.stderr();
+        assert!(
+            !log.contains("panicked"),
+            "the environment panicked:\n{log}"
+        );
+    }
+
     /// Stops the environment as Ctrl-C does and waits until it has exited (having written its
     /// run, when started with `--out`); it must exit successfully.
     pub fn stop(mut self) {
@@ -138,6 +172,7 @@ impl Live {
 }
 
 /// The real kubectl with a kubeconfig (and a cache of its own).
+#[derive(Clone)]
 pub struct Kubectl {
     pub kubeconfig: PathBuf,
     pub cache: PathBuf,
@@ -186,4 +221,47 @@ pub fn squeezed(s: &str) -> String {
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A problem snapshotted (`collector snapshot --seed 3` and `extra`) and its dataset served by
+/// `collector replay` without any time flag, so that it looks live; kubectl points at it.
+pub struct Replayed {
+    pub replay: crate::fixture::ReplayProcess,
+    pub kubectl: Kubectl,
+    /// Holds the snapshot, kubeconfig and kubectl cache; dropped after the replay has stopped.
+    _dir: tempfile::TempDir,
+}
+
+pub fn snapshot_replay(problem: &str, extra: &[&str]) -> Replayed {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("snap");
+    let out_arg = out.to_str().expect("a UTF-8 path");
+    let mut args = vec![
+        "snapshot",
+        "--problem",
+        problem,
+        "--seed",
+        "3",
+        "--out",
+        out_arg,
+    ];
+    args.extend_from_slice(extra);
+    let run = crate::run("collector", &args);
+    assert!(run.status.success(), "{}", text(&run));
+    let kubeconfig = dir.path().join("kubeconfig");
+    let replay = crate::fixture::ReplayProcess::start(
+        &out.join("dataset"),
+        &[
+            "--write-kubeconfig",
+            kubeconfig.to_str().expect("a UTF-8 path"),
+        ],
+    );
+    Replayed {
+        replay,
+        kubectl: Kubectl {
+            kubeconfig,
+            cache: dir.path().join("cache"),
+        },
+        _dir: dir,
+    }
 }

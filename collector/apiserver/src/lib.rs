@@ -12,6 +12,9 @@
 
 pub mod body;
 pub mod patch;
+pub mod portforward;
 pub mod protobuf;
+pub mod remotecommand;
 pub mod request_info;
+pub mod spdy;
 pub mod status;

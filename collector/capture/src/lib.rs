@@ -107,6 +107,9 @@ pub struct Summary {
     pub prometheus: Option<prometheus::PrometheusOutcome>,
     pub jaeger: Option<jaeger::JaegerOutcome>,
     pub loki: Option<loki::LokiOutcome>,
+    /// Container logs that could not be read (which pod and container, the error): everything
+    /// else was captured.
+    pub log_gaps: Vec<kube::logs::LogGap>,
 }
 
 /// Waits until the window is over: queried sources have everything only then.
@@ -171,14 +174,14 @@ pub async fn capture(opts: &Options) -> anyhow::Result<Summary> {
         objects_bar.finish_with_message("objects and events");
         let logs_bar = bar(&multi, "pod logs");
         let mut loki_outcome = None;
-        match &logs {
+        let log_gaps = match &logs {
             None => {
                 kube::logs::read_all(&client, &objects.pods, opts.window, &logs_bar, &sink, None)
                     .await?
             }
             Some(loki_source) => {
                 let index = Mutex::new(kube::logs::LogIndex::default());
-                kube::logs::read_all(
+                let gaps = kube::logs::read_all(
                     &client,
                     &objects.pods,
                     opts.window,
@@ -204,10 +207,11 @@ pub async fn capture(opts: &Options) -> anyhow::Result<Summary> {
                 for row in unmatched {
                     sink.push(schemas::tables::Row::Log(row)).await?;
                 }
+                gaps
             }
-        }
+        };
         logs_bar.finish_with_message("container logs");
-        anyhow::Ok((objects, loki_outcome))
+        anyhow::Ok((objects, loki_outcome, log_gaps))
     };
     let metrics = async {
         let Some(prom) = &prom else {
@@ -229,7 +233,7 @@ pub async fn capture(opts: &Options) -> anyhow::Result<Summary> {
         b.finish_with_message("traces");
         Ok(Some(outcome))
     };
-    let ((objects, loki_outcome), prometheus_outcome, jaeger_outcome) =
+    let ((objects, loki_outcome, log_gaps), prometheus_outcome, jaeger_outcome) =
         tokio::try_join!(kubernetes, metrics, spans)?;
 
     let mut namespaces: Vec<String> = if opts.scope.namespaces.is_empty() {
@@ -270,5 +274,6 @@ pub async fn capture(opts: &Options) -> anyhow::Result<Summary> {
         prometheus: prometheus_outcome,
         jaeger: jaeger_outcome,
         loki: loki_outcome,
+        log_gaps,
     })
 }

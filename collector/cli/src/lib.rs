@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 pub mod commands;
 pub mod env;
 pub mod eval;
+pub mod kube;
 pub mod live;
 pub mod replay;
 pub mod run;
@@ -43,6 +44,8 @@ pub enum Command {
     Capture(capture::Args),
     /// Inspect, validate, export and import datasets (ITBench snapshots in and out).
     Dataset(dataset::Args),
+    /// Deploy a catalog application to a cluster (its real manifests), or print them.
+    Deploy(commands::deploy::Args),
     /// Run a problem live in the simulator, behind writable Kubernetes and read APIs.
     Env(env_cmd::Args),
     /// Evaluate agents × problems × runs × noise in parallel, resumable, and write the board.
@@ -73,6 +76,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyze(args) => commands::analyze::run(args),
         Command::Capture(args) => capture::run(args),
         Command::Dataset(args) => dataset::run(args),
+        Command::Deploy(args) => commands::deploy::run(args),
         Command::Env(args) => env_cmd::run(args),
         Command::Eval(args) => eval_cmd::run(args),
         Command::Inject(args) => commands::inject::run(args),

@@ -198,6 +198,21 @@ fn fault_connects(cg: &TestCgroup, rate: &str) -> Injector {
 }
 
 /// A TCP listener on loopback that accepts and closes every connection.
+/// `collector recover --json` over a journal, which must succeed: what it reports.
+fn recover(journal: &Path) -> Value {
+    let out = collector()
+        .args(["recover", "--json", "--journal"])
+        .arg(journal)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice::<Value>(&out.stdout).unwrap()
+}
+
 fn listener() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -450,19 +465,6 @@ fn kill_9_of_the_injector_leaves_nothing_attached_and_recover_clears_the_journal
 
     // The journal still lists the injection; recover proves it gone and clears it, twice.
     assert_eq!(std::fs::read_dir(journal).unwrap().count(), 1);
-    let recover = |journal: &Path| {
-        let out = collector()
-            .args(["recover", "--json", "--journal"])
-            .arg(journal)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
-    };
     let first = recover(journal);
     assert_eq!(first[0]["reverted"], true, "{first}");
     assert!(
@@ -490,13 +492,7 @@ fn recover_moves_processes_out_of_a_command_cgroup_left_by_a_killed_injector() {
 
     let mut injector = injector;
     injector.kill();
-    let out = collector()
-        .args(["recover", "--json", "--journal"])
-        .arg(injector.journal.path())
-        .output()
-        .unwrap();
-    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(out.status.success(), "{done}");
+    let done = recover(injector.journal.path());
     assert_eq!(
         done.as_array().unwrap().len(),
         2,
@@ -604,13 +600,7 @@ fn recover_ends_a_running_injector_which_undoes_its_own_fault() {
     preflight();
     let cg = TestCgroup::new();
     let injector = fault_connects(&cg, "1");
-    let out = collector()
-        .args(["recover", "--json", "--journal"])
-        .arg(injector.journal.path())
-        .output()
-        .unwrap();
-    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(out.status.success(), "{done}");
+    let done = recover(injector.journal.path());
     assert!(
         done[0]["detail"]
             .as_str()

@@ -2,7 +2,7 @@
 //! service its workload, Service, ConfigMaps, PVCs and ServiceAccount, then lets the control plane
 //! and kubelets bring it up before the captured window starts (as a deployed app would be).
 
-use problems::app::{AppSpec, NodeRole, ProbeHandler, ServiceSpec, TaintEffect, WorkloadKind};
+use problems::app::{AppSpec, NodeRole, ProbeHandler, ServiceSpec, WorkloadKind};
 use serde_json::json;
 
 use super::objects::*;
@@ -10,6 +10,8 @@ use super::world::World;
 
 /// Namespace of the cluster add-ons.
 pub const KUBE_SYSTEM: &str = "kube-system";
+/// The ClusterIP of kube-dns, the nameserver every pod with the default DNS policy uses.
+pub const CLUSTER_DNS: &str = "10.96.0.10";
 
 pub const COREFILE: &str = ".:53 {\n    errors\n    health {\n       lameduck 5s\n    }\n    ready\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n       pods insecure\n       fallthrough in-addr.arpa ip6.arpa\n       ttl 30\n    }\n    prometheus :9153\n    forward . /etc/resolv.conf {\n       max_concurrent 1000\n    }\n    cache 30\n    loop\n    reload\n    loadbalance\n}\n";
 
@@ -137,6 +139,13 @@ fn selector(app: &AppSpec, s: &ServiceSpec) -> Labels {
 
 /// Creates every object of the app and the cluster around it, at the world's current time.
 pub fn build(w: &mut World, app: &AppSpec) {
+    build_cluster(w, app);
+    build_app(w, app);
+}
+
+/// Creates the cluster the app runs on (its nodes, the `default` and `kube-system` namespaces,
+/// cluster DNS) without the app: what a client deploys the app onto.
+pub fn build_cluster(w: &mut World, app: &AppSpec) {
     for (i, n) in app.nodes.iter().enumerate() {
         let mut labels: Labels = [
             ("beta.kubernetes.io/arch", "amd64"),
@@ -154,7 +163,7 @@ pub fn build(w: &mut World, app: &AppSpec) {
             .map(|t| Taint {
                 key: t.key.clone(),
                 value: (!t.value.is_empty()).then(|| t.value.clone()),
-                effect: effect_name(t.effect).into(),
+                effect: t.effect.as_str().into(),
             })
             .collect();
         if n.role == NodeRole::ControlPlane {
@@ -229,10 +238,15 @@ pub fn build(w: &mut World, app: &AppSpec) {
         );
         w.touch(Kind::Node, &key("", &n.name));
     }
-    for ns in ["default", KUBE_SYSTEM, app.namespace.as_str()] {
+    for ns in ["default", KUBE_SYSTEM] {
         namespace(w, ns);
     }
     cluster_dns(w);
+}
+
+/// Creates the app's namespace and objects (as deploying its manifests does).
+pub fn build_app(w: &mut World, app: &AppSpec) {
+    namespace(w, &app.namespace);
     for cm in &app.config_maps {
         let meta = w.meta(Some(&app.namespace), &cm.name, app.common_labels.clone());
         let k = key(&app.namespace, &cm.name);
@@ -248,14 +262,6 @@ pub fn build(w: &mut World, app: &AppSpec) {
     }
     for s in &app.services {
         service(w, app, s);
-    }
-}
-
-fn effect_name(e: TaintEffect) -> &'static str {
-    match e {
-        TaintEffect::NoSchedule => "NoSchedule",
-        TaintEffect::PreferNoSchedule => "PreferNoSchedule",
-        TaintEffect::NoExecute => "NoExecute",
     }
 }
 
@@ -422,7 +428,7 @@ fn cluster_dns(w: &mut World) {
                     target_port: IntOrString::Int(9153),
                 },
             ],
-            cluster_ip: "10.96.0.10".into(),
+            cluster_ip: CLUSTER_DNS.into(),
             internal_traffic_policy: "Cluster".into(),
             spec_extra: serde_json::Map::new(),
         },

@@ -177,7 +177,9 @@ fn roll(w: &mut World, d: &Deployment, rs_key: &Key) -> i32 {
     let target_new = if old_total == 0 {
         d.replicas
     } else {
-        (d.replicas + surge - old_total).clamp(new_replicas, d.replicas)
+        // A new replica set above the desired count (the Deployment was scaled down mid-rollout)
+        // is scaled down to it, as the Deployment controller does.
+        (d.replicas + surge - old_total).clamp(new_replicas.min(d.replicas), d.replicas)
     };
     if target_new != new_replicas {
         scale(w, d, rs_key, target_new, new_replicas);

@@ -180,17 +180,7 @@ pub fn poisson(rng: &mut ChaCha8Rng, lambda: f64) -> u64 {
     (lambda + z * lambda.sqrt()).round().max(0.0) as u64
 }
 
-/// Splits `host:port` (an address in an env var or config file).
-pub fn split_address(addr: &str) -> Option<(&str, u16)> {
-    let addr = addr
-        .trim()
-        .trim_start_matches("http://")
-        .trim_start_matches("https://")
-        .trim_start_matches("mongodb://");
-    let addr = addr.split('/').next()?;
-    let (host, port) = addr.rsplit_once(':')?;
-    Some((host, port.parse().ok()?))
-}
+pub use problems::edits::split_address;
 
 #[cfg(test)]
 mod tests {
@@ -246,15 +236,5 @@ mod tests {
         assert!((normal_cdf(0.0) - 0.5).abs() < 1e-6);
         assert!((normal_cdf(1.96) - 0.975).abs() < 1e-3);
         assert!((normal_cdf(-1.0) - 0.1587).abs() < 1e-3);
-    }
-
-    #[test]
-    fn addresses_split() {
-        assert_eq!(split_address("cart:7070"), Some(("cart", 7070)));
-        assert_eq!(
-            split_address("mongodb://mongodb-geo:27017/geo-db"),
-            Some(("mongodb-geo", 27017))
-        );
-        assert_eq!(split_address("nohost"), None);
     }
 }

@@ -162,6 +162,10 @@ pub fn realize(primitive: &Primitive, app: &AppSpec) -> Realization {
             "a node-level process change (stressors, stopping the kubelet), not a syscall or \
              packet fault",
         ),
+        Primitive::DatabaseAuth { .. } | Primitive::DatabaseLock { .. } => unsupported(
+            "a change of the database's own state (users, roles, TLS, a held lock) through a \
+             client session inside its pod, not a syscall, packet or Kubernetes object fault",
+        ),
         _ => Realization::KubernetesApi,
     }
 }

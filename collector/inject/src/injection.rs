@@ -12,7 +12,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::bpf::{self, Counts, FileId, Loaded, Params};
 use crate::cgroup::{self, Cgroup, CgroupError};
-use crate::journal::{Entry, Journal, JournalError, Revert, State};
+use crate::journal::{Entry, Journal, JournalError, State};
 use crate::probe;
 use crate::request::{Fault, Tier};
 use crate::undo::Undo;
@@ -357,7 +357,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 /// `collector recover` and is logged.
 fn undo_now(journal: &Journal, entry: Option<Entry<Undo>>) {
     let Some(entry) = entry else { return };
-    match entry.undo.revert() {
+    match entry.undo.revert_local() {
         Ok(done) => {
             tracing::debug!("{done}");
             if let Err(err) = journal.remove(&entry.id) {

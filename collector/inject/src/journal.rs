@@ -104,8 +104,27 @@ impl<U> Entry<U> {
 /// How a kind of change is undone. Must be idempotent: recovery may run it on a change that was
 /// half made, already undone, or undone by the kernel (a link closed with its process).
 pub trait Revert {
-    /// Undoes the change; the text says what was done.
-    fn revert(&self) -> Result<String, String>;
+    /// What undoing needs besides the entry (connections to the systems changed).
+    type Context;
+    /// Undoes the change.
+    fn revert(&self, cx: &mut Self::Context) -> Result<Reverted, String>;
+}
+
+/// What undoing a change did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Reverted {
+    pub detail: String,
+    /// Someone else's changes made after this one, which undoing left as found.
+    pub kept: Vec<String>,
+}
+
+impl From<String> for Reverted {
+    fn from(detail: String) -> Reverted {
+        Reverted {
+            detail,
+            kept: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -241,12 +260,19 @@ pub struct Recovered {
     pub reverted: bool,
     /// What was done, or why it failed.
     pub detail: String,
+    /// Someone else's later changes that were left as found.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<String>,
 }
 
 /// Reverts everything the journal lists, newest first, and removes each entry it reverts. An entry
 /// whose owner still runs is the owner's to undo: the owner is sent SIGTERM and given `grace` to
 /// undo and remove it; whatever it leaves is reverted here. Running it again finds nothing.
-pub fn recover<U>(journal: &Journal, grace: Duration) -> Result<Vec<Recovered>, JournalError>
+pub fn recover<U>(
+    journal: &Journal,
+    grace: Duration,
+    cx: &mut U::Context,
+) -> Result<Vec<Recovered>, JournalError>
 where
     U: Revert + DeserializeOwned,
 {
@@ -263,6 +289,7 @@ where
                     change: String::new(),
                     reverted: false,
                     detail: format!("unreadable entry: {}", err.source),
+                    kept: Vec::new(),
                 });
                 continue;
             }
@@ -275,22 +302,28 @@ where
                     change: entry.change,
                     reverted: true,
                     detail: format!("its owner (pid {}) undid it on SIGTERM", entry.owner.pid),
+                    kept: Vec::new(),
                 });
                 continue;
             }
         }
-        let (reverted, detail) = match entry.undo.revert() {
-            Ok(detail) => match journal.remove(&entry.id) {
-                Ok(()) => (true, detail),
-                Err(err) => (false, format!("{detail}, but the entry stays: {err}")),
+        let (reverted, detail, kept) = match entry.undo.revert(cx) {
+            Ok(done) => match journal.remove(&entry.id) {
+                Ok(()) => (true, done.detail, done.kept),
+                Err(err) => (
+                    false,
+                    format!("{}, but the entry stays: {err}", done.detail),
+                    done.kept,
+                ),
             },
-            Err(detail) => (false, detail),
+            Err(detail) => (false, detail, Vec::new()),
         };
         out.push(Recovered {
             id: entry.id,
             change: entry.change,
             reverted,
             detail,
+            kept,
         });
     }
     Ok(out)
@@ -323,10 +356,11 @@ mod tests {
     thread_local!(static REVERTS: Cell<u32> = const { Cell::new(0) });
 
     impl Revert for Note {
-        fn revert(&self) -> Result<String, String> {
+        type Context = ();
+        fn revert(&self, _: &mut ()) -> Result<Reverted, String> {
             REVERTS.with(|r| r.set(r.get() + 1));
             if self.ok {
-                Ok("noted".into())
+                Ok(Reverted::from("noted".to_string()))
             } else {
                 Err("cannot".into())
             }
@@ -356,14 +390,14 @@ mod tests {
         assert!(!journal.dir().join(".x.tmp").exists());
 
         // The entries are owned by this process, so recovery reverts them itself, newest first.
-        let done = recover::<Note>(&reopened, Duration::ZERO).unwrap();
+        let done = recover::<Note>(&reopened, Duration::ZERO, &mut ()).unwrap();
         assert_eq!(done.len(), 2);
         assert_eq!(done[0].change, "second");
         assert!(!done[0].reverted && done[0].detail == "cannot");
         assert!(done[1].reverted);
         assert!(!reopened.contains(&first.id) && reopened.contains(&failing.id));
 
-        let again = recover::<Note>(&reopened, Duration::ZERO).unwrap();
+        let again = recover::<Note>(&reopened, Duration::ZERO, &mut ()).unwrap();
         assert_eq!(again.len(), 1, "only the failing entry is left");
     }
 
@@ -372,7 +406,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::open(dir.path()).unwrap();
         fs::write(dir.path().join("0001-bad.json"), b"{not json").unwrap();
-        let done = recover::<Note>(&journal, Duration::ZERO).unwrap();
+        let done = recover::<Note>(&journal, Duration::ZERO, &mut ()).unwrap();
         assert_eq!(done.len(), 1);
         assert!(!done[0].reverted);
         assert!(

@@ -9,11 +9,16 @@
 //!   over the undo action; [`undo`]: the changes this crate makes and how each is undone;
 //! - [`injection`]: one injection from load to verified detach;
 //! - [`catalog`]: the catalog's node-level primitives as injector requests, and which problems a
-//!   host can run.
+//!   host can run;
+//! - [`api`]: the catalog's Kubernetes and configuration primitives on a real cluster, through its
+//!   API (kube-rs), journaled in the same journal;
+//! - [`crash`]: the crash points tests kill an injector at.
 
+pub mod api;
 pub mod bpf;
 pub mod catalog;
 pub mod cgroup;
+pub mod crash;
 pub mod errno;
 pub mod injection;
 pub mod journal;

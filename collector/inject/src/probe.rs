@@ -216,9 +216,8 @@ impl ScratchCgroup {
     }
 
     fn remove(self, journal: &Journal) {
-        use crate::journal::Revert;
         drop(self.cgroup);
-        match self.entry.undo.revert() {
+        match self.entry.undo.revert_local() {
             Ok(_) => {
                 if let Err(err) = journal.remove(&self.entry.id) {
                     tracing::warn!("{err}");

@@ -1,13 +1,15 @@
 //! The changes faultline makes to a real system and how each is undone, as journal entries hold
-//! them. Issue-specific injectors add variants here (a Kubernetes API fault, ...); the journal and
-//! `collector recover` stay the same.
+//! them: eBPF programs and the cgroups made for them on a host, and object changes made through a
+//! cluster's Kubernetes API. One journal and one `collector recover` serve them all.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::journal::Revert;
+use crate::api::recover::Reconnect;
+use crate::api::{Change, ClusterId};
+use crate::journal::{Revert, Reverted};
 
 /// How to undo one change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,13 +28,30 @@ pub enum Undo {
     /// A cgroup faultline created for a command it started: processes left in it go back to
     /// `return_to`, then the directory is removed.
     CgroupDir { path: PathBuf, return_to: PathBuf },
+    /// Objects changed, created or deleted through a cluster's Kubernetes API, in the order they
+    /// were (or were to be) made; undone newest first.
+    KubeApi {
+        cluster: ClusterId,
+        changes: Vec<Change>,
+    },
 }
 
 /// How long the kernel may take to free programs after their last link closed.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
-impl Revert for Undo {
-    fn revert(&self) -> Result<String, String> {
+impl Undo {
+    /// Records the uid of the object the `index`-th change created (once the server told it), so
+    /// that undoing it never deletes another object of that name.
+    pub fn set_created_uid(&mut self, index: usize, uid: Option<String>) {
+        if let (Undo::KubeApi { changes, .. }, Some(uid)) = (self, uid)
+            && let Some(Change::Create { uid: slot, .. }) = changes.get_mut(index)
+        {
+            *slot = Some(uid);
+        }
+    }
+
+    /// Undoes a change of this host (eBPF programs, cgroups), which needs no connection.
+    pub fn revert_local(&self) -> Result<String, String> {
         match self {
             Undo::BpfLinks { program_ids, .. } => {
                 let left = crate::bpf::wait_released(program_ids, RELEASE_TIMEOUT);
@@ -51,6 +70,21 @@ impl Revert for Undo {
             Undo::CgroupDir { path, return_to } => crate::cgroup::remove(path, return_to)
                 .map(|()| format!("removed cgroup {}", path.display()))
                 .map_err(|e| e.to_string()),
+            Undo::KubeApi { cluster, .. } => Err(format!(
+                "a change of cluster {} is undone through its API, not locally",
+                cluster.server
+            )),
+        }
+    }
+}
+
+impl Revert for Undo {
+    type Context = Reconnect;
+
+    fn revert(&self, cx: &mut Reconnect) -> Result<Reverted, String> {
+        match self {
+            Undo::KubeApi { cluster, changes } => cx.undo(cluster, changes),
+            local => local.revert_local().map(Reverted::from),
         }
     }
 }

@@ -224,7 +224,24 @@ fn finish(w: &mut World, k: &Key, mut pod: Pod, before: u64) {
         now,
     );
     let any_started = pod.statuses.iter().any(|s| s.container_id.is_some());
-    pod.phase = if any_started { "Running" } else { "Pending" }.into();
+    let exit_codes: Option<Vec<i32>> = pod
+        .statuses
+        .iter()
+        .map(|s| match &s.state {
+            CState::Terminated(t) if !restarts(&pod.spec.restart_policy, t.exit_code) => {
+                Some(t.exit_code)
+            }
+            _ => None,
+        })
+        .collect();
+    pod.phase = match exit_codes {
+        // Every container exited for good: the pod ran to completion.
+        Some(codes) if !codes.is_empty() && codes.iter().all(|c| *c == 0) => "Succeeded",
+        Some(codes) if !codes.is_empty() => "Failed",
+        _ if any_started => "Running",
+        _ => "Pending",
+    }
+    .into();
     order_conditions(&mut pod.conditions);
     let changed = pod.fingerprint() != before;
     w.pods.insert(k.clone(), pod);
@@ -539,6 +556,15 @@ fn start_events(
     s.ready_since = None;
 }
 
+/// Whether an exited container starts again under the pod's restartPolicy.
+fn restarts(policy: &str, exit_code: i32) -> bool {
+    match policy {
+        "Never" => false,
+        "OnFailure" => exit_code != 0,
+        _ => true,
+    }
+}
+
 /// Schedules the restart of an exited container with the kubelet's back-off: the first restart is
 /// immediate, then 10 s doubling to 5 min; a container that ran 10 minutes resets the back-off.
 fn schedule_restart(s: &mut ContainerStatus, now: i64, started: i64) {
@@ -623,8 +649,10 @@ fn run_container(
             };
             tick_running(w, effects, &run, &mut s, dt);
         }
-        CState::Terminated(_) => {
-            if now >= s.backoff_until {
+        CState::Terminated(t) => {
+            if !restarts(&pod.spec.restart_policy, t.exit_code) {
+                // restartPolicy Never, or OnFailure after a success: the container stays exited.
+            } else if now >= s.backoff_until {
                 start(w, app, pod, &mut s, c, node, prog);
             } else {
                 backoff_event(w, pod, &mut s, c, node);

@@ -15,6 +15,7 @@ pub mod lifetimes;
 pub mod logs;
 pub mod network;
 pub mod programs;
+pub mod shell;
 pub mod spans;
 pub mod telemetry;
 pub mod workload;
@@ -64,13 +65,27 @@ impl Sim {
     /// Builds the cluster, brings the app up before `start_ns`, and positions the clock at
     /// `start_ns` with every object reported as added.
     pub fn new(app: &AppSpec, seed: u64, start_ns: i64, cfg: SimConfig) -> Sim {
+        Sim::build(app, seed, start_ns, cfg, true)
+    }
+
+    /// The cluster the app runs on without the app's objects: clients deploy them (the programs
+    /// their images run are the app's, recognised as when the simulator deploys them itself).
+    pub fn new_bare(app: &AppSpec, seed: u64, start_ns: i64, cfg: SimConfig) -> Sim {
+        Sim::build(app, seed, start_ns, cfg, false)
+    }
+
+    fn build(app: &AppSpec, seed: u64, start_ns: i64, cfg: SimConfig, deployed: bool) -> Sim {
         let warmup = 180;
         let mut world = World::new(
             seed,
             start_ns - warmup * NS_PER_SEC,
             runtime::Runtime::new(),
         );
-        bootstrap::build(&mut world, app);
+        if deployed {
+            bootstrap::build(&mut world, app);
+        } else {
+            bootstrap::build_cluster(&mut world, app);
+        }
         let mut sim = Sim {
             workload: workload::Workload::new(app, cfg.trace_sample),
             world,
@@ -105,6 +120,8 @@ impl Sim {
         let epoch = self.world.epoch;
         self.workload
             .step(&mut self.world, &self.app, &effects, epoch);
+        // Client pods' commands run once the workload they may probe has moved this second.
+        shell::main::run_started(self);
         if capture && self.world.now >= self.next_scrape {
             let mut rows = std::mem::take(&mut self.world.out);
             telemetry::scrape(

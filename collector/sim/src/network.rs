@@ -5,7 +5,7 @@
 
 use problems::app::{AppSpec, ServiceSpec};
 
-use super::bootstrap::KUBE_SYSTEM;
+use super::bootstrap::{CLUSTER_DNS, KUBE_SYSTEM};
 use super::controllers::resolve_target_port;
 use super::objects::*;
 use super::programs;
@@ -109,7 +109,7 @@ pub fn resolve<'a>(w: &'a World, pod: &Pod, host: &str) -> Result<&'a Service, D
             .as_ref()
             .and_then(|d| d.nameservers.first().cloned())
             .unwrap_or_else(|| "127.0.0.53".into());
-        if resolver != "10.96.0.10" {
+        if resolver != CLUSTER_DNS {
             return Err(DialError::NoSuchHost {
                 host: host.to_string(),
                 resolver,
@@ -118,7 +118,7 @@ pub fn resolve<'a>(w: &'a World, pod: &Pod, host: &str) -> Result<&'a Service, D
     }
     let nx = DialError::NoSuchHost {
         host: host.to_string(),
-        resolver: "10.96.0.10".into(),
+        resolver: CLUSTER_DNS.into(),
     };
     let fqdn = format!("{short}.{svc_ns}.svc.cluster.local");
     let corefile = w
@@ -190,6 +190,25 @@ pub fn route(
                 .unwrap_or(80),
         ),
     };
+    let keeps_hosts = matches!(
+        caller_spec.role,
+        problems::app::Role::Proxy | problems::app::Role::Loadgen
+    );
+    dial(w, app, caller, &host, port, last_ip.filter(|_| keeps_hosts))
+}
+
+/// Where a connection from `caller` to `host:port` goes: the Service the name (or ClusterIP)
+/// resolves to and the endpoints that accept, a pod dialled by its IP, or the failure. `kept_ip`
+/// is an address the caller keeps dialling when a re-resolution fails (see [`route`]).
+pub fn dial(
+    w: &World,
+    app: &AppSpec,
+    caller: &Pod,
+    host: &str,
+    port: u16,
+    kept_ip: Option<&str>,
+) -> Route {
+    let host = host.to_string();
     let fail = |e: DialError| Route {
         accepting: vec![],
         failure: Some((1.0, e)),
@@ -207,15 +226,19 @@ pub fn route(
             addr: format!("{host}:{port}"),
         });
     }
-    let keeps_hosts = matches!(
-        caller_spec.role,
-        problems::app::Role::Proxy | problems::app::Role::Loadgen
-    );
-    let svc = match resolve(w, caller, &host) {
+    if let Some(pod) = w
+        .pods
+        .values()
+        .find(|p| p.pod_ip.as_deref() == Some(host.as_str()))
+    {
+        return dial_pod(w, app, pod, &host, port);
+    }
+    let by_ip = w.services.values().find(|s| s.cluster_ip == host);
+    let svc = match by_ip.map_or_else(|| resolve(w, caller, &host), Ok) {
         Ok(s) => s,
         Err(e) => {
-            let kept = last_ip
-                .filter(|_| keeps_hosts && matches!(e, DialError::NoSuchHost { .. }))
+            let kept = kept_ip
+                .filter(|_| matches!(e, DialError::NoSuchHost { .. }))
                 .and_then(|ip| w.services.values().find(|s| s.cluster_ip == ip));
             match kept {
                 Some(s) => s,
@@ -275,6 +298,30 @@ pub fn route(
         host,
         port,
         cluster_ip: Some(svc.cluster_ip.clone()),
+    }
+}
+
+/// A connection straight to a pod's IP: its NetworkPolicies and whether it listens decide.
+fn dial_pod(w: &World, app: &AppSpec, pod: &Pod, host: &str, port: u16) -> Route {
+    let addr = format!("{host}:{port}");
+    let failure = if denied(w, pod, true) {
+        Some((1.0, DialError::Timeout { addr }))
+    } else if listens(w, app, pod, port) {
+        None
+    } else {
+        Some((1.0, DialError::Refused { addr }))
+    };
+    let ns = pod.meta.namespace.clone().unwrap_or_default();
+    Route {
+        accepting: if failure.is_none() {
+            vec![(key(&ns, &pod.meta.name), port)]
+        } else {
+            vec![]
+        },
+        failure,
+        host: host.to_string(),
+        port,
+        cluster_ip: None,
     }
 }
 

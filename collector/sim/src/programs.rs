@@ -25,6 +25,22 @@ const PUBLIC_IMAGES: &[&str] = &[
     "python:3.9-slim",
     "registry.k8s.io/coredns/coredns:v1.11.3",
     "polinux/stress:1.0.4",
+    // What agents start with `kubectl run` to look around from inside the cluster.
+    "busybox:1.37",
+    "alpine:latest",
+    "alpine:3.20",
+    "alpine:3.21",
+    "curlimages/curl:latest",
+    "curlimages/curl:8.11.1",
+    "nicolaka/netshoot:latest",
+    "nicolaka/netshoot:v0.13",
+    "ubuntu:latest",
+    "ubuntu:24.04",
+    "debian:latest",
+    "debian:bookworm-slim",
+    "nginx:latest",
+    "python:3.12-slim",
+    "registry.k8s.io/e2e-test-images/agnhost:2.39",
 ];
 
 /// The repository part of an image reference (`deathstarbench/hotel-reservation`).
@@ -120,6 +136,14 @@ pub fn image_status(w: &World, app: &AppSpec, image: &str) -> Option<Option<Imag
     }
     if app.services.iter().any(|s| s.image == image) || PUBLIC_IMAGES.contains(&image) {
         return Some(None);
+    }
+    // No tag means `latest`, as the container runtime reads it.
+    let untagged = !image[image.rfind('/').map_or(0, |i| i + 1)..].contains(':');
+    if untagged && !image.contains('@') {
+        let latest = format!("{image}:latest");
+        if PUBLIC_IMAGES.contains(&latest.as_str()) {
+            return Some(None);
+        }
     }
     None
 }

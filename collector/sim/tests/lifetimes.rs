@@ -3,33 +3,14 @@
 //! restarted database process drops its sessions' locks and a password set at runtime but keeps
 //! a dropped user; failing reads stay until the pod leaves the node whose disk fails.
 
-use problems::Catalog;
 use problems::primitive::{AuthMode, Primitive};
+use sim::Sim;
 use sim::controllers::delete_pod;
 use sim::objects::Key;
 use sim::runtime::DbAuth;
-use sim::{Sim, SimConfig, faults};
 
-const T0: i64 = 1_800_000_000_000_000_000;
-
-fn sim_of(app: &str) -> Sim {
-    let catalog = Catalog::builtin().unwrap();
-    let app = catalog.app(app).unwrap().clone();
-    let mut sim = Sim::new(&app, 5, T0, SimConfig::default());
-    run(&mut sim, 30);
-    sim
-}
-
-fn run(sim: &mut Sim, secs: u32) {
-    for _ in 0..secs {
-        sim.step();
-        sim.drain();
-    }
-}
-
-fn apply(sim: &mut Sim, p: Primitive) {
-    faults::apply(&mut sim.world, &sim.app.clone(), &p).unwrap();
-}
+mod common;
+use common::{apply, run, sim_of};
 
 /// The pods whose name starts with the workload's (`geo-` matches geo's ReplicaSet pods).
 fn pods_of(sim: &Sim, workload: &str) -> Vec<Key> {

@@ -5,6 +5,12 @@
 
 use serde_json::{Value, json};
 
+/// Subresources that open a stream into a pod or through to it, which a replay has no
+/// process for.
+pub fn is_stream(subresource: &str) -> bool {
+    matches!(subresource, "exec" | "attach" | "portforward" | "proxy")
+}
+
 /// Verbs a read-only user is granted.
 const READS: [&str; 3] = ["get", "list", "watch"];
 
@@ -23,7 +29,11 @@ pub fn review(kind: &str, mut body: Value, writable: bool) -> Value {
             .pointer("/spec/resourceAttributes")
             .or_else(|| body.pointer("/spec/nonResourceAttributes"));
         let verb = attrs.and_then(|a| a["verb"].as_str()).unwrap_or_default();
-        let allowed = writable || READS.contains(&verb);
+        // A replay refuses streams into pods whatever the verb (`get pods/exec` opens one too).
+        let stream = attrs
+            .and_then(|a| a["subresource"].as_str())
+            .is_some_and(is_stream);
+        let allowed = writable || (READS.contains(&verb) && !stream);
         let mut s = json!({"allowed": allowed});
         if !allowed {
             s["reason"] = "the cluster is read-only".into();
@@ -58,6 +68,16 @@ mod tests {
         assert_eq!(r["status"]["reason"], "the cluster is read-only");
         let r = review("SelfSubjectAccessReview", ask("list"), false);
         assert_eq!(r["status"]["allowed"], true);
+        let mut exec = ask("get");
+        exec["spec"]["resourceAttributes"]["subresource"] = "exec".into();
+        assert_eq!(
+            review("SelfSubjectAccessReview", exec.clone(), false)["status"]["allowed"],
+            false
+        );
+        assert_eq!(
+            review("SelfSubjectAccessReview", exec, true)["status"]["allowed"],
+            true
+        );
         let r = review(
             "SelfSubjectRulesReview",
             json!({"spec": {"namespace": "x"}}),

@@ -52,12 +52,17 @@ struct Subresource<'a> {
 fn subresource<'a>(r: &'a Resource, sub: &str) -> Subresource<'a> {
     const READ: &[&str] = &["get"];
     const READ_WRITE: &[&str] = &["get", "patch", "update"];
+    // Streaming subresources: a POST (or GET) upgraded to a stream.
+    const CONNECT: &[&str] = &["create", "get"];
     let (group, version, kind, verbs) = match sub {
         // kubectl drain checks that `pods/eviction` names group policy and version v1.
         "eviction" => ("policy", "v1", "Eviction", &["create"][..]),
         "scale" => ("autoscaling", "v1", "Scale", READ_WRITE),
         "log" => ("", "", "Pod", READ),
         "status" => ("", "", r.kind.as_str(), READ_WRITE),
+        "attach" => ("", "", "PodAttachOptions", CONNECT),
+        "exec" => ("", "", "PodExecOptions", CONNECT),
+        "portforward" => ("", "", "PodPortForwardOptions", CONNECT),
         _ => ("", "", r.kind.as_str(), READ),
     };
     Subresource {

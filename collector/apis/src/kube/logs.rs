@@ -20,6 +20,27 @@ pub fn pod_logs(f: &KubeFacade, namespace: &str, pod: &str, params: &Params) -> 
     let Some(object) = object else {
         return status::not_found("pods", pod);
     };
+    // Logs come from the pod's kubelet: a node whose kubelet is down cannot serve them, and the
+    // apiserver answers 500 with the dial error (clients such as `collector capture` meet this
+    // during exactly the faults faultline injects).
+    let node = object.pointer("/spec/nodeName").and_then(Value::as_str);
+    let unreachable = node.and_then(|n| {
+        f.objects
+            .read()
+            .state
+            .get("v1", "Node", "", n)
+            .and_then(|node| super::node_proxy::kubelet_unreachable(node))
+    });
+    if let Some(refused) = unreachable {
+        return status::status(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            format!(
+                "Get \"https://{}:10250/containerLogs/{namespace}/{pod}\": {refused}",
+                node.unwrap_or_default()
+            ),
+        );
+    }
     let containers: Vec<&str> = object
         .pointer("/spec/containers")
         .and_then(Value::as_array)

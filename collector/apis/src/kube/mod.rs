@@ -4,9 +4,11 @@
 
 pub mod access;
 pub mod discovery;
+pub mod exec;
 pub mod feed;
 pub mod metrics;
 pub mod openapi;
+pub mod portforward;
 pub mod printers;
 pub mod resources;
 pub mod selector;
@@ -42,6 +44,10 @@ pub struct KubeFacade {
     pub server_version: Value,
     /// The cluster that takes writes: none for a replay, which answers them 405.
     pub writer: Option<Arc<dyn writes::ClusterWriter>>,
+    /// The containers `exec` and `attach` reach: none for a replay, which answers them 405.
+    pub exec: Option<Arc<dyn exec::ContainerExec>>,
+    /// The pods `port-forward` reaches: none for a replay.
+    pub ports: Option<Arc<dyn portforward::PodPorts>>,
     /// The series the resource metrics API (`kubectl top`) and the kubelet's Summary API are
     /// computed from; without them both answer as when metrics-server is down.
     pub metrics: Option<Arc<dyn StorageSource>>,
@@ -80,6 +86,8 @@ impl KubeFacade {
                 "platform": "linux/amd64",
             }),
             writer: None,
+            exec: None,
+            ports: None,
             metrics: None,
         }
     }
@@ -92,8 +100,8 @@ pub fn router(facade: Arc<KubeFacade>) -> Router {
 }
 
 async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let method = parts.method;
+    let (mut parts, body) = request.into_parts();
+    let method = parts.method.clone();
     let path = parts.uri.path().to_string();
     let query = parts.uri.query().unwrap_or("").to_string();
     let accept = parts
@@ -103,6 +111,28 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         .unwrap_or("")
         .to_string();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if let (
+        [
+            "api",
+            "v1",
+            "namespaces",
+            ns,
+            "pods",
+            pod,
+            sub @ ("exec" | "attach"),
+        ],
+        Some(exec),
+    ) = (segments.as_slice(), &f.exec)
+    {
+        let ws = upgrade(&mut parts).await;
+        return exec::serve(exec, ws, ns, pod, &query, *sub == "attach");
+    }
+    if let (["api", "v1", "namespaces", ns, "pods", pod, "portforward"], Some(ports)) =
+        (segments.as_slice(), &f.ports)
+    {
+        let ws = upgrade(&mut parts).await;
+        return portforward::serve(ports, ws, ns, pod, &query);
+    }
     // The proxy to a node's kubelet is read-only and answered here; proxies to pods and services
     // are not (a recording has no process behind them).
     if let ["api", "v1", "nodes", node, "proxy", rest @ ..] = segments.as_slice()
@@ -110,11 +140,11 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
     {
         return node_proxy::serve(&f, node, rest);
     }
-    if segments
-        .iter()
-        .any(|s| matches!(*s, "exec" | "attach" | "portforward" | "proxy"))
+    if let ["api", _, "namespaces", _, _, _, sub, ..] | ["api", _, _, _, sub, ..] =
+        segments.as_slice()
+        && access::is_stream(sub)
     {
-        return status::read_only(segments.last().copied().unwrap_or("this request"));
+        return status::read_only(sub);
     }
     let params = Params::parse(&query);
     if method != Method::GET && method != Method::HEAD {
@@ -171,6 +201,32 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
         }
         _ => status::no_such_resource(),
     }
+}
+
+/// The end of a stream: a close frame with status 1000, which clients read as the end of their
+/// streams (client-go takes a close without a status, 1005, for a broken connection).
+fn normal_close() -> axum::extract::ws::Message {
+    axum::extract::ws::Message::Close(Some(axum::extract::ws::CloseFrame {
+        code: axum::extract::ws::close_code::NORMAL,
+        reason: "".into(),
+    }))
+}
+
+/// The WebSocket upgrade of an exec, attach or port-forward request; a plain request is refused
+/// as the apiserver refuses it.
+async fn upgrade(
+    parts: &mut axum::http::request::Parts,
+) -> Result<axum::extract::ws::WebSocketUpgrade, Response> {
+    use axum::extract::FromRequestParts;
+    axum::extract::ws::WebSocketUpgrade::from_request_parts(parts, &())
+        .await
+        .map_err(|_| {
+            status::status(
+                StatusCode::BAD_REQUEST,
+                "BadRequest",
+                "Upgrade request required",
+            )
+        })
 }
 
 /// `kubectl auth can-i`: the review answered for the environment's one user (201, as created).

@@ -35,19 +35,11 @@ pub fn serve(f: &KubeFacade, node: &str, path: &[&str]) -> Response {
             .collect();
         (served(nodes, object, &clock), pods)
     };
-    if !kubelet_answers(&object) {
-        let ip = object
-            .pointer("/status/addresses")
-            .and_then(Value::as_array)
-            .and_then(|a| a.iter().find(|a| a["type"] == "InternalIP"))
-            .and_then(|a| a["address"].as_str())
-            .unwrap_or(node);
+    if let Some(refused) = kubelet_unreachable(&object) {
         return status::status(
             StatusCode::SERVICE_UNAVAILABLE,
             "ServiceUnavailable",
-            format!(
-                "error trying to reach service: dial tcp {ip}:10250: connect: connection refused"
-            ),
+            format!("error trying to reach service: {refused}"),
         );
     }
     match path {
@@ -81,14 +73,26 @@ pub fn serve(f: &KubeFacade, node: &str, path: &[&str]) -> Response {
     }
 }
 
-/// Whether the node's kubelet is posting its status: a stopped kubelet leaves `Ready` Unknown.
-fn kubelet_answers(node: &Value) -> bool {
-    !node
+/// The connection error the apiserver meets dialing the node's kubelet, when the kubelet stopped
+/// posting its status (a stopped kubelet leaves `Ready` Unknown); `None` when it answers.
+pub(super) fn kubelet_unreachable(node: &Value) -> Option<String> {
+    let stopped = node
         .pointer("/status/conditions")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .any(|c| c["type"] == "Ready" && c["status"] == "Unknown")
+        .any(|c| c["type"] == "Ready" && c["status"] == "Unknown");
+    if !stopped {
+        return None;
+    }
+    let ip = node
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().find(|a| a["type"] == "InternalIP"))
+        .and_then(|a| a["address"].as_str())
+        .or_else(|| node.pointer("/metadata/name").and_then(Value::as_str))
+        .unwrap_or_default();
+    Some(format!("dial tcp {ip}:10250: connect: connection refused"))
 }
 
 fn cpu(u: &Usage, clock: &Reading) -> Value {
@@ -135,9 +139,7 @@ fn pod_stats(pod: &Value, r: &Readings, clock: &Reading) -> Option<Value> {
         .flatten()
         .filter_map(|s| {
             let cname = s.get("name")?.as_str()?;
-            let u = r
-                .containers
-                .get(&(ns.to_string(), name.to_string(), cname.to_string()))?;
+            let u = r.container(ns, name, cname)?;
             total.get_or_insert_default().add(u);
             Some(json!({
                 "name": cname,

@@ -259,6 +259,14 @@ fn window(p: &Params, clock: &Reading, default_since: i64) -> Result<(i64, i64),
     Ok((start, end))
 }
 
+/// The recorded span a served window reads: nothing recorded after the virtual now.
+fn recorded(clock: &Reading, start: i64, end: i64) -> (i64, i64) {
+    (
+        clock.recorded(start),
+        clock.recorded(end).min(clock.virtual_now_ns),
+    )
+}
+
 fn parse_query(p: &Params) -> Result<Expr, String> {
     let q = p.get("query").unwrap_or("");
     logql::parse(q).map_err(bad)
@@ -437,10 +445,7 @@ fn streams_in_window(
 ) -> Result<Vec<Labels>, Failure> {
     let clock = f.clock.read();
     let (start, end) = window(p, &clock, 6 * 3600 * SEC)?;
-    let (from, to) = (
-        clock.recorded(start),
-        clock.recorded(end).min(clock.virtual_now_ns),
-    );
+    let (from, to) = recorded(&clock, start, end);
     let mut out = Vec::new();
     for s in f.index()?.streams.iter().filter(|s| {
         selectors.is_empty()
@@ -516,10 +521,7 @@ async fn index_stats(
         let selector = logql::parse_selector(p.get("query").unwrap_or("")).map_err(bad)?;
         let clock = f.clock.read();
         let (start, end) = window(&p, &clock, 3600 * SEC)?;
-        let (from, to) = (
-            clock.recorded(start),
-            clock.recorded(end).min(clock.virtual_now_ns),
-        );
+        let (from, to) = recorded(&clock, start, end);
         let (mut entries, mut bytes) = (0u64, 0u64);
         let mut chunks: BTreeSet<(&Labels, i64)> = BTreeSet::new();
         let index = f.index()?;
@@ -560,10 +562,7 @@ async fn patterns(
         let step = seconds_or_duration(&p, "step")?
             .unwrap_or((span / SEC / 250).max(1) * SEC)
             .max(10 * SEC);
-        let (from, to) = (
-            clock.recorded(start),
-            clock.recorded(end).min(clock.virtual_now_ns),
-        );
+        let (from, to) = recorded(&clock, start, end);
         let mut miner = stores::patterns::Miner::new(step);
         let index = f.index()?;
         eval::for_each_line(&index, &*f.logs, &selector, from, to, |_, t, line| {

@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use anyhow::Context;
 use futures_util::{AsyncBufReadExt, StreamExt, TryStreamExt};
 use indicatif::ProgressBar;
 use k8s_openapi::api::core::v1::Pod;
@@ -70,12 +69,59 @@ pub fn instances(pod: &Value) -> Vec<Instance> {
     out
 }
 
-/// Reads one instance's lines within the window.
-pub async fn read(
+/// A container log that could not be read (the kubelet is down or unreachable, the container is
+/// waiting to start, the stream broke): recorded in the capture's summary instead of aborting it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LogGap {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    /// The previous instance (after a restart) rather than the current one.
+    pub previous: bool,
+    /// The API's answer (status code and message) or the transport error.
+    pub error: String,
+    /// Lines read before the stream broke (they are kept).
+    pub lines_kept: usize,
+}
+
+/// The lines of one instance that could be read, and why the rest could not.
+pub struct Read {
+    pub rows: Vec<LogRow>,
+    pub gap: Option<LogGap>,
+}
+
+/// Reads one instance's lines within the window. A failure to read is a [`LogGap`], never an
+/// error: one pod whose kubelet cannot be reached must not cost the whole capture.
+pub async fn read(client: &kube::Client, instance: &Instance, window: Window) -> Read {
+    let mut rows = Vec::new();
+    let gap = match read_into(client, instance, window, &mut rows).await {
+        Ok(()) => None,
+        Err(error) => {
+            tracing::warn!(
+                "logs of {}/{} container {}: {error}",
+                instance.namespace,
+                instance.pod,
+                instance.container
+            );
+            Some(LogGap {
+                namespace: instance.namespace.clone(),
+                pod: instance.pod.clone(),
+                container: instance.container.clone(),
+                previous: instance.previous,
+                error,
+                lines_kept: rows.len(),
+            })
+        }
+    };
+    Read { rows, gap }
+}
+
+async fn read_into(
     client: &kube::Client,
     instance: &Instance,
     window: Window,
-) -> anyhow::Result<Vec<LogRow>> {
+    rows: &mut Vec<LogRow>,
+) -> Result<(), String> {
     let api: Api<Pod> = Api::namespaced(client.clone(), &instance.namespace);
     let params = LogParams {
         container: Some(instance.container.clone()),
@@ -84,27 +130,28 @@ pub async fn read(
         since_time: k8s_openapi::jiff::Timestamp::from_nanosecond(i128::from(window.since_ns)).ok(),
         ..Default::default()
     };
-    let request = || {
-        format!(
-            "kubernetes: GET logs of {}/{} container {}{}",
-            instance.namespace,
-            instance.pod,
-            instance.container,
-            if instance.previous { " (previous)" } else { "" }
-        )
-    };
     let reader = match api.log_stream(&instance.pod, &params).await {
         Ok(r) => r,
         // The previous instance's log is gone (or the container never started): nothing to read.
         Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => {
-            tracing::info!("{}: {}", request(), s.message);
-            return Ok(Vec::new());
+            tracing::info!(
+                "logs of {}/{} container {}: {}",
+                instance.namespace,
+                instance.pod,
+                instance.container,
+                s.message
+            );
+            return Ok(());
         }
-        Err(e) => return Err(e).with_context(request),
+        Err(kube::Error::Api(s)) => return Err(format!("{} {}: {}", s.code, s.reason, s.message)),
+        Err(e) => return Err(e.to_string()),
     };
-    let mut rows = Vec::new();
     let mut lines = reader.lines();
-    while let Some(line) = lines.try_next().await.with_context(request)? {
+    while let Some(line) = lines
+        .try_next()
+        .await
+        .map_err(|e| format!("the log stream broke: {e}"))?
+    {
         let Some((stamp, text)) = line.split_once(' ') else {
             continue;
         };
@@ -123,11 +170,12 @@ pub async fn read(
             });
         }
     }
-    Ok(rows)
+    Ok(())
 }
 
 /// Reads every instance (a few at a time); each instance's lines go to `sink`, or, when Loki is
-/// also read, into `index` to give Loki's lines their container instance.
+/// also read, into `index` to give Loki's lines their container instance. The logs that could not
+/// be read are returned (only writing to the sink fails the capture).
 pub async fn read_all(
     client: &kube::Client,
     pods: &[Value],
@@ -135,14 +183,15 @@ pub async fn read_all(
     bar: &ProgressBar,
     sink: &Sink,
     index: Option<&Mutex<LogIndex>>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<LogGap>> {
     let all: Vec<Instance> = pods.iter().flat_map(instances).collect();
     bar.set_length(all.len() as u64);
     let mut reads = futures_util::stream::iter(all)
         .map(|i| async move { read(client, &i, window).await })
         .buffer_unordered(8);
-    while let Some(rows) = reads.next().await {
-        let rows = rows?;
+    let mut gaps = Vec::new();
+    while let Some(Read { rows, gap }) = reads.next().await {
+        gaps.extend(gap);
         match index {
             Some(index) => {
                 let mut index = index.lock().expect("log index lock");
@@ -156,7 +205,10 @@ pub async fn read_all(
         }
         bar.inc(1);
     }
-    Ok(())
+    gaps.sort_by(|a, b| {
+        (&a.namespace, &a.pod, &a.container).cmp(&(&b.namespace, &b.pod, &b.container))
+    });
+    Ok(gaps)
 }
 
 type ContainerKey = (String, String, String);

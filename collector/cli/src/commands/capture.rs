@@ -139,6 +139,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 summary.watch_recoveries
             );
         }
+        for g in &summary.log_gaps {
+            let which = if g.previous { " (previous)" } else { "" };
+            println!(
+                "  logs not read: {}/{} container {}{which}: {}",
+                g.namespace, g.pod, g.container, g.error
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -34,6 +34,7 @@ pub fn run(
         listen: "127.0.0.1:0".parse()?,
         out: None,
         record: false,
+        bare: false,
         limits: Default::default(),
     };
     let runtime = tokio::runtime::Runtime::new()?;

@@ -30,12 +30,20 @@ pub enum EnvCommand {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example:\n  collector env up --problem hotel-geo-target-port --seed 3 --write-kubeconfig /tmp/kc --env-file /tmp/env\n  KUBECONFIG=/tmp/kc kubectl -n hotel-reservation patch svc geo -p '{\"spec\":{\"ports\":[{\"port\":8083,\"targetPort\":8083}]}}'\n  KUBECONFIG=/tmp/kc kubectl -n hotel-reservation get endpoints geo -w\n\nStops on Ctrl-C or after --for; with --out the whole run is written as a dataset."
+    group(clap::ArgGroup::new("what").required(true).args(["problem", "app"])),
+    after_help = "Example:\n  collector env up --problem hotel-geo-target-port --seed 3 --write-kubeconfig /tmp/kc --env-file /tmp/env\n  KUBECONFIG=/tmp/kc kubectl -n hotel-reservation patch svc geo -p '{\"spec\":{\"ports\":[{\"port\":8083,\"targetPort\":8083}]}}'\n  KUBECONFIG=/tmp/kc kubectl -n hotel-reservation get endpoints geo -w\n  collector env up --app hotel-reservation --write-kubeconfig /tmp/kc        # healthy: a cluster to inject into\n  collector env up --app hotel-reservation --bare --write-kubeconfig /tmp/kc # nodes only: `collector deploy` onto it\n\nStops on Ctrl-C or after --for; with --out the whole run is written as a dataset."
 )]
 pub struct UpArgs {
     /// Problem id (see `collector problems list`).
     #[arg(long)]
-    pub problem: String,
+    pub problem: Option<String>,
+    /// Instead of a problem: this application, healthy, with nothing injected.
+    #[arg(long, conflicts_with = "problem")]
+    pub app: Option<String>,
+    /// With --app: the cluster the app runs on without the app's objects (deploy them with
+    /// `collector deploy`; the simulator runs the programs their images name).
+    #[arg(long, requires = "app")]
+    pub bare: bool,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Virtual seconds per wall-clock second (e.g. 10 for quick experiments).
@@ -82,15 +90,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let catalog = load_catalog(args.catalog.as_deref())?;
-    let problem = catalog
-        .problem(&args.problem)
-        .with_context(|| {
-            format!(
-                "no problem `{}` in the catalog (see `collector problems list`)",
-                args.problem
-            )
-        })?
-        .clone();
+    let problem = match (&args.problem, &args.app) {
+        (Some(id), _) => catalog
+            .problem(id)
+            .with_context(|| {
+                format!("no problem `{id}` in the catalog (see `collector problems list`)")
+            })?
+            .clone(),
+        (None, Some(app)) => {
+            if catalog.app(app).is_none() {
+                let known: Vec<&str> = catalog.apps().map(|a| a.name.as_str()).collect();
+                anyhow::bail!(
+                    "no application `{app}` in the catalog (known: {})",
+                    known.join(", ")
+                );
+            }
+            problems::ProblemSpec::healthy(app)
+        }
+        (None, None) => anyhow::bail!("give --problem or --app"),
+    };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let env = LiveEnv::start(
@@ -104,6 +122,7 @@ fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
                 listen: args.listen,
                 out: args.out.clone(),
                 record: false,
+                bare: args.bare,
                 limits: args.limits.limits()?,
             },
         )

@@ -32,7 +32,7 @@ pub struct JournalArg {
 }
 
 impl JournalArg {
-    fn open(&self) -> anyhow::Result<Journal> {
+    pub fn open(&self) -> anyhow::Result<Journal> {
         Ok(Journal::open(&self.journal)?)
     }
 }
@@ -69,6 +69,9 @@ pub enum InjectCommand {
         Each packet in the chosen direction is dropped with the rate: with --direction both (the default) a\n\
         request and its answer are each at risk. Sent UDP datagrams vanish silently; TCP retransmits.")]
     Network(NetworkArgs),
+    /// A catalog problem's faults on a real cluster through its Kubernetes API, journaled, held
+    /// for a window, then reverted.
+    Kube(super::inject_kube::KubeArgs),
     /// Which catalog problems this host can run: the node-level primitives (packet loss, syscall
     /// failures, disk read errors) mapped onto injector requests and checked against the probe.
     #[command(
@@ -207,6 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             json,
             journal,
         } => catalog(problems.as_deref(), json, &journal.open()?),
+        InjectCommand::Kube(args) => super::inject_kube::run(args),
     }
 }
 
@@ -328,13 +332,18 @@ fn print_outcome(outcome: &Outcome, json: bool) -> anyhow::Result<()> {
 /// `collector recover`: reverts whatever the journal still lists.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example:\n  collector recover\n  collector recover --journal /var/lib/faultline/journal --json\n\n\
+    after_help = "Example:\n  collector recover\n  collector recover --kubeconfig ~/.kube/config --json\n  collector recover --journal /var/lib/faultline/journal\n\n\
     A change whose injector still runs is ended first (SIGTERM, then --grace). Idempotent: a second run finds\n\
-    nothing. Exits 1 when something could not be reverted (it stays listed)."
+    nothing. A Kubernetes field someone else changed after the fault is left as found and listed.\n\
+    Exits 1 when something could not be reverted (it stays listed)."
 )]
 pub struct RecoverArgs {
     #[command(flatten)]
     pub journal: JournalArg,
+    /// Kubeconfig of the cluster whose journaled Kubernetes API changes are reverted (it must
+    /// reach the cluster each entry names); default: the kubeconfig each entry was made with.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
     /// How long a running injector gets to undo its own changes after SIGTERM.
     #[arg(long, default_value = "10s")]
     pub grace: Dur,
@@ -355,7 +364,8 @@ pub fn recover(args: RecoverArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     };
-    let done = journal::recover::<Undo>(&journal, args.grace.to_std())?;
+    let mut reconnect = inject::api::recover::Reconnect::new(args.kubeconfig.clone());
+    let done = journal::recover::<Undo>(&journal, args.grace.to_std(), &mut reconnect)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&done)?);
     } else if done.is_empty() {
@@ -364,6 +374,9 @@ pub fn recover(args: RecoverArgs) -> anyhow::Result<ExitCode> {
         for r in &done {
             let state = if r.reverted { "reverted" } else { "FAILED" };
             println!("{state} {}: {}\n    {}", r.id, r.change, r.detail);
+            for k in &r.kept {
+                println!("    left as found: {k}");
+            }
         }
     }
     Ok(if done.iter().all(|r| r.reverted) {

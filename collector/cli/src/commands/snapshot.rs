@@ -13,7 +13,7 @@ use sim::SimConfig;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example:\n  collector snapshot --problem hotel-geo-target-port --seed 7 --out out/geo\n  collector snapshot --problem hotel-profile-oom --duration 3m --json"
+    after_help = "Example:\n  collector snapshot --problem hotel-geo-target-port --seed 7 --out out/geo\n  collector snapshot --problem hotel-profile-oom --duration 3m --json\n  collector snapshot --env kube --kubeconfig ~/.kube/config --problem hotel-geo-target-port \\\n    --prometheus http://localhost:9090 --baseline 1m --hold 5m --out out/real"
 )]
 pub struct Args {
     /// Problem id (see `collector problems list`).
@@ -45,6 +45,19 @@ pub struct Args {
     /// Print the report as JSON instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Where the problem runs: `sim`, the embedded simulator; `kube`, a real cluster (--kubeconfig):
+    /// a baseline is captured, the faults are injected through the API and held, captured, then
+    /// reverted.
+    #[arg(long, value_enum, default_value = "sim")]
+    pub env: EnvKind,
+    #[command(flatten)]
+    pub kube: crate::kube::snapshot::KubeOptions,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EnvKind {
+    Sim,
+    Kube,
 }
 
 /// Loads the built-in catalog, with an optional directory laid over it.
@@ -63,6 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.problem
         )
     })?;
+    if args.env == EnvKind::Kube {
+        return on_cluster(&args, &catalog, problem);
+    }
     let out = args
         .out
         .clone()
@@ -105,6 +121,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--env kube`: the problem on a real cluster.
+fn on_cluster(
+    args: &Args,
+    catalog: &Catalog,
+    problem: &problems::ProblemSpec,
+) -> anyhow::Result<ExitCode> {
+    let app = catalog
+        .app(&problem.application)
+        .with_context(|| format!("problem {} names no known app", problem.id))?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("out/{}-kube", problem.id)));
+    let report = crate::kube::snapshot::snapshot(&args.kube, problem, app, &out, !args.json)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("snapshot of {} on a cluster", report.problem);
+        println!("  dataset       {}", report.dataset.display());
+        println!("  ground truth  {}", report.ground_truth.display());
+        for (table, rows) in &report.capture.rows {
+            println!("  {table:<13} {rows} rows");
+        }
+        for k in &report.kept {
+            println!("  left as found: {k}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_summary(r: &Report) {

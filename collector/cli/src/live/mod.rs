@@ -12,6 +12,7 @@
 //! events wait in memory, out of every API's reach, and become the dataset's `audit` table when
 //! the run is kept (without `--out` nothing is recorded).
 
+mod exec;
 pub mod mitigation;
 pub mod proof;
 mod stores;
@@ -56,6 +57,8 @@ pub struct LiveOptions {
     /// Keep a recording of every row as it comes, for the analysis tools of a session (the
     /// tables so far, readable while the run goes on).
     pub record: bool,
+    /// Start the cluster without the app's objects (clients deploy them).
+    pub bare: bool,
     /// What one request to the APIs may cost.
     pub limits: apis::limits::Limits,
 }
@@ -128,7 +131,11 @@ impl LiveEnv {
             no_noise: opts.no_noise,
             sim: sim::SimConfig::default(),
         };
-        let mut run = ProblemRun::new(catalog, problem, &run_opts)?;
+        let mut run = if opts.bare {
+            ProblemRun::new_bare(catalog, problem, &run_opts)?
+        } else {
+            ProblemRun::new(catalog, problem, &run_opts)?
+        };
         run.share();
         let history = run.onset_secs() + (opts.since_onset.as_millis() / 1000) as i64;
         let route_stores = stores.clone();
@@ -158,6 +165,9 @@ impl LiveEnv {
             run: run.clone(),
             stores: stores.clone(),
         }));
+        let containers = Arc::new(exec::LiveContainers { run: run.clone() });
+        kube.exec = Some(containers.clone());
+        kube.ports = Some(containers);
         let traces = Arc::new(JaegerFacade {
             spans: stores.spans.clone(),
             clock,

@@ -112,6 +112,8 @@ impl ClusterWriter for LiveCluster {
             (Verb::Delete, Some(name), None) => {
                 let k = key(&ns, name);
                 let opts = delete_options(&req.body)?;
+                let uid = kind.objects().meta(world, &k).map(|m| m.uid.clone());
+                preconditions(&req.body, uid.as_deref(), served_rv(name).as_deref())?;
                 let gone = kind.objects().delete(world, &k, opts)?;
                 (k, 200, Some(gone))
             }
@@ -341,6 +343,37 @@ fn strip_rv(v: &mut Value) {
     if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("resourceVersion");
     }
+}
+
+/// A DELETE's `preconditions` (uid, resourceVersion): a 409 Conflict in the apiserver's words
+/// when the object is not the one the client means. A missing object is left to the delete.
+fn preconditions(body: &[u8], uid: Option<&str>, rv: Option<&str>) -> Result<(), Failure> {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return Ok(());
+    };
+    let Some(uid) = uid else { return Ok(()) };
+    let wanted = |field: &str| v["preconditions"][field].as_str().map(str::to_string);
+    if let Some(want) = wanted("uid")
+        && want != uid
+    {
+        return Err(Failure::new(
+            409,
+            "Conflict",
+            format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"),
+        ));
+    }
+    if let (Some(want), Some(rv)) = (wanted("resourceVersion"), rv)
+        && want != rv
+    {
+        return Err(Failure::new(
+            409,
+            "Conflict",
+            format!(
+                "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A DELETE's options body (`propagationPolicy`, `gracePeriodSeconds`); none means defaults.

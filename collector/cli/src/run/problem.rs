@@ -97,6 +97,31 @@ impl ProblemRun {
     /// Builds the simulation and the schedule. `total_secs` is the length of the schedule (the
     /// run's duration, baseline included), which scales a shortened problem.
     pub fn new(catalog: &Catalog, problem: &ProblemSpec, opts: &Options) -> anyhow::Result<Self> {
+        Self::build(catalog, problem, opts, true)
+    }
+
+    /// The same without the app's objects in the cluster (see [`Sim::new_bare`]): for a problem
+    /// with nothing injected, onto which clients deploy the app.
+    pub fn new_bare(
+        catalog: &Catalog,
+        problem: &ProblemSpec,
+        opts: &Options,
+    ) -> anyhow::Result<Self> {
+        if problem.injections().next().is_some() {
+            bail!(
+                "problem `{}` injects faults into the app's objects: it needs the app deployed",
+                problem.id
+            );
+        }
+        Self::build(catalog, problem, opts, false)
+    }
+
+    fn build(
+        catalog: &Catalog,
+        problem: &ProblemSpec,
+        opts: &Options,
+        deployed: bool,
+    ) -> anyhow::Result<Self> {
         let app = app_of(catalog, problem)?;
         let total = opts.duration.unwrap_or(problem.duration);
         let total_secs = (total.as_millis() / 1000) as i64;
@@ -116,7 +141,11 @@ impl ProblemRun {
             (total.as_millis() as f64 / problem.duration.as_millis().max(1) as f64).min(1.0);
         let baseline = scaled(problem.baseline, scale).max(10);
         let start_ns = (EPOCH_SECS + (opts.seed % 720) as i64 * 3600) * NS_PER_SEC;
-        let sim = Sim::new(app, opts.seed, start_ns, opts.sim.clone());
+        let sim = if deployed {
+            Sim::new(app, opts.seed, start_ns, opts.sim.clone())
+        } else {
+            Sim::new_bare(app, opts.seed, start_ns, opts.sim.clone())
+        };
 
         let injections: Vec<(problems::FaultSpec, bool)> = problem
             .injections()

@@ -75,6 +75,7 @@ impl Env {
                     listen: "127.0.0.1:0".parse()?,
                     out: Some(out.to_path_buf()),
                     record: true,
+                    bare: false,
                     limits: Default::default(),
                 };
                 Ok(Env::Live(Box::new(

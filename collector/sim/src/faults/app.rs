@@ -1,8 +1,8 @@
 //! Application faults: feature flags (a variant set in the flag's ConfigMap, whose effects the
 //! flag reader applies) and database conditions held in the runtime (authentication, locks).
 
+use problems::edits::set_flag_variant;
 use problems::primitive::{AuthMode, Primitive};
-use serde_json::json;
 
 use crate::objects::*;
 use crate::runtime::DbAuth;
@@ -63,33 +63,4 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
         other => unreachable!("`{}` is not an application fault", other.name()),
     }
     Ok(())
-}
-
-/// Sets a flag's default variant in its ConfigMap text (flagd JSON, `name=value` lines, or a
-/// plain value).
-fn set_flag_variant(text: &str, flag: &str, variant: &str) -> String {
-    if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(text) {
-        if v["flags"][flag].is_object() {
-            v["flags"][flag]["defaultVariant"] = json!(variant);
-            return serde_json::to_string_pretty(&v).unwrap_or_else(|_| text.to_string());
-        }
-        if v.get(flag).is_some() {
-            v[flag] = json!(variant);
-            return serde_json::to_string_pretty(&v).unwrap_or_else(|_| text.to_string());
-        }
-    }
-    if text
-        .lines()
-        .any(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == flag))
-    {
-        return text
-            .lines()
-            .map(|l| match l.split_once('=') {
-                Some((k, _)) if k.trim() == flag => format!("{flag}={variant}"),
-                _ => l.to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-    }
-    variant.to_string()
 }

@@ -2,8 +2,8 @@
 //! document held in one) and ConfigMap deletion. Consuming pods are restarted so they read the
 //! change, as a rollout after a config change would.
 
+use problems::edits::edit_json_field;
 use problems::primitive::Primitive;
-use serde_json::json;
 
 use crate::objects::*;
 
@@ -57,26 +57,4 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
         other => unreachable!("`{}` is not a ConfigMap fault", other.name()),
     }
     Ok(())
-}
-
-/// Edits a JSON document held in a ConfigMap value: removes or sets a top-level or dotted field.
-fn edit_json_field(text: &str, field: &str, value: Option<&str>) -> Option<String> {
-    let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
-    let mut cur = &mut v;
-    let parts: Vec<&str> = field.split('.').collect();
-    for p in &parts[..parts.len() - 1] {
-        cur = cur.get_mut(*p)?;
-    }
-    let last = parts[parts.len() - 1];
-    let obj = cur.as_object_mut()?;
-    match value {
-        Some(val) => {
-            let parsed = serde_json::from_str(val).unwrap_or_else(|_| json!(val));
-            obj.insert(last.to_string(), parsed);
-        }
-        None => {
-            obj.remove(last);
-        }
-    }
-    serde_json::to_string_pretty(&v).ok()
 }

@@ -5,7 +5,6 @@ use problems::primitive::Primitive;
 use serde_json::json;
 
 use crate::objects::*;
-use crate::util;
 
 use super::context::Ctx;
 use super::undo::Saved;
@@ -79,9 +78,8 @@ fn env_address_port(cx: &mut Ctx, service: &str, var: &str, port: u16) -> Result
             .and_then(|e| e.value.as_mut())
         {
             Some(v) => {
-                if let Some((host, old)) = util::split_address(v) {
-                    let from = format!("{host}:{old}");
-                    *v = v.replacen(&from, &format!("{host}:{port}"), 1);
+                if let Some(edited) = problems::edits::with_address_port(v, port) {
+                    *v = edited;
                 }
             }
             None => missing = true,

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use problems::app::TaintEffect;
-use problems::primitive::{Primitive, QuotaHard};
+use problems::primitive::Primitive;
 
 use crate::objects::*;
 
@@ -32,7 +31,7 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
                 cx.w.nodes.get_mut(n).expect("saved").taints.push(Taint {
                     key: tkey.clone(),
                     value: (!value.is_empty()).then(|| value.clone()),
-                    effect: effect_name(*effect).into(),
+                    effect: effect.as_str().into(),
                 });
                 cx.w.touch(Kind::Node, &k);
             }
@@ -73,7 +72,7 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
             let meta = cx.w.meta(Some(&ns), name, Labels::new());
             let quota = ResourceQuota {
                 meta,
-                hard: quota_hard(hard),
+                hard: hard.entries(),
                 used: BTreeMap::new(),
             };
             cx.create(key(&ns, name), quota);
@@ -84,27 +83,4 @@ pub(super) fn apply(cx: &mut Ctx, p: &Primitive) -> Result<()> {
         other => unreachable!("`{}` is not a scheduling fault", other.name()),
     }
     Ok(())
-}
-
-fn effect_name(e: TaintEffect) -> &'static str {
-    match e {
-        TaintEffect::NoSchedule => "NoSchedule",
-        TaintEffect::PreferNoSchedule => "PreferNoSchedule",
-        TaintEffect::NoExecute => "NoExecute",
-    }
-}
-
-/// A quota's `hard` limits under their Kubernetes resource names.
-fn quota_hard(h: &QuotaHard) -> BTreeMap<String, String> {
-    let names = [
-        ("pods", h.pods.map(|p| p.to_string())),
-        ("requests.cpu", h.requests_cpu.map(|c| c.to_string())),
-        ("requests.memory", h.requests_memory.map(|c| c.to_string())),
-        ("limits.cpu", h.limits_cpu.map(|c| c.to_string())),
-        ("limits.memory", h.limits_memory.map(|c| c.to_string())),
-    ];
-    names
-        .into_iter()
-        .filter_map(|(name, v)| Some((name.to_string(), v?)))
-        .collect()
 }

@@ -116,22 +116,10 @@ fn dns_failure(cx: &mut Ctx, service: Option<&str>) -> Result<()> {
     if !cx.save::<ConfigMap>(&k) {
         return Err(FaultError("cluster DNS ConfigMap missing".into()));
     }
-    let block = match service {
-        Some(s) => {
-            let fqdn = format!("{s}.{}.svc.cluster.local", cx.app.namespace);
-            format!(
-                "    template ANY ANY {fqdn} {{\n       match \"^{}[.]$\"\n       rcode NXDOMAIN\n       fallthrough\n    }}\n",
-                fqdn.replace('.', "[.]")
-            )
-        }
-        None => "    template ANY ANY {\n       match \".*\\.svc\\.cluster\\.local\"\n       rcode NXDOMAIN\n       fallthrough\n    }\n".to_string(),
-    };
+    let ns = cx.app.namespace.clone();
     let cm = cx.w.configmaps.get_mut(&k).expect("saved");
     let text = cm.data.get("Corefile").cloned().unwrap_or_default();
-    let edited = match text.find("    kubernetes ") {
-        Some(pos) => format!("{}{block}{}", &text[..pos], &text[pos..]),
-        None => format!("{text}{block}"),
-    };
+    let edited = problems::edits::corefile_nxdomain(&text, service, &ns);
     cm.data.insert("Corefile".into(), edited);
     cx.w.touch(Kind::ConfigMap, &k);
     Ok(())

@@ -108,6 +108,20 @@ pub struct Workload {
     spanmetrics: bool,
     /// Pods serving each service, as of an object epoch.
     serving: (i64, BTreeMap<String, Vec<Key>>),
+    /// Every operation's outcome in the last step (what a request made now would meet).
+    last: HashMap<OpKey, OpState>,
+}
+
+/// How an operation fares now, for a single request made from outside the load (a `curl` in
+/// a container, a port-forwarded probe).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Share of requests that succeed.
+    pub ok: f64,
+    /// Median latency in seconds, downstream included.
+    pub latency: f64,
+    /// The dominant failure: (code, message).
+    pub error: Option<(String, String)>,
 }
 
 impl Workload {
@@ -131,11 +145,25 @@ impl Workload {
             trace_sample,
             spanmetrics,
             serving: (-1, BTreeMap::new()),
+            last: HashMap::new(),
         }
     }
 
     pub fn spanmetrics(&self) -> bool {
         self.spanmetrics
+    }
+
+    /// The last step's outcome of `operation` on `service`; `None` before the first step or
+    /// for an operation nobody calls.
+    pub fn outcome(&self, service: &str, operation: &str) -> Option<Outcome> {
+        let s = self
+            .last
+            .get(&(service.to_string(), operation.to_string()))?;
+        Some(Outcome {
+            ok: s.ok,
+            latency: s.latency,
+            error: s.error.as_ref().map(|(c, m, _)| (c.clone(), m.clone())),
+        })
     }
 }
 
@@ -227,5 +255,6 @@ impl Workload {
         self.count_ops(w, &t, &states);
         traces::sample(w, &t, &states, &self.routes, self.trace_sample, &load);
         self.serving.1 = serving;
+        self.last = states;
     }
 }

@@ -142,9 +142,7 @@ fn pod_metrics(pod: &Arc<Value>, r: &Readings, clock: &Reading) -> Option<Value>
         .flatten()
         .filter_map(|c| {
             let cname = c.get("name")?.as_str()?;
-            let u = r
-                .containers
-                .get(&(ns.to_string(), name.to_string(), cname.to_string()))?;
+            let u = r.container(ns, name, cname)?;
             if newest.is_none_or(|n| u.time_ms > n.time_ms) {
                 newest = Some(*u);
             }

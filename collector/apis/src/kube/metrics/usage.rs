@@ -55,6 +55,17 @@ pub struct Readings {
     pub nodes: BTreeMap<String, Usage>,
 }
 
+impl Readings {
+    /// The reading of one container of a pod.
+    pub fn container(&self, namespace: &str, pod: &str, container: &str) -> Option<&Usage> {
+        self.containers.get(&(
+            namespace.to_string(),
+            pod.to_string(),
+            container.to_string(),
+        ))
+    }
+}
+
 /// Which series to read: one namespace's, one pod's, or every one.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Scope<'a> {

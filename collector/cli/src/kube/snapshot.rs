@@ -1,0 +1,156 @@
+//! `collector snapshot --env kube`: a dataset of a problem on a real cluster. The capture of a
+//! window starts at once (baseline); the problem's faults are injected when the baseline is over
+//! and held until the window closes; then they are reverted and the ground truth is written beside
+//! the dataset. Ctrl-C or SIGTERM reverts before exiting; a kill -9 leaves the journal to
+//! `collector recover`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use capture::scope::Scope;
+use capture::{Options, Window, now_ns};
+use inject::api::{Cluster, Injector};
+use problems::{AppSpec, Dur, ProblemSpec};
+use serde_json::json;
+use tokio::signal::unix::{SignalKind, signal};
+
+use super::faults;
+use crate::commands::inject::JournalArg;
+
+/// The real cluster a snapshot runs on (`--env kube`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct KubeOptions {
+    /// With --env kube: the cluster's kubeconfig (its current context). Default: KUBECONFIG,
+    /// ~/.kube/config, or in-cluster.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// With --env kube: Prometheus base URL, captured with the rest.
+    #[arg(long)]
+    pub prometheus: Option<String>,
+    /// With --env kube: Jaeger query base URL.
+    #[arg(long)]
+    pub jaeger: Option<String>,
+    /// With --env kube: Loki base URL.
+    #[arg(long)]
+    pub loki: Option<String>,
+    /// With --env kube: how long the healthy cluster is captured before the faults.
+    #[arg(long, default_value = "1m")]
+    pub baseline: Dur,
+    /// With --env kube: how long the faults stay in effect (captured) before they are reverted.
+    #[arg(long, default_value = "5m")]
+    pub hold: Dur,
+    #[command(flatten)]
+    pub journal: JournalArg,
+}
+
+/// What a snapshot on a cluster wrote.
+#[derive(Debug, serde::Serialize)]
+pub struct KubeReport {
+    pub problem: String,
+    pub dataset: PathBuf,
+    pub ground_truth: PathBuf,
+    pub injections: PathBuf,
+    pub capture: capture::Summary,
+    /// Someone else's later changes that reverting left as found.
+    pub kept: Vec<String>,
+}
+
+/// Runs the problem on the cluster and writes `out/dataset/`, `out/ground_truth.json` and
+/// `out/injections.json`.
+pub fn snapshot(
+    opts: &KubeOptions,
+    problem: &ProblemSpec,
+    app: &AppSpec,
+    out: &Path,
+    progress: bool,
+) -> anyhow::Result<KubeReport> {
+    anyhow::ensure!(
+        !out.join("dataset").exists(),
+        "{} exists: choose another --out",
+        out.join("dataset").display()
+    );
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let journal = opts.journal.open()?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async {
+        let cluster = Cluster::connect(opts.kubeconfig.as_deref()).await?;
+        let injector = Injector { cluster, journal };
+        let start = now_ns();
+        let ms = |d: Dur| d.as_millis() as i64 * 1_000_000;
+        let window = Window {
+            since_ns: start,
+            until_ns: start + ms(opts.baseline) + ms(opts.hold),
+        };
+        let capture_opts = Options {
+            kubernetes: match &opts.kubeconfig {
+                Some(p) => capture::kube::Connection::Kubeconfig(p.clone()),
+                None => capture::kube::Connection::Infer,
+            },
+            scope: Scope {
+                namespaces: [app.namespace.clone()].into(),
+                ..Scope::default()
+            },
+            prometheus: opts.prometheus.clone(),
+            jaeger: opts.jaeger.clone(),
+            loki: opts.loki.clone(),
+            window,
+            out: out.join("dataset"),
+            redaction_key: None,
+            progress,
+        };
+        let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+        let inject_after_baseline = async {
+            tokio::time::sleep(opts.baseline.to_std()).await;
+            let onset = now_ns();
+            faults::inject_all(&injector, problem, app, &[])
+                .await
+                .map(|a| (onset, a))
+        };
+        let capturing = capture::capture(&capture_opts);
+        tokio::pin!(capturing);
+        // The faults, once made, stay until the capture ends (or a signal): then reverted.
+        let (onset, active) = tokio::select! {
+            made = inject_after_baseline => made?,
+            done = &mut capturing => {
+                done?;
+                anyhow::bail!("the capture ended before the baseline was over");
+            }
+            _ = term.recv() => anyhow::bail!("stopped before the faults were injected"),
+            _ = int.recv() => anyhow::bail!("stopped before the faults were injected"),
+        };
+        let records: Vec<serde_json::Value> = active
+            .iter()
+            .map(|a| {
+                json!({"index": a.index, "primitive": a.primitive, "decoy": a.decoy,
+                       "changes": a.injected.changes()})
+            })
+            .collect();
+        let captured = tokio::select! {
+            done = &mut capturing => done,
+            _ = term.recv() => Err(anyhow::anyhow!("stopped while the faults were held")),
+            _ = int.recv() => Err(anyhow::anyhow!("stopped while the faults were held")),
+        };
+        let reverted = faults::revert_all(&injector, active).await;
+        let capture = captured?;
+        let reverted = reverted.context("reverting the faults (run `collector recover`)")?;
+        let kept: Vec<String> = reverted.iter().flat_map(|r| r.kept()).collect();
+        let onset = chrono::DateTime::<chrono::Utc>::from_timestamp_nanos(onset);
+        let run_start = chrono::DateTime::<chrono::Utc>::from_timestamp_nanos(start);
+        let gt = problem.ground_truth(&app.namespace, run_start);
+        let ground_truth = out.join("ground_truth.json");
+        datasets::write_atomically(&ground_truth, &serde_json::to_vec_pretty(&gt)?)?;
+        let injections = out.join("injections.json");
+        let record = json!({"problem": problem.id, "onset": onset.to_rfc3339(),
+                            "injections": records, "kept": kept});
+        datasets::write_atomically(&injections, &serde_json::to_vec_pretty(&record)?)?;
+        Ok(KubeReport {
+            problem: problem.id.clone(),
+            dataset: capture.dataset.clone(),
+            ground_truth,
+            injections,
+            capture,
+            kept,
+        })
+    })
+}
