@@ -9,7 +9,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::frame::{collect, ints, label, labels, nanos, number, strings_or_empty};
+use crate::cache::Derived;
+use crate::frame::{collect, ints, label, labels, nanos, number, strings_or_empty, within};
 use crate::params::{Window, de_f64, de_filters, de_names, de_usize, limit, served};
 use crate::query::{self, Query};
 use crate::{Error, Result, Source};
@@ -145,7 +146,10 @@ pub fn summary(source: &Source, p: SummaryParams) -> Result<Value> {
             col("_t").filter(firing.clone()).max().alias("_last"),
             col("namespace").first().alias("namespace"),
             col(c::STATE)
-                .sort_by([col("_t")], SortMultipleOptions::default())
+                .sort_by(
+                    [col("_t")],
+                    SortMultipleOptions::default().with_maintain_order(true),
+                )
                 .last()
                 .alias("_latest"),
             firing.cast(DataType::UInt32).sum().alias("_firing"),
@@ -203,6 +207,7 @@ pub fn summary(source: &Source, p: SummaryParams) -> Result<Value> {
             .then(b.1.cmp(&a.1))
             .then_with(|| a.2["alertname"].as_str().cmp(&b.2["alertname"].as_str()))
             .then_with(|| a.2["entity"].as_str().cmp(&b.2["entity"].as_str()))
+            .then_with(|| a.2["severity"].as_str().cmp(&b.2["severity"].as_str()))
     });
     let keep = match p.limit {
         None => 50,
@@ -228,58 +233,84 @@ fn human_minutes(minutes: f64) -> String {
     }
 }
 
-/// The alerts as ITBench's json_normalize'd frame: `labels.*`, `annotations.*`, state, activeAt,
-/// value, snapshot_timestamp, duration_active_min, duration_active (and `_t`, the time basis).
-fn wide(source: &Source, window: &Window, by_active: bool) -> Result<DataFrame> {
-    let basis = if by_active { "_a" } else { "_t" };
-    let mut lf = source
-        .scan(Table::Alerts)?
-        .with_columns([nanos(c::TIME).alias("_t"), nanos(c::ACTIVE_AT).alias("_a")]);
-    if let Some(pred) = window.predicate(basis) {
-        lf = lf.filter(pred);
-    }
-    let df = collect(lf.select([
-        col("_t"),
-        col("_a"),
-        col(c::STATE),
-        col(c::LABELS),
-        col(c::ANNOTATIONS),
-        col(c::VALUE),
-    ]))?;
-    let label_sets = labels(&df, c::LABELS)?;
-    let annotation_sets = labels(&df, c::ANNOTATIONS)?;
-    let times = ints(&df, "_t")?;
-    let actives = ints(&df, "_a")?;
-    let mut columns: Vec<Column> = Vec::new();
-    for (prefix, sets) in [("labels", &label_sets), ("annotations", &annotation_sets)] {
-        let keys: std::collections::BTreeSet<&String> =
-            sets.iter().flat_map(|l| l.keys()).collect();
-        for key in keys {
-            let values: Vec<Option<String>> = sets.iter().map(|l| l.get(key).cloned()).collect();
-            columns.push(Column::new(format!("{prefix}.{key}").into(), values));
+/// Every alert observation as ITBench's json_normalize'd frame: `labels.*`, `annotations.*`,
+/// state, activeAt, value, snapshot_timestamp, duration_active_min, duration_active (kept until
+/// the alerts change).
+struct Wide(DataFrame);
+
+impl Derived for Wide {
+    const TABLES: &'static [Table] = &[Table::Alerts];
+
+    fn derive(source: &Source) -> Result<Wide> {
+        let df = collect(source.scan(Table::Alerts)?.select([
+            nanos(c::TIME).alias("_t"),
+            nanos(c::ACTIVE_AT).alias("_a"),
+            col(c::STATE),
+            col(c::LABELS),
+            col(c::ANNOTATIONS),
+            col(c::VALUE),
+        ]))?;
+        let label_sets = labels(&df, c::LABELS)?;
+        let annotation_sets = labels(&df, c::ANNOTATIONS)?;
+        let times = ints(&df, "_t")?;
+        let actives = ints(&df, "_a")?;
+        let mut columns: Vec<Column> = Vec::new();
+        for (prefix, sets) in [("labels", &label_sets), ("annotations", &annotation_sets)] {
+            let keys: std::collections::BTreeSet<&String> =
+                sets.iter().flat_map(|l| l.keys()).collect();
+            for key in keys {
+                let values: Vec<Option<String>> =
+                    sets.iter().map(|l| l.get(key).cloned()).collect();
+                columns.push(Column::new(format!("{prefix}.{key}").into(), values));
+            }
         }
+        let minutes: Vec<Option<f64>> = times
+            .iter()
+            .zip(&actives)
+            .map(|(t, a)| match (t, a) {
+                (Some(t), Some(a)) if t >= a => Some(((t - a) as f64 / 6e10 * 10.0).round() / 10.0),
+                _ => None,
+            })
+            .collect();
+        let human: Vec<String> = minutes
+            .iter()
+            .map(|m| m.map_or_else(|| "unknown".to_string(), human_minutes))
+            .collect();
+        columns.push(df.column(c::STATE)?.clone());
+        columns.push(Column::new("activeAt".into(), actives));
+        columns.push(df.column(c::VALUE)?.clone());
+        columns.push(Column::new("snapshot_timestamp".into(), times));
+        columns.push(Column::new("duration_active_min".into(), minutes));
+        columns.push(Column::new("duration_active".into(), human));
+        Ok(Wide(DataFrame::new_infer_height(columns)?))
     }
-    let minutes: Vec<Option<f64>> = times
-        .iter()
-        .zip(&actives)
-        .map(|(t, a)| match (t, a) {
-            (Some(t), Some(a)) if t >= a => Some(((t - a) as f64 / 6e10 * 10.0).round() / 10.0),
-            _ => None,
-        })
-        .collect();
-    let human: Vec<String> = minutes
-        .iter()
-        .map(|m| m.map_or_else(|| "unknown".to_string(), human_minutes))
-        .collect();
-    columns.push(df.column(c::STATE)?.clone());
-    columns.push(Column::new("activeAt".into(), actives.clone()));
-    columns.push(df.column(c::VALUE)?.clone());
-    columns.push(Column::new("snapshot_timestamp".into(), times.clone()));
-    columns.push(Column::new("duration_active_min".into(), minutes));
-    columns.push(Column::new("duration_active".into(), human));
-    let basis_times = if by_active { actives } else { times };
-    columns.push(Column::new("_t".into(), basis_times));
-    Ok(DataFrame::new_infer_height(columns)?)
+}
+
+/// The observations inside the window, on the time basis (`_t`): a label or annotation column
+/// is there when an observation in the window has it.
+fn wide(source: &Source, window: &Window, by_active: bool) -> Result<DataFrame> {
+    let all = source.derived::<Wide>()?;
+    let basis = if by_active {
+        "activeAt"
+    } else {
+        "snapshot_timestamp"
+    };
+    let mut df = within(&all.0, basis, window)?;
+    if !window.is_open() {
+        let absent: Vec<String> = df
+            .columns()
+            .iter()
+            .filter(|c| {
+                (c.name().starts_with("labels.") || c.name().starts_with("annotations."))
+                    && c.null_count() == c.len()
+            })
+            .map(|c| c.name().to_string())
+            .collect();
+        df = df.drop_many(absent);
+    }
+    let t = df.column(basis)?.clone().with_name("_t".into());
+    df.with_column(t)?;
+    Ok(df)
 }
 
 pub fn analysis(source: &Source, p: AnalysisParams) -> Result<Value> {

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::params::{ObjectId, de_usize};
-use crate::topology::query_graph;
+use crate::topology::graph;
 use crate::{Result, Source, run};
 
 pub const DESCRIPTION: &str = "Full operational context of one Kubernetes entity in one call: events, related alerts, trace error tree, metric anomalies, log patterns, the latest spec and its changes, and its dependencies (calls and depends_on, one transitive hop). Page 1 (default) is the entity, pages 2+ give deps_per_page dependencies' events and spec changes, page 0 everything. Example: k8_object='otel-demo/Service/cart', start_time='2025-12-15T17:20:00Z'.";
@@ -117,7 +117,7 @@ fn dependencies(
     source: &Source,
     query: &str,
 ) -> Result<(Value, BTreeSet<String>, BTreeSet<String>)> {
-    let graph = query_graph(source)?;
+    let graph = graph(source)?;
     let topo = graph.analyse(query)?;
     let mut direct = functional(&topo);
     for pod in pods_behind(&topo, 3) {

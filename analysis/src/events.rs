@@ -8,7 +8,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::frame::{collect, ints, nanos, strings, strings_or_empty};
+use crate::cache::Derived;
+use crate::frame::{collect, ints, nanos, strings, strings_or_empty, within};
 use crate::owners::Owners;
 use crate::params::{Window, de_filters, de_names, de_usize, limit};
 use crate::query::{self, Query};
@@ -53,13 +54,20 @@ pub struct Params {
     pub end_time: Option<String>,
 }
 
-/// The events in a window as ITBench's flat frame.
-pub fn frame(source: &Source, window: &Window, owners: &Owners) -> Result<DataFrame> {
-    let mut lf = source.scan(Table::Events)?;
-    if let Some(pred) = window.predicate(c::TIME) {
-        lf = lf.filter(pred);
+/// Every event as ITBench's flat frame (kept until the events or the objects change).
+struct Flat(DataFrame);
+
+impl Derived for Flat {
+    const TABLES: &'static [Table] = &[Table::Events, Table::Objects];
+
+    fn derive(source: &Source) -> Result<Flat> {
+        Ok(Flat(frame(source, &*Owners::load(source)?)?))
     }
-    let df = collect(lf.select([
+}
+
+/// The events as ITBench's flat frame.
+fn frame(source: &Source, owners: &Owners) -> Result<DataFrame> {
+    let df = collect(source.scan(Table::Events)?.select([
         nanos(c::TIME).alias("event_time"),
         nanos(c::FIRST_TIME).alias("first_time"),
         col(c::NAMESPACE),
@@ -110,8 +118,7 @@ pub fn frame(source: &Source, window: &Window, owners: &Owners) -> Result<DataFr
 pub fn analysis(source: &Source, p: Params) -> Result<Value> {
     let reading = source.reading();
     let window = Window::parse(p.start_time.as_deref(), p.end_time.as_deref(), &reading)?;
-    let owners = Owners::load(source)?;
-    let df = frame(source, &window, &owners)?;
+    let df = within(&source.derived::<Flat>()?.0, "event_time", &window)?;
     let resolve = |wanted: &str| -> String {
         match wanted {
             "timestamp" | "time" | "last_timestamp" => "event_time".into(),

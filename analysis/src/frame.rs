@@ -10,7 +10,7 @@ use schemas::time::Reading;
 use serde_json::Value;
 
 use crate::Result;
-use crate::params::served;
+use crate::params::{Window, served};
 
 /// The value of label `key` in the map column `column` (null when absent).
 pub fn label(column: &str, key: &str) -> Expr {
@@ -35,6 +35,21 @@ pub fn collect(lf: LazyFrame) -> Result<DataFrame> {
     Ok(lf.collect()?)
 }
 
+/// The rows whose Int64 nanosecond column `column` is inside the window (all of them when it is
+/// open; a row without a time is outside any bound).
+pub fn within(df: &DataFrame, column: &str, window: &Window) -> Result<DataFrame> {
+    if window.is_open() {
+        return Ok(df.clone());
+    }
+    let times = df.column(column)?.cast(&DataType::Int64)?;
+    let mask: BooleanChunked = times
+        .i64()?
+        .iter()
+        .map(|t| Some(t.is_some_and(|t| window.contains(t))))
+        .collect();
+    Ok(df.filter(&mask)?)
+}
+
 /// A string column's values.
 pub fn strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
     Ok(df
@@ -56,11 +71,6 @@ pub fn strings_or_empty(df: &DataFrame, name: &str) -> Result<Vec<String>> {
 pub fn ints(df: &DataFrame, name: &str) -> Result<Vec<Option<i64>>> {
     let c = df.column(name)?.cast(&DataType::Int64)?;
     Ok(c.i64()?.iter().collect())
-}
-
-pub fn floats(df: &DataFrame, name: &str) -> Result<Vec<Option<f64>>> {
-    let c = df.column(name)?.cast(&DataType::Float64)?;
-    Ok(c.f64()?.iter().collect())
 }
 
 /// A map column's values as sorted label sets.

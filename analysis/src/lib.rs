@@ -14,6 +14,7 @@
 //! are. Polars blocks: call [`run`] off async threads (`tokio::task::spawn_blocking`).
 
 mod alerts;
+mod cache;
 mod context;
 mod events;
 mod frame;

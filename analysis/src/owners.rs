@@ -4,12 +4,14 @@
 //! bare ReplicaSets; the name rule is kept only for objects the table never saw.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use polars::prelude::*;
 use schemas::tables::Table;
 use schemas::tables::columns::objects as c;
 use serde_json::Value;
 
+use crate::cache::Derived;
 use crate::frame::{collect, strings, strings_or_empty};
 use crate::{Result, Source};
 
@@ -19,9 +21,11 @@ pub struct Owners {
     owner: HashMap<(String, String, String), (String, String)>,
 }
 
-impl Owners {
+impl Derived for Owners {
+    const TABLES: &'static [Table] = &[Table::Objects];
+
     /// The owners of every Pod and ReplicaSet the source recorded (each object's latest version).
-    pub fn load(source: &Source) -> Result<Owners> {
+    fn derive(source: &Source) -> Result<Owners> {
         let lf = source
             .scan(Table::Objects)?
             .filter(
@@ -32,7 +36,10 @@ impl Owners {
             )
             .group_by([col(c::KIND), col(c::NAMESPACE), col(c::NAME)])
             .agg([col(c::OBJECT)
-                .sort_by([col(c::OBSERVED)], SortMultipleOptions::default())
+                .sort_by(
+                    [col(c::OBSERVED)],
+                    SortMultipleOptions::default().with_maintain_order(true),
+                )
                 .last()]);
         let df = collect(lf)?;
         let kinds = strings_or_empty(&df, c::KIND)?;
@@ -67,6 +74,13 @@ impl Owners {
             }
         }
         Ok(owners)
+    }
+}
+
+impl Owners {
+    /// The owners of every Pod and ReplicaSet the source recorded (each object's latest version).
+    pub fn load(source: &Source) -> Result<Arc<Owners>> {
+        source.derived()
     }
 
     /// The top controller of an object: (kind, name), following owners up to four levels.

@@ -110,7 +110,10 @@ pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
             let aggs: Vec<Expr> = others
                 .iter()
                 .map(|c| {
-                    let e = col(c.as_str()).sort_by([time.clone()], SortMultipleOptions::default());
+                    let e = col(c.as_str()).sort_by(
+                        [time.clone()],
+                        SortMultipleOptions::default().with_maintain_order(true),
+                    );
                     if q.agg == "first" {
                         e.first()
                     } else {

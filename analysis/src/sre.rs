@@ -91,7 +91,8 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
     let reading = source.reading();
     let window = Window::parse(p.start_time.as_deref(), p.end_time.as_deref(), &reading)?;
     let width = parse_duration(p.bucket.as_deref().unwrap_or("1m"), "bucket")?;
-    let spans = traces::load(source, window.start, window.end.map(|e| e + 1))?;
+    let all = traces::load(source)?;
+    let spans = all.within(window.start, window.end.map(|e| e + 1));
     let mut series: BTreeMap<String, BTreeMap<i64, Bucket>> = BTreeMap::new();
     let mut start = 0;
     while start < spans.len() {
@@ -99,7 +100,7 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
             .iter()
             .position(|s| s.trace != spans[start].trace)
             .map_or(spans.len(), |n| start + n);
-        let trace = Trace::new(spans[start..end].iter().collect());
+        let trace = Trace::new(spans[start..end].to_vec());
         start = end;
         for (s, hop) in trace.spans.iter().zip(&trace.hop_service) {
             let own = matches!(s.kind.as_str(), "server" | "consumer") && *hop == s.service;

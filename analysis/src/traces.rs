@@ -11,12 +11,14 @@
 //! hop with the highest error rate, not the first.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use polars::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::cache::Derived;
 use crate::frame::{collect, ints, label, strings, strings_or_empty};
 use crate::params::{de_f64, parse_duration, parse_time};
 use crate::{Result, Source};
@@ -83,18 +85,36 @@ pub fn peer_service(peer: &str) -> Option<String> {
     (!first.is_empty() && !is_ip).then(|| first.to_string())
 }
 
-/// Spans whose start is in `[from, to)` (all when open), ordered by trace.
-pub fn load(source: &Source, from: Option<i64>, to: Option<i64>) -> Result<Vec<Span>> {
-    let mut lf = source.scan(Table::Spans)?;
+/// Every span, ordered by trace then start (kept until the spans change).
+pub struct AllSpans(Vec<Span>);
+
+impl AllSpans {
+    /// The spans whose start is in `[from, to)` (all when open), ordered by trace.
+    pub fn within(&self, from: Option<i64>, to: Option<i64>) -> Vec<&Span> {
+        self.0
+            .iter()
+            .filter(|s| from.is_none_or(|f| s.start >= f) && to.is_none_or(|t| s.start < t))
+            .collect()
+    }
+}
+
+impl Derived for AllSpans {
+    const TABLES: &'static [Table] = &[Table::Spans];
+
+    fn derive(source: &Source) -> Result<AllSpans> {
+        read(source).map(AllSpans)
+    }
+}
+
+/// Every span the source recorded, ordered by trace then start.
+pub fn load(source: &Source) -> Result<Arc<AllSpans>> {
+    source.derived()
+}
+
+fn read(source: &Source) -> Result<Vec<Span>> {
     let start = || col(c::START).cast(DataType::Int64);
-    if let Some(f) = from {
-        lf = lf.filter(start().gt_eq(lit(f)));
-    }
-    if let Some(t) = to {
-        lf = lf.filter(start().lt(lit(t)));
-    }
     let df = collect(
-        lf.select([
+        source.scan(Table::Spans)?.select([
             col(c::TRACE_ID),
             col(c::SPAN_ID),
             col(c::PARENT_SPAN_ID),
@@ -366,9 +386,10 @@ pub fn error_tree(source: &Source, p: Params) -> Result<Value> {
         .as_deref()
         .map(str::to_ascii_lowercase)
         .filter(|k| !k.is_empty());
+    let all = load(source)?;
     let spans = match pivot {
-        Some(t) => load(source, Some(t - delta), Some(t + delta))?,
-        None => load(source, None, None)?,
+        Some(t) => all.within(Some(t - delta), Some(t + delta)),
+        None => all.within(None, None),
     };
     if spans.is_empty() {
         return Ok(
@@ -390,7 +411,7 @@ pub fn error_tree(source: &Source, p: Params) -> Result<Value> {
             .iter()
             .position(|s| s.trace != spans[start].trace)
             .map_or(spans.len(), |n| start + n);
-        let trace = Trace::new(spans[start..end].iter().collect());
+        let trace = Trace::new(spans[start..end].to_vec());
         start = end;
         let path = trace.path();
         if path.is_empty() {

@@ -32,6 +32,9 @@ pub const MAX_SEGMENTS: usize = 16;
 struct State {
     pending: BTreeMap<Table, Vec<Row>>,
     segments: BTreeMap<Table, Vec<PathBuf>>,
+    /// The number of each table's newest segment (a write or a merge): it changes exactly when
+    /// the table's rows do.
+    newest: BTreeMap<Table, usize>,
     written: usize,
     closed: bool,
 }
@@ -116,6 +119,14 @@ impl Recording {
             .unwrap_or_default()
     }
 
+    /// A number that changes whenever the rows of `table` do (waiting rows of the table are
+    /// written first), so that what was derived from the table can be kept until it changes.
+    pub fn version(&self, table: Table) -> Result<u64> {
+        let mut state = self.lock();
+        self.flush_table(&mut state, table)?;
+        Ok(state.newest.get(&table).map_or(0, |n| *n as u64 + 1))
+    }
+
     /// Removes the recording's files now (a reader still holding the recording then finds it
     /// closed). Dropping the recording does the same.
     pub fn close(&self) {
@@ -189,6 +200,7 @@ impl Recording {
             let _ = std::fs::remove_file(segment);
         }
         state.segments.insert(table, vec![path]);
+        state.newest.insert(table, n);
         Ok(())
     }
 
@@ -210,6 +222,7 @@ impl Recording {
         file.finish()?;
         std::fs::rename(&tmp, &path).map_err(|e| DatasetError::io(&path, e))?;
         state.segments.entry(table).or_default().push(path);
+        state.newest.insert(table, n);
         Ok(())
     }
 }
@@ -300,5 +313,33 @@ mod tests {
         assert!(!dir.exists());
         rec.push(&[log(3)]).unwrap();
         assert!(rec.flush().is_ok(), "nothing waits once closed");
+    }
+
+    #[test]
+    fn a_table_s_version_changes_exactly_when_its_rows_do() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rec = Recording::create(&tmp.path().join("rec")).unwrap();
+        let (logs, events) = (
+            rec.version(Table::Logs).unwrap(),
+            rec.version(Table::Events).unwrap(),
+        );
+        assert_eq!(rec.version(Table::Logs).unwrap(), logs, "nothing recorded");
+        rec.push(&[log(1)]).unwrap();
+        let after = rec.version(Table::Logs).unwrap();
+        assert_ne!(after, logs, "a waiting row counts (it is written first)");
+        assert_eq!(
+            rec.version(Table::Events).unwrap(),
+            events,
+            "another table's rows"
+        );
+        let mut seen = std::collections::BTreeSet::from([logs, after]);
+        for i in 0..40 {
+            rec.push(&[log(i)]).unwrap();
+            let v = rec.version(Table::Logs).unwrap();
+            assert!(
+                seen.insert(v),
+                "push {i}: version {v} seen before (merges included)"
+            );
+        }
     }
 }

@@ -20,7 +20,7 @@ use crate::frame::{collect, labels_json, number, records};
 use crate::owners::Owners;
 use crate::params::{ObjectId, Window, de_bool, de_filters, de_names, de_usize, served};
 use crate::{Error, Result, Source};
-pub use select::{Series, Target, counters, increase, is_counter, rates};
+pub use select::{Metrics, Series, Target, counters, increase, is_counter, rates};
 
 pub const ANALYSIS: &str = "Analyzes metrics of Kubernetes objects: filter -> eval -> group_by -> agg, like SQL/pandas. Select with k8_object_name ('namespace/kind/name', 'kind/name' or 'name'; kinds pod, service, deployment, node) or object_pattern ('pod/*', 'pod/frontend*', 'service/*', default '*'), and metric_names. Compact mode (default) summarises each series: count, mean, min, max, last_value, last_timestamp, and for counters increase and rate_per_s over the window; requesting *_bucket metrics gives p50/p90/p95/p99 of the window. eval derives a metric per timestamp (names sanitised, ':' -> '_'), e.g. eval='throttle_pct = container_cpu_cfs_throttled_periods_total / container_cpu_cfs_periods_total * 100', group_by='deployment', agg='max'. group_by='timestamp' gives a time series.";
 
@@ -108,13 +108,6 @@ pub struct AnomalyParams {
 
 const DEFAULT_KEEP: [&str; 4] = ["span_name", "span_kind", "status_code", "le"];
 
-fn metric_filter(names: &[String]) -> Option<Expr> {
-    names
-        .iter()
-        .map(|n| col(schemas::tables::columns::metrics::METRIC).eq(lit(n.clone())))
-        .reduce(|a, b| a.or(b))
-}
-
 /// A series' value of a filter column: the frame's columns, else its labels.
 fn column_value(s: &Series, column: &str) -> Option<String> {
     match column {
@@ -152,7 +145,7 @@ pub fn analysis(source: &Source, p: AnalysisParams) -> Result<Value> {
     let mut series = select::load(
         source,
         &target,
-        metric_filter(&p.metric_names),
+        Metrics::Named(&p.metric_names),
         &window,
         &owners,
     )?;
@@ -215,7 +208,7 @@ pub fn analysis(source: &Source, p: AnalysisParams) -> Result<Value> {
     if compact && p.group_by.is_none() && agg == "mean" {
         let types = counters(source)?;
         let tags = p.include_tags.unwrap_or(false);
-        let rows = summaries(&series, &keep, tags, &types, &reading);
+        let rows = summaries(&series, &keep, tags, &types.0, &reading);
         return Ok(Value::Array(sorted_limited(
             rows,
             p.sort_by.as_deref(),
@@ -632,7 +625,14 @@ fn grouped_or_rows(
         }
         let aggs: Vec<Expr> = numeric.iter().map(|c| fold(col(c.as_str()))).collect();
         let grouped = frame.lazy().group_by([col(g)]).agg(aggs);
+        // Groups are unordered: ties on the sort key go by the group's name.
         let sorted = match sort_key.as_deref() {
+            Some(k) if g != "timestamp" && k != g => grouped.sort(
+                [k, g],
+                SortMultipleOptions::default()
+                    .with_order_descending_multi([true, false])
+                    .with_nulls_last(true),
+            ),
             Some(k) if g != "timestamp" => grouped.sort(
                 [k],
                 SortMultipleOptions::default()
@@ -646,9 +646,10 @@ fn grouped_or_rows(
         let aggs: Vec<Expr> = numeric.iter().map(|c| fold(col(c.as_str()))).collect();
         collect(frame.lazy().select(aggs))?
     } else {
-        let sorted = frame
-            .lazy()
-            .sort(["timestamp"], SortMultipleOptions::default());
+        let sorted = frame.lazy().sort(
+            ["timestamp"],
+            SortMultipleOptions::default().with_maintain_order(true),
+        );
         let sorted = match sort_by {
             Some(k) if compact => sorted.sort(
                 [k],
@@ -679,23 +680,18 @@ pub fn anomalies(source: &Source, p: AnomalyParams) -> Result<Value> {
     let window = Window::parse(p.start_time.as_deref(), p.end_time.as_deref(), &reading)?;
     let id = ObjectId::parse(&p.k8_object_name, "k8_object_name")?;
     let owners = Owners::load(source)?;
-    let name_filter = p
-        .metric_name_filter
-        .as_deref()
-        .filter(|f| !f.is_empty())
-        .map(|f| {
-            col(schemas::tables::columns::metrics::METRIC)
-                .str()
-                .contains_literal(lit(f.to_string()))
-        });
-    let series = select::load(source, &Target::Object(id), name_filter, &window, &owners)?;
+    let metrics = match p.metric_name_filter.as_deref().filter(|f| !f.is_empty()) {
+        Some(text) => Metrics::Containing(text),
+        None => Metrics::All,
+    };
+    let series = select::load(source, &Target::Object(id), metrics, &window, &owners)?;
     let types = counters(source)?;
     let raw = p.raw_content.unwrap_or(true);
     let mut out: Vec<(usize, Value)> = series
         .iter()
         .filter(|s| !s.points.is_empty())
         .map(|s| {
-            let counter = is_counter(&s.metric, &types);
+            let counter = is_counter(&s.metric, &types.0);
             let points = if counter { rates(&s.points) } else { s.points.clone() };
             let found = outliers(&points);
             let mut row = base_row(s);

@@ -1,18 +1,20 @@
 //! Which series belong to an object. ITBench keeps one file per pod or service and finds an
 //! object's metrics by file name; here a series belongs to a pod by its `pod` label, to a
 //! service by its `service_name` / `service` / `destination_canonical_service` label, to a
-//! workload through its pods' owners (or a `deployment` label), to a node by `node`. The scan,
-//! the window, the metric names and the object are all filters polars pushes into the Parquet
-//! read; the matching rows come back grouped into series.
+//! workload through its pods' owners (or a `deployment` label), to a node by `node`. The table is
+//! read once into series (kept until it changes); a question selects series by metric, object
+//! and window from those.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use polars::prelude::*;
 use regex::Regex;
 use schemas::tables::columns::metrics as c;
 use schemas::tables::{Labels, Table};
 
-use crate::frame::{collect, floats, ints, label, labels, strings};
+use crate::cache::Derived;
+use crate::frame::{collect, strings};
 use crate::owners::Owners;
 use crate::params::{ObjectId, Window};
 use crate::{Error, Result, Source};
@@ -71,156 +73,267 @@ pub struct Series {
     pub points: Vec<(i64, f64)>,
 }
 
-/// The service a series is about.
-fn service_label() -> Expr {
-    label(c::LABELS, "service_name")
-        .fill_null(label(c::LABELS, "destination_canonical_service"))
-        .fill_null(label(c::LABELS, "service"))
+/// Which metrics a question is about.
+#[derive(Debug, Clone, Copy)]
+pub enum Metrics<'a> {
+    All,
+    /// These names exactly (none: every metric).
+    Named(&'a [String]),
+    /// Names containing this text.
+    Containing(&'a str),
 }
 
-fn node_label() -> Expr {
-    label(c::LABELS, "node").fill_null(label(c::LABELS, "kubernetes_io_hostname"))
-}
-
-fn any_of(exprs: Vec<Expr>) -> Expr {
-    exprs
-        .into_iter()
-        .reduce(|a, b| a.or(b))
-        .unwrap_or(lit(false))
-}
-
-fn equals_any(column: &str, names: &[String]) -> Expr {
-    any_of(
-        names
-            .iter()
-            .map(|n| {
-                col(column)
-                    .str()
-                    .to_lowercase()
-                    .eq(lit(n.to_ascii_lowercase()))
-            })
-            .collect(),
-    )
-}
-
-/// The polars predicate for an object identifier over the label columns `_pod`, `_svc`,
-/// `_node`, `_dep`: a pod by name or name prefix (ITBench's `pod_<name>*` files), a service by
-/// name (also without a `-service` suffix), a workload through its pods.
-fn object_predicate(id: &ObjectId, owners: &Owners) -> Expr {
-    let variants = id.name_variants();
-    let pods: Vec<String> = owners
-        .pods_of(id.namespace.as_deref(), &id.name)
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect();
-    let pod = any_of(
-        variants
-            .iter()
-            .map(|v| col("_pod").str().starts_with(lit(v.clone())))
-            .collect(),
-    );
-    let service = equals_any("_svc", &variants);
-    let workload = equals_any("_pod", &pods).or(equals_any("_dep", &variants));
-    let node = equals_any("_node", &variants);
-    let by_kind = match id.kind.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        Some("pod") => pod,
-        Some("service") | Some("svc") | Some("app") => service,
-        Some("deployment") | Some("statefulset") | Some("daemonset") | Some("replicaset") => {
-            workload
+impl Metrics<'_> {
+    fn keeps(&self, metric: &str) -> bool {
+        match self {
+            Metrics::All => true,
+            Metrics::Named(names) => names.is_empty() || names.iter().any(|n| n == metric),
+            Metrics::Containing(text) => metric.contains(text),
         }
-        Some("node") => node,
-        _ => pod.or(service).or(workload).or(node),
-    };
-    match &id.namespace {
-        Some(ns) => by_kind.and(col(c::NAMESPACE).eq(lit(ns.clone()))),
-        None => by_kind,
     }
 }
 
-/// Loads the series of a target whose metric passes `metrics` (a predicate on the `metric`
-/// column) inside the window.
+/// One series of the metrics table as recorded: the label values that name its object, and
+/// every point in time order.
+#[derive(Debug)]
+struct Recorded {
+    metric: String,
+    namespace: Option<String>,
+    labels: Labels,
+    pod: Option<String>,
+    service: Option<String>,
+    node: Option<String>,
+    deployment: Option<String>,
+    points: Vec<(i64, f64)>,
+}
+
+impl Recorded {
+    fn new(metric: String, namespace: Option<String>, labels: Labels) -> Recorded {
+        let get = |keys: &[&str]| keys.iter().find_map(|k| labels.get(*k).cloned());
+        Recorded {
+            pod: get(&["pod"]),
+            service: get(&["service_name", "destination_canonical_service", "service"]),
+            node: get(&["node", "kubernetes_io_hostname"]),
+            deployment: get(&["deployment"]),
+            metric,
+            namespace,
+            labels,
+            points: Vec::new(),
+        }
+    }
+
+    /// The points inside the window.
+    fn points_in(&self, window: &Window) -> &[(i64, f64)] {
+        let from = window
+            .start
+            .map_or(0, |s| self.points.partition_point(|p| p.0 < s));
+        let to = window.end.map_or(self.points.len(), |e| {
+            self.points.partition_point(|p| p.0 <= e)
+        });
+        &self.points[from..to.max(from)]
+    }
+}
+
+/// Every series of the metrics table, in (metric, labels) order (the order a dataset stores
+/// them in). Questions select from these rather than scan the table: finding an object's series
+/// means reading every row's labels, which is most of what a scan costs.
+#[derive(Debug)]
+pub(crate) struct AllSeries(Vec<Recorded>);
+
+impl Derived for AllSeries {
+    const TABLES: &'static [Table] = &[Table::Metrics];
+
+    fn derive(source: &Source) -> Result<AllSeries> {
+        let df = collect(source.scan(Table::Metrics)?.select([
+            col(c::METRIC),
+            col(c::NAMESPACE),
+            col(c::LABELS),
+            col(c::TIME).cast(DataType::Int64).alias("_t"),
+            col(c::VALUE),
+        ]))?;
+        let metric = df.column(c::METRIC)?.str()?;
+        let namespace = df.column(c::NAMESPACE)?.str()?;
+        let times = df.column("_t")?.i64()?;
+        let values = df.column(c::VALUE)?.f64()?;
+        // A row's labels are a list of (key, value) entries, laid end to end in one array per
+        // chunk (row r's are entries[offsets[r]..offsets[r + 1]]). They are read as borrowed
+        // text, and a row whose labels are those of the row before (every row of a series but
+        // its first, in a dataset's order) is matched without building its label set.
+        let list = df.column(c::LABELS)?.list()?;
+        let mut fields = Vec::new();
+        for chunk in list.downcast_iter() {
+            let entries = polars::prelude::Series::try_from((
+                PlSmallStr::from("labels"),
+                chunk.values().clone(),
+            ))?;
+            let entries = entries.struct_()?;
+            let (keys, vals) = (
+                entries.field_by_name("key")?,
+                entries.field_by_name("value")?,
+            );
+            let (keys, vals) = (
+                keys.str()?.rechunk().into_owned(),
+                vals.str()?.rechunk().into_owned(),
+            );
+            fields.push((chunk.offsets().as_slice(), keys, vals));
+        }
+        let mut lists = Vec::new();
+        for (offsets, keys, vals) in &fields {
+            if let (Some(k), Some(v)) = (keys.downcast_iter().next(), vals.downcast_iter().next()) {
+                lists.push((*offsets, k, v));
+            }
+        }
+        let mut cursor = (0, 0); // (chunk, row in it)
+        let (mut this, mut before) = (Vec::new(), Vec::new());
+        // The next row's (key, value) pairs, into `this`.
+        let mut next_labels = |this: &mut Vec<_>| {
+            while let Some((offsets, keys, vals)) = lists.get(cursor.0) {
+                if cursor.1 + 1 < offsets.len() {
+                    let (from, to) = (offsets[cursor.1] as usize, offsets[cursor.1 + 1] as usize);
+                    this.extend((from..to).map(|j| (keys.get(j), vals.get(j))));
+                    cursor.1 += 1;
+                    return;
+                }
+                cursor = (cursor.0 + 1, 0);
+            }
+        };
+
+        // A series is its metric and labels; its namespace is that of its first row.
+        let mut index: HashMap<(&str, Labels), usize> = HashMap::new();
+        let mut series: Vec<Recorded> = Vec::new();
+        let mut previous: Option<(&str, usize)> = None; // (metric, series)
+        let rows = metric.iter().zip(namespace.iter());
+        let points = times.iter().zip(values.iter());
+        for ((name, ns), (t, v)) in rows.zip(points) {
+            let name = name.unwrap_or_default();
+            std::mem::swap(&mut this, &mut before);
+            this.clear();
+            next_labels(&mut this);
+            let at = match previous.filter(|(m, _)| *m == name && this == before) {
+                Some((_, at)) => at,
+                None => {
+                    let labels: Labels = this
+                        .iter()
+                        .filter_map(|(k, v)| {
+                            Some(((*k)?.to_string(), v.unwrap_or_default().into()))
+                        })
+                        .collect();
+                    match index.get(&(name, labels.clone())) {
+                        Some(at) => *at,
+                        None => {
+                            let ns = ns.map(str::to_string);
+                            series.push(Recorded::new(name.to_string(), ns, labels.clone()));
+                            index.insert((name, labels), series.len() - 1);
+                            series.len() - 1
+                        }
+                    }
+                }
+            };
+            previous = Some((name, at));
+            if let (Some(t), Some(v)) = (t, v) {
+                series[at].points.push((t, v));
+            }
+        }
+        drop(index);
+        for s in &mut series {
+            // Stable: points of one instant keep the table's order.
+            s.points.sort_by_key(|p| p.0);
+        }
+        series.sort_by(|a, b| (&a.metric, &a.labels).cmp(&(&b.metric, &b.labels)));
+        Ok(AllSeries(series))
+    }
+}
+
+/// Whether a series belongs to the object an identifier names: a pod by name or name prefix
+/// (ITBench's `pod_<name>*` files), a service by name (also without a `-service` suffix), a
+/// workload through its pods (`pods`, lowercased) or a `deployment` label, a node by name.
+fn is_object(id: &ObjectId, variants: &[String], pods: &[String], s: &Recorded) -> bool {
+    let equals_any = |value: &Option<String>, names: &[String]| {
+        value.as_deref().is_some_and(|v| {
+            let v = v.to_lowercase();
+            names.iter().any(|n| *n == v)
+        })
+    };
+    let pod = || {
+        s.pod
+            .as_deref()
+            .is_some_and(|p| variants.iter().any(|v| p.starts_with(v.as_str())))
+    };
+    let service = || equals_any(&s.service, variants);
+    let workload = || equals_any(&s.pod, pods) || equals_any(&s.deployment, variants);
+    let node = || equals_any(&s.node, variants);
+    let by_kind = match id.kind.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        Some("pod") => pod(),
+        Some("service") | Some("svc") | Some("app") => service(),
+        Some("deployment") | Some("statefulset") | Some("daemonset") | Some("replicaset") => {
+            workload()
+        }
+        Some("node") => node(),
+        _ => pod() || service() || workload() || node(),
+    };
+    by_kind
+        && id
+            .namespace
+            .as_ref()
+            .is_none_or(|ns| s.namespace.as_ref() == Some(ns))
+}
+
+/// The series of a target whose metric `metrics` keeps, with their points inside the window
+/// (a series without one is left out).
 pub fn load(
     source: &Source,
     target: &Target,
-    metrics: Option<Expr>,
+    metrics: Metrics<'_>,
     window: &Window,
     owners: &Owners,
 ) -> Result<Vec<Series>> {
-    let mut lf = source.scan(Table::Metrics)?;
-    if let Some(pred) = window.predicate(c::TIME) {
-        lf = lf.filter(pred);
-    }
-    if let Some(pred) = metrics {
-        lf = lf.filter(pred);
-    }
-    lf = lf.with_columns([
-        label(c::LABELS, "pod").alias("_pod"),
-        service_label().alias("_svc"),
-        node_label().alias("_node"),
-        label(c::LABELS, "deployment").alias("_dep"),
-    ]);
-    if let Target::Object(id) = target {
-        lf = lf.filter(object_predicate(id, owners));
-    }
-    let df = collect(lf.select([
-        col(c::METRIC),
-        col(c::NAMESPACE),
-        col(c::LABELS),
-        col(c::TIME).cast(DataType::Int64).alias("_t"),
-        col(c::VALUE),
-        col("_pod"),
-        col("_svc"),
-        col("_node"),
-        col("_dep"),
-    ]))?;
-    let metric = strings(&df, c::METRIC)?;
-    let namespace = strings(&df, c::NAMESPACE)?;
-    let label_sets = labels(&df, c::LABELS)?;
-    let times = ints(&df, "_t")?;
-    let values = floats(&df, c::VALUE)?;
-    let pods = strings(&df, "_pod")?;
-    let services = strings(&df, "_svc")?;
-    let nodes = strings(&df, "_node")?;
-    let deps = strings(&df, "_dep")?;
-    let mut index: HashMap<(String, Labels), usize> = HashMap::new();
-    let mut out: Vec<Series> = Vec::new();
-    for i in 0..df.height() {
-        let name = metric[i].clone().unwrap_or_default();
-        let key = (name.clone(), label_sets[i].clone());
-        let at = match index.get(&key) {
-            Some(at) => *at,
-            None => {
-                let ns = namespace[i].clone().unwrap_or_default();
-                let Some((kind, object)) =
-                    object_of(target, &pods[i], &services[i], &nodes[i], &deps[i], &ns)
-                else {
-                    continue;
-                };
-                let deployment = match (kind.as_str(), &pods[i]) {
-                    ("pod", Some(p)) => owners.workload(&ns, "Pod", p),
-                    _ => object.clone(),
-                };
-                out.push(Series {
-                    metric: name,
-                    labels: key.1.clone(),
-                    namespace: ns,
-                    object_kind: kind,
-                    object_name: object,
-                    deployment,
-                    pod: pods[i].clone(),
-                    service: services[i].clone(),
-                    points: Vec::new(),
-                });
-                index.insert(key, out.len() - 1);
-                out.len() - 1
-            }
-        };
-        if let (Some(t), Some(v)) = (times[i], values[i]) {
-            out[at].points.push((t, v));
+    let all = source.derived::<AllSeries>()?;
+    let object = match target {
+        Target::Object(id) => {
+            let pods: Vec<String> = owners
+                .pods_of(id.namespace.as_deref(), &id.name)
+                .into_iter()
+                .map(|(_, p)| p.to_ascii_lowercase())
+                .collect();
+            Some((id, id.name_variants(), pods))
         }
-    }
-    for s in &mut out {
-        s.points.sort_by_key(|p| p.0);
+        Target::Pattern { .. } => None,
+    };
+    let mut out = Vec::new();
+    for s in &all.0 {
+        if !metrics.keeps(&s.metric) {
+            continue;
+        }
+        let points = s.points_in(window);
+        if points.is_empty() {
+            continue;
+        }
+        if let Some((id, variants, pods)) = &object
+            && !is_object(id, variants, pods, s)
+        {
+            continue;
+        }
+        let ns = s.namespace.clone().unwrap_or_default();
+        let Some((kind, object)) =
+            object_of(target, &s.pod, &s.service, &s.node, &s.deployment, &ns)
+        else {
+            continue;
+        };
+        let deployment = match (kind.as_str(), &s.pod) {
+            ("pod", Some(p)) => owners.workload(&ns, "Pod", p),
+            _ => object.clone(),
+        };
+        out.push(Series {
+            metric: s.metric.clone(),
+            labels: s.labels.clone(),
+            namespace: ns,
+            object_kind: kind,
+            object_name: object,
+            deployment,
+            pod: s.pod.clone(),
+            service: s.service.clone(),
+            points: points.to_vec(),
+        });
     }
     Ok(out)
 }
@@ -277,22 +390,36 @@ fn object_of(
     }
 }
 
+/// Each metric family's type as the metadata records it.
+#[derive(Debug)]
+pub struct MetricTypes(pub BTreeMap<String, String>);
+
+impl Derived for MetricTypes {
+    const TABLES: &'static [Table] = &[Table::MetricMetadata];
+
+    fn derive(source: &Source) -> Result<MetricTypes> {
+        use schemas::tables::columns::metric_metadata as m;
+        let df = collect(
+            source
+                .scan(Table::MetricMetadata)?
+                .select([col(m::METRIC), col(m::TYPE)]),
+        )?;
+        let names = strings(&df, m::METRIC)?;
+        let types = strings(&df, m::TYPE)?;
+        Ok(MetricTypes(
+            names
+                .into_iter()
+                .zip(types)
+                .filter_map(|(n, t)| Some((n?, t.unwrap_or_default())))
+                .collect(),
+        ))
+    }
+}
+
 /// Metric families the metadata calls counters (and histogram or summary parts), with the
-/// naming conventions as a fallback.
-pub fn counters(source: &Source) -> Result<BTreeMap<String, String>> {
-    use schemas::tables::columns::metric_metadata as m;
-    let df = collect(
-        source
-            .scan(Table::MetricMetadata)?
-            .select([col(m::METRIC), col(m::TYPE)]),
-    )?;
-    let names = strings(&df, m::METRIC)?;
-    let types = strings(&df, m::TYPE)?;
-    Ok(names
-        .into_iter()
-        .zip(types)
-        .filter_map(|(n, t)| Some((n?, t.unwrap_or_default())))
-        .collect())
+/// naming conventions as a fallback (see [`is_counter`]).
+pub fn counters(source: &Source) -> Result<Arc<MetricTypes>> {
+    source.derived()
 }
 
 /// Whether samples of `metric` are cumulative (rates, not levels, carry the signal).

@@ -26,6 +26,7 @@ use crate::frame::{collect, ints, label, strings, strings_or_empty};
 use crate::params::entity_id;
 use crate::traces::peer_service;
 use crate::{Result, Source};
+pub(crate) use query::Graph;
 pub use query::{AnalysisParams, analysis};
 use schemas::tables::Table;
 
@@ -133,7 +134,8 @@ impl Object {
 /// Every object's latest version, unless that version is its deletion.
 fn latest_objects(source: &Source) -> Result<Vec<Object>> {
     use schemas::tables::columns::objects as c;
-    let by_time = || SortMultipleOptions::default();
+    // Stable, so that of two versions seen at one instant the later row is the latest.
+    let by_time = || SortMultipleOptions::default().with_maintain_order(true);
     let lf = source
         .scan(Table::Objects)?
         .group_by([col(c::KIND), col(c::NAMESPACE), col(c::NAME)])
@@ -425,22 +427,14 @@ fn pod_edges(t: &mut Topology, o: &Object, id: &str, services: &HashMap<(String,
     }
 }
 
-/// A topology kept for several entity queries (`get_context_contract` asks about an entity,
-/// its pods and its dependencies).
-pub(crate) struct QueryGraph(Topology);
-
-impl QueryGraph {
-    pub fn analyse(&self, entity: &str) -> Result<Value> {
-        query::analyse(&query::Graph::new(&self.0), entity)
-    }
-}
-
-pub(crate) fn query_graph(source: &Source) -> Result<QueryGraph> {
-    Ok(QueryGraph(topology(source)?))
+/// The topology as kept for queries until the objects or the spans change.
+pub(crate) fn graph(source: &Source) -> Result<std::sync::Arc<Graph>> {
+    source.derived()
 }
 
 pub fn build(source: &Source, _p: BuildParams) -> Result<Value> {
-    let t = topology(source)?;
+    let g = graph(source)?;
+    let t = &g.t;
     let (kinds, relations) = t.counts();
     Ok(json!({
         "nodes": t.nodes.len(),

@@ -6,7 +6,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use schemas::tables::Table;
+
 use super::{Topology, topology};
+use crate::cache::Derived;
 use crate::{Error, Result, Source};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -22,32 +25,81 @@ pub struct AnalysisParams {
 const MAX_CHAINS: usize = 20;
 const MAX_DEPTH: usize = 10;
 
-pub(crate) struct Graph<'a> {
-    pub t: &'a Topology,
-    pub by_id: HashMap<&'a str, usize>,
-    pub out: HashMap<&'a str, Vec<(&'a str, &'a str)>>,
-    pub inc: HashMap<&'a str, Vec<(&'a str, &'a str)>>,
+/// A topology indexed for queries: nodes by id, edges by their source and by their target (in
+/// the order found), ids and names lowercased for lookups that ignore case.
+#[derive(Debug)]
+pub(crate) struct Graph {
+    pub t: Topology,
+    by_id: HashMap<String, usize>,
+    out: HashMap<String, Vec<usize>>,
+    inc: HashMap<String, Vec<usize>>,
+    lower_ids: Vec<String>,
+    lower_names: Vec<String>,
 }
 
-impl<'a> Graph<'a> {
-    pub fn new(t: &'a Topology) -> Graph<'a> {
+impl Derived for Graph {
+    const TABLES: &'static [Table] = &[Table::Objects, Table::Spans];
+
+    fn derive(source: &Source) -> Result<Graph> {
+        Ok(Graph::new(topology(source)?))
+    }
+}
+
+impl Graph {
+    pub fn new(mut t: Topology) -> Graph {
+        // Only the building needed the sets that kept nodes and edges unique.
+        t.node_ids = Default::default();
+        t.edge_ids = Default::default();
         let by_id = t
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.id.as_str(), i))
+            .map(|(i, n)| (n.id.clone(), i))
             .collect();
-        let mut out: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
-        let mut inc: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
-        for e in &t.edges {
-            out.entry(&e.source)
-                .or_default()
-                .push((&e.target, &e.relation));
-            inc.entry(&e.target)
-                .or_default()
-                .push((&e.source, &e.relation));
+        let mut out: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut inc: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, e) in t.edges.iter().enumerate() {
+            out.entry(e.source.clone()).or_default().push(i);
+            inc.entry(e.target.clone()).or_default().push(i);
         }
-        Graph { t, by_id, out, inc }
+        let lower_ids = t.nodes.iter().map(|n| n.id.to_ascii_lowercase()).collect();
+        let lower_names = t
+            .nodes
+            .iter()
+            .map(|n| n.name.to_ascii_lowercase())
+            .collect();
+        Graph {
+            t,
+            by_id,
+            out,
+            inc,
+            lower_ids,
+            lower_names,
+        }
+    }
+
+    /// The edges from a node: (target, relation), in the order found.
+    pub fn outgoing<'g>(&'g self, id: &str) -> impl Iterator<Item = (&'g str, &'g str)> + 'g {
+        let edges = self.out.get(id).map_or(&[][..], Vec::as_slice);
+        edges.iter().map(|i| {
+            let e = &self.t.edges[*i];
+            (e.target.as_str(), e.relation.as_str())
+        })
+    }
+
+    /// The edges into a node: (source, relation), in the order found.
+    pub fn incoming<'g>(&'g self, id: &str) -> impl Iterator<Item = (&'g str, &'g str)> + 'g {
+        let edges = self.inc.get(id).map_or(&[][..], Vec::as_slice);
+        edges.iter().map(|i| {
+            let e = &self.t.edges[*i];
+            (e.source.as_str(), e.relation.as_str())
+        })
+    }
+
+    /// The analysis of one entity (`get_context_contract` asks about an entity, its pods and
+    /// its dependencies).
+    pub fn analyse(&self, entity: &str) -> Result<Value> {
+        analyse(self, entity)
     }
 
     pub fn kind(&self, id: &str) -> &str {
@@ -62,37 +114,32 @@ impl<'a> Graph<'a> {
             .map_or(id, |i| self.t.nodes[*i].name.as_str())
     }
 
-    fn targets(&self, id: &str, relation: &str) -> Vec<&'a str> {
-        self.out
-            .get(id)
-            .into_iter()
-            .flatten()
+    fn targets(&self, id: &str, relation: &str) -> Vec<&str> {
+        self.outgoing(id)
             .filter(|(_, r)| *r == relation)
-            .map(|(t, _)| *t)
+            .map(|(t, _)| t)
             .collect()
     }
 
-    fn sources(&self, id: &str, relation: &str) -> Vec<&'a str> {
-        self.inc
-            .get(id)
-            .into_iter()
-            .flatten()
+    fn sources(&self, id: &str, relation: &str) -> Vec<&str> {
+        self.incoming(id)
             .filter(|(_, r)| *r == relation)
-            .map(|(s, _)| *s)
+            .map(|(s, _)| s)
             .collect()
     }
 
     /// A node by id, case-insensitive id, name (Apps, Services, workloads and Pods first), or
     /// part of an id.
-    pub fn find(&self, query: &str) -> Option<&'a str> {
+    pub fn find(&self, query: &str) -> Option<&str> {
         let q = query.trim();
         let lower = q.to_ascii_lowercase();
         let nodes = &self.t.nodes;
-        if let Some(n) = nodes.iter().find(|n| n.id == q) {
-            return Some(&n.id);
+        let id = |i: usize| Some(nodes[i].id.as_str());
+        if let Some(i) = self.by_id.get(q) {
+            return id(*i);
         }
-        if let Some(n) = nodes.iter().find(|n| n.id.to_ascii_lowercase() == lower) {
-            return Some(&n.id);
+        if let Some(i) = self.lower_ids.iter().position(|n| *n == lower) {
+            return id(i);
         }
         for kind in [
             "App",
@@ -103,23 +150,22 @@ impl<'a> Graph<'a> {
             "Pod",
             "ReplicaSet",
         ] {
-            if let Some(n) = nodes
-                .iter()
-                .find(|n| n.kind == kind && n.name.to_ascii_lowercase() == lower)
+            if let Some(i) =
+                (0..nodes.len()).find(|i| nodes[*i].kind == kind && self.lower_names[*i] == lower)
             {
-                return Some(&n.id);
+                return id(i);
             }
         }
-        if let Some(n) = nodes.iter().find(|n| n.name.to_ascii_lowercase() == lower) {
-            return Some(&n.id);
+        if let Some(i) = self.lower_names.iter().position(|n| *n == lower) {
+            return id(i);
         }
-        nodes
+        self.lower_ids
             .iter()
-            .find(|n| n.id.to_ascii_lowercase().contains(&lower))
-            .map(|n| n.id.as_str())
+            .position(|n| n.contains(&lower))
+            .and_then(id)
     }
 
-    pub fn aliases(&self, id: &'a str) -> BTreeSet<&'a str> {
+    pub fn aliases<'g>(&'g self, id: &'g str) -> BTreeSet<&'g str> {
         let mut set = BTreeSet::from([id]);
         set.extend(self.targets(id, "is_alias"));
         set.extend(self.sources(id, "is_alias"));
@@ -127,12 +173,12 @@ impl<'a> Graph<'a> {
     }
 
     /// The App a Service is an alias of (calls are between Apps).
-    fn app_of(&self, id: &'a str) -> &'a str {
+    fn app_of<'g>(&'g self, id: &'g str) -> &'g str {
         self.sources(id, "is_alias").first().copied().unwrap_or(id)
     }
 
     /// The workload a Pod rolls up to, through its owners.
-    fn workload_of(&self, pod: &'a str) -> &'a str {
+    fn workload_of<'g>(&'g self, pod: &'g str) -> &'g str {
         let mut at = pod;
         for _ in 0..4 {
             match self
@@ -147,17 +193,17 @@ impl<'a> Graph<'a> {
         at
     }
 
-    pub fn callees(&self, app: &str) -> Vec<&'a str> {
+    pub fn callees(&self, app: &str) -> Vec<&str> {
         self.targets(app, "calls")
     }
 
-    pub fn callers(&self, app: &str) -> Vec<&'a str> {
+    pub fn callers(&self, app: &str) -> Vec<&str> {
         self.sources(app, "calls")
     }
 }
 
 /// Chains of calls from every entry service (one nobody calls) down to `targets`.
-fn chains_to(g: &Graph<'_>, targets: &BTreeSet<&str>) -> Vec<String> {
+fn chains_to(g: &Graph, targets: &BTreeSet<&str>) -> Vec<String> {
     let apps: Vec<&str> =
         g.t.nodes
             .iter()
@@ -170,10 +216,10 @@ fn chains_to(g: &Graph<'_>, targets: &BTreeSet<&str>) -> Vec<String> {
         .filter(|a| g.callers(a).is_empty())
         .collect();
     let mut out = Vec::new();
-    fn walk<'a>(
-        g: &Graph<'a>,
-        at: &'a str,
-        path: &mut Vec<&'a str>,
+    fn walk<'g>(
+        g: &'g Graph,
+        at: &'g str,
+        path: &mut Vec<&'g str>,
         targets: &BTreeSet<&str>,
         out: &mut Vec<String>,
     ) {
@@ -204,9 +250,9 @@ fn chains_to(g: &Graph<'_>, targets: &BTreeSet<&str>) -> Vec<String> {
 }
 
 /// Chains of calls from `sources` down to services that call nobody.
-fn chains_from(g: &Graph<'_>, sources: &BTreeSet<&str>) -> Vec<String> {
+fn chains_from(g: &Graph, sources: &BTreeSet<&str>) -> Vec<String> {
     let mut out = Vec::new();
-    fn walk<'a>(g: &Graph<'a>, at: &'a str, path: &mut Vec<&'a str>, out: &mut Vec<String>) {
+    fn walk<'g>(g: &'g Graph, at: &'g str, path: &mut Vec<&'g str>, out: &mut Vec<String>) {
         if out.len() >= 200 || path.len() > MAX_DEPTH {
             return;
         }
@@ -238,7 +284,7 @@ fn chains_from(g: &Graph<'_>, sources: &BTreeSet<&str>) -> Vec<String> {
     out
 }
 
-fn label(g: &Graph<'_>, id: &str) -> String {
+fn label(g: &Graph, id: &str) -> String {
     if g.kind(id) == "App" {
         format!("App/{id}")
     } else {
@@ -247,7 +293,7 @@ fn label(g: &Graph<'_>, id: &str) -> String {
 }
 
 /// The analysis of one entity (shared with `get_context_contract`).
-pub(crate) fn analyse(g: &Graph<'_>, query: &str) -> Result<Value> {
+pub(crate) fn analyse(g: &Graph, query: &str) -> Result<Value> {
     let start = g.find(query).ok_or_else(|| {
         let some: Vec<&str> =
             g.t.nodes
@@ -266,14 +312,14 @@ pub(crate) fn analyse(g: &Graph<'_>, query: &str) -> Result<Value> {
     let mut direct = BTreeSet::new();
     let mut by_type: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for a in &aliases {
-        for (target, rel) in g.out.get(a).into_iter().flatten() {
+        for (target, rel) in g.outgoing(a) {
             direct.insert(format!("{} --{rel}--> {}", label(g, a), label(g, target)));
             by_type
                 .entry(format!("--{rel}-->"))
                 .or_default()
                 .insert(label(g, target));
         }
-        for (source, rel) in g.inc.get(a).into_iter().flatten() {
+        for (source, rel) in g.incoming(a) {
             direct.insert(format!("{} --{rel}--> {}", label(g, source), label(g, a)));
             by_type
                 .entry(format!("<--{rel}--"))
@@ -353,7 +399,7 @@ pub(crate) fn analyse(g: &Graph<'_>, query: &str) -> Result<Value> {
 
 /// Namespace → workload → ReplicaSet → Pod → Node behind a Service (through its endpoints) or a
 /// workload.
-fn backing_infrastructure(g: &Graph<'_>, aliases: &BTreeSet<&str>) -> Vec<String> {
+fn backing_infrastructure(g: &Graph, aliases: &BTreeSet<&str>) -> Vec<String> {
     let mut pods: BTreeSet<&str> = BTreeSet::new();
     let mut workloads: BTreeSet<&str> = BTreeSet::new();
     for a in aliases {
@@ -415,7 +461,5 @@ fn backing_infrastructure(g: &Graph<'_>, aliases: &BTreeSet<&str>) -> Vec<String
 }
 
 pub fn analysis(source: &Source, p: AnalysisParams) -> Result<Value> {
-    let t = topology(source)?;
-    let g = Graph::new(&t);
-    analyse(&g, &p.entity)
+    source.derived::<Graph>()?.analyse(&p.entity)
 }
