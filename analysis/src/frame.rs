@@ -73,24 +73,68 @@ pub fn ints(df: &DataFrame, name: &str) -> Result<Vec<Option<i64>>> {
     Ok(c.i64()?.iter().collect())
 }
 
+/// One row's entries of a map column: (key, value) pairs, borrowed from the frame.
+pub type Entries<'a> = [(Option<&'a str>, Option<&'a str>)];
+
+/// Walks the map column `name` row by row without building a map per row (polars reads a
+/// `Map<Utf8, Utf8>` as a list of `{key, value}` structs, laid end to end in one array per
+/// chunk): `f` gets each row's entries and whether they are the previous row's.
+pub fn each_map(df: &DataFrame, name: &str, mut f: impl FnMut(&Entries<'_>, bool)) -> Result<()> {
+    let list = df.column(name)?.list()?;
+    let mut chunks = Vec::new();
+    for chunk in list.downcast_iter() {
+        let entries = Series::try_from((PlSmallStr::from(name), chunk.values().clone()))?;
+        let entries = entries.struct_()?;
+        let keys = entries.field_by_name("key")?.str()?.rechunk().into_owned();
+        let values = entries
+            .field_by_name("value")?
+            .str()?
+            .rechunk()
+            .into_owned();
+        chunks.push((chunk.offsets().as_slice(), keys, values));
+    }
+    let (mut this, mut before) = (Vec::new(), Vec::new());
+    let mut first = true;
+    for (offsets, keys, values) in &chunks {
+        let arrays = keys
+            .downcast_iter()
+            .next()
+            .zip(values.downcast_iter().next());
+        for row in offsets.windows(2) {
+            std::mem::swap(&mut this, &mut before);
+            this.clear();
+            if let Some((k, v)) = arrays {
+                this.extend((row[0] as usize..row[1] as usize).map(|j| (k.get(j), v.get(j))));
+            }
+            f(&this, !first && this == before);
+            first = false;
+        }
+    }
+    Ok(())
+}
+
+/// The value of the first of `keys` the entries have (as `label` finds it).
+pub fn entry<'a>(entries: &Entries<'a>, keys: &[&str]) -> Option<&'a str> {
+    keys.iter().find_map(|key| {
+        entries
+            .iter()
+            .find(|(k, _)| *k == Some(*key))
+            .and_then(|(_, v)| *v)
+    })
+}
+
+/// The entries as a label set (an entry without a key is left out; one without a value is "").
+pub fn label_set(entries: &Entries<'_>) -> Labels {
+    entries
+        .iter()
+        .filter_map(|(k, v)| Some(((*k)?.to_string(), v.unwrap_or_default().to_string())))
+        .collect()
+}
+
 /// A map column's values as sorted label sets.
 pub fn labels(df: &DataFrame, name: &str) -> Result<Vec<Labels>> {
-    let list = df.column(name)?.list()?.clone();
-    let mut out = Vec::with_capacity(list.len());
-    for entry in list.amortized_iter() {
-        let mut labels = Labels::new();
-        if let Some(series) = entry {
-            let entries = series.as_ref().struct_()?;
-            let keys = entries.field_by_name("key")?;
-            let values = entries.field_by_name("value")?;
-            for (k, v) in keys.str()?.iter().zip(values.str()?.iter()) {
-                if let Some(k) = k {
-                    labels.insert(k.to_string(), v.unwrap_or_default().to_string());
-                }
-            }
-        }
-        out.push(labels);
-    }
+    let mut out = Vec::with_capacity(df.height());
+    each_map(df, name, |entries, _| out.push(label_set(entries)))?;
     Ok(out)
 }
 

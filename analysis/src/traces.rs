@@ -19,9 +19,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::cache::Derived;
-use crate::frame::{collect, ints, label, strings, strings_or_empty};
+use crate::frame::{collect, each_map, entry};
 use crate::params::{de_f64, parse_duration, parse_time};
-use crate::{Result, Source};
+use crate::{Error, Result, Source};
 use schemas::tables::Table;
 use schemas::tables::columns::spans as c;
 
@@ -111,49 +111,50 @@ pub fn load(source: &Source) -> Result<Arc<AllSpans>> {
     source.derived()
 }
 
+/// Attributes that name the peer of a client span, in order of preference.
+pub const PEER_KEYS: [&str; 3] = ["peer.service", "net.peer.name", "server.address"];
+
 fn read(source: &Source) -> Result<Vec<Span>> {
-    let start = || col(c::START).cast(DataType::Int64);
-    let df = collect(
-        source.scan(Table::Spans)?.select([
-            col(c::TRACE_ID),
-            col(c::SPAN_ID),
-            col(c::PARENT_SPAN_ID),
-            col(c::SERVICE),
-            col(c::KIND),
-            start().alias("_start"),
-            col(c::DURATION),
-            col(c::STATUS_CODE),
-            col(c::STATUS_MESSAGE),
-            label(c::ATTRIBUTES, "peer.service")
-                .fill_null(label(c::ATTRIBUTES, "net.peer.name"))
-                .fill_null(label(c::ATTRIBUTES, "server.address"))
-                .alias("_peer"),
-        ]),
-    )?;
-    let traces = strings_or_empty(&df, c::TRACE_ID)?;
-    let ids = strings_or_empty(&df, c::SPAN_ID)?;
-    let parents = strings(&df, c::PARENT_SPAN_ID)?;
-    let services = strings_or_empty(&df, c::SERVICE)?;
-    let kinds = strings_or_empty(&df, c::KIND)?;
-    let starts = ints(&df, "_start")?;
-    let durations = ints(&df, c::DURATION)?;
-    let statuses = strings_or_empty(&df, c::STATUS_CODE)?;
-    let messages = strings(&df, c::STATUS_MESSAGE)?;
-    let peers = strings(&df, "_peer")?;
-    let mut spans: Vec<Span> = (0..df.height())
-        .map(|i| Span {
-            trace: traces[i].clone(),
-            id: ids[i].clone(),
-            parent: parents[i].clone().filter(|p| !p.is_empty()),
-            service: services[i].clone(),
-            kind: kinds[i].to_ascii_lowercase(),
-            start: starts[i].unwrap_or(0),
-            duration_ms: durations[i].unwrap_or(0) as f64 / 1e6,
-            error: statuses[i].eq_ignore_ascii_case("error"),
-            message: messages[i].clone().filter(|m| !m.is_empty()),
-            peer: peers[i].as_deref().and_then(peer_service),
+    let df = collect(source.scan(Table::Spans)?.select([
+        col(c::TRACE_ID),
+        col(c::SPAN_ID),
+        col(c::PARENT_SPAN_ID),
+        col(c::SERVICE),
+        col(c::KIND),
+        col(c::START).cast(DataType::Int64),
+        col(c::DURATION).cast(DataType::Int64),
+        col(c::STATUS_CODE),
+        col(c::STATUS_MESSAGE),
+        col(c::ATTRIBUTES),
+    ]))?;
+    let text = |name: &str| Ok::<_, Error>(df.column(name)?.str()?.iter());
+    let (mut traces, mut ids, mut parents) = (
+        text(c::TRACE_ID)?,
+        text(c::SPAN_ID)?,
+        text(c::PARENT_SPAN_ID)?,
+    );
+    let (mut services, mut kinds) = (text(c::SERVICE)?, text(c::KIND)?);
+    let (mut statuses, mut messages) = (text(c::STATUS_CODE)?, text(c::STATUS_MESSAGE)?);
+    let mut starts = df.column(c::START)?.i64()?.iter();
+    let mut durations = df.column(c::DURATION)?.i64()?.iter();
+    let owned = |v: Option<Option<&str>>| v.flatten().unwrap_or_default().to_string();
+    let present =
+        |v: Option<Option<&str>>| v.flatten().filter(|s| !s.is_empty()).map(str::to_string);
+    let mut spans: Vec<Span> = Vec::with_capacity(df.height());
+    each_map(&df, c::ATTRIBUTES, |attributes, _| {
+        spans.push(Span {
+            trace: owned(traces.next()),
+            id: owned(ids.next()),
+            parent: present(parents.next()),
+            service: owned(services.next()),
+            kind: owned(kinds.next()).to_ascii_lowercase(),
+            start: starts.next().flatten().unwrap_or(0),
+            duration_ms: durations.next().flatten().unwrap_or(0) as f64 / 1e6,
+            error: owned(statuses.next()).eq_ignore_ascii_case("error"),
+            message: present(messages.next()),
+            peer: entry(attributes, &PEER_KEYS).and_then(peer_service),
         })
-        .collect();
+    })?;
     spans.sort_by(|a, b| a.trace.cmp(&b.trace).then(a.start.cmp(&b.start)));
     Ok(spans)
 }
@@ -261,15 +262,16 @@ struct Window {
     count: u64,
     errors: u64,
     latencies: Vec<f64>,
-    traces: BTreeSet<String>,
+    /// The traces with spans here, by their order in the analysis.
+    traces: BTreeSet<usize>,
 }
 
 impl Window {
-    fn add(&mut self, s: &Span) {
+    fn add(&mut self, s: &Span, trace: usize) {
         self.count += 1;
         self.errors += u64::from(s.error);
         self.latencies.push(s.duration_ms);
-        self.traces.insert(s.trace.clone());
+        self.traces.insert(trace);
     }
     fn error_pct(&self) -> f64 {
         if self.count == 0 {
@@ -285,7 +287,7 @@ impl Window {
         self.count += o.count;
         self.errors += o.errors;
         self.latencies.extend_from_slice(&o.latencies);
-        self.traces.extend(o.traces.iter().cloned());
+        self.traces.extend(o.traces.iter().copied());
     }
 }
 
@@ -364,7 +366,6 @@ fn latency(ms: f64) -> String {
 #[derive(Default)]
 struct PathStats {
     services: Vec<String>,
-    traces: BTreeSet<String>,
     hops: BTreeMap<String, (Window, Window)>,
     errors: BTreeSet<String>,
 }
@@ -405,6 +406,7 @@ pub fn error_tree(source: &Source, p: Params) -> Result<Value> {
     };
     let is_post = |t: i64| pivot.is_none_or(|p| t >= p);
     let mut paths: BTreeMap<String, PathStats> = BTreeMap::new();
+    let mut ordinal = 0;
     let mut start = 0;
     while start < spans.len() {
         let end = spans[start..]
@@ -425,16 +427,16 @@ pub fn error_tree(source: &Source, p: Params) -> Result<Value> {
         let key = path.join(" → ");
         let stats = paths.entry(key).or_default();
         stats.services = path;
-        stats.traces.insert(trace.spans[0].trace.clone());
+        ordinal += 1;
         for (s, svc) in trace.spans.iter().zip(&trace.hop_service) {
             if kind_filter.as_deref().is_some_and(|k| k != s.kind) {
                 continue;
             }
             let hop = stats.hops.entry(svc.clone()).or_default();
             if is_post(s.start) {
-                hop.1.add(s)
+                hop.1.add(s, ordinal)
             } else {
-                hop.0.add(s)
+                hop.0.add(s, ordinal)
             }
             if s.error
                 && let Some(m) = &s.message

@@ -6,7 +6,7 @@
 //! and window from those.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use polars::prelude::*;
 use regex::Regex;
@@ -14,7 +14,7 @@ use schemas::tables::columns::metrics as c;
 use schemas::tables::{Labels, Table};
 
 use crate::cache::Derived;
-use crate::frame::{collect, strings};
+use crate::frame::{collect, each_map, label_set, strings};
 use crate::owners::Owners;
 use crate::params::{ObjectId, Window};
 use crate::{Error, Result, Source};
@@ -134,114 +134,128 @@ impl Recorded {
     }
 }
 
-/// Every series of the metrics table, in (metric, labels) order (the order a dataset stores
-/// them in). Questions select from these rather than scan the table: finding an object's series
-/// means reading every row's labels, which is most of what a scan costs.
-#[derive(Debug)]
-pub(crate) struct AllSeries(Vec<Recorded>);
+/// The series of the metrics table read so far, by metric (every metric once `complete`), each
+/// metric's in label order: together, the order a dataset stores them in. Questions select from
+/// these rather than scan the table (finding an object's series means reading every row's
+/// labels, which is most of what a scan costs); a question about named metrics reads only those.
+#[derive(Debug, Default)]
+struct Read {
+    by_metric: BTreeMap<String, Vec<Recorded>>,
+    complete: bool,
+}
+
+impl Read {
+    /// Reads the series of the metrics `wanted` that are not read yet.
+    fn ensure(&mut self, source: &Source, wanted: Metrics<'_>) -> Result<()> {
+        if self.complete {
+            return Ok(());
+        }
+        let is = |names: &mut dyn Iterator<Item = &String>| {
+            names
+                .map(|n| col(c::METRIC).eq(lit(n.clone())))
+                .reduce(|a, b| a.or(b))
+        };
+        match wanted {
+            Metrics::Named(names) if !names.is_empty() => {
+                let missing: Vec<&String> = names
+                    .iter()
+                    .filter(|n| !self.by_metric.contains_key(*n))
+                    .collect();
+                if let Some(filter) = is(&mut missing.iter().copied()) {
+                    self.add(read(source, Some(filter))?);
+                    for name in missing {
+                        self.by_metric.entry(name.clone()).or_default();
+                    }
+                }
+            }
+            _ => {
+                let filter = is(&mut self.by_metric.keys()).map(|known| known.not());
+                self.add(read(source, filter)?);
+                self.complete = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, series: Vec<Recorded>) {
+        for s in series {
+            self.by_metric.entry(s.metric.clone()).or_default().push(s);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct AllSeries(Mutex<Read>);
 
 impl Derived for AllSeries {
     const TABLES: &'static [Table] = &[Table::Metrics];
 
-    fn derive(source: &Source) -> Result<AllSeries> {
-        let df = collect(source.scan(Table::Metrics)?.select([
-            col(c::METRIC),
-            col(c::NAMESPACE),
-            col(c::LABELS),
-            col(c::TIME).cast(DataType::Int64).alias("_t"),
-            col(c::VALUE),
-        ]))?;
-        let metric = df.column(c::METRIC)?.str()?;
-        let namespace = df.column(c::NAMESPACE)?.str()?;
-        let times = df.column("_t")?.i64()?;
-        let values = df.column(c::VALUE)?.f64()?;
-        // A row's labels are a list of (key, value) entries, laid end to end in one array per
-        // chunk (row r's are entries[offsets[r]..offsets[r + 1]]). They are read as borrowed
-        // text, and a row whose labels are those of the row before (every row of a series but
-        // its first, in a dataset's order) is matched without building its label set.
-        let list = df.column(c::LABELS)?.list()?;
-        let mut fields = Vec::new();
-        for chunk in list.downcast_iter() {
-            let entries = polars::prelude::Series::try_from((
-                PlSmallStr::from("labels"),
-                chunk.values().clone(),
-            ))?;
-            let entries = entries.struct_()?;
-            let (keys, vals) = (
-                entries.field_by_name("key")?,
-                entries.field_by_name("value")?,
-            );
-            let (keys, vals) = (
-                keys.str()?.rechunk().into_owned(),
-                vals.str()?.rechunk().into_owned(),
-            );
-            fields.push((chunk.offsets().as_slice(), keys, vals));
-        }
-        let mut lists = Vec::new();
-        for (offsets, keys, vals) in &fields {
-            if let (Some(k), Some(v)) = (keys.downcast_iter().next(), vals.downcast_iter().next()) {
-                lists.push((*offsets, k, v));
-            }
-        }
-        let mut cursor = (0, 0); // (chunk, row in it)
-        let (mut this, mut before) = (Vec::new(), Vec::new());
-        // The next row's (key, value) pairs, into `this`.
-        let mut next_labels = |this: &mut Vec<_>| {
-            while let Some((offsets, keys, vals)) = lists.get(cursor.0) {
-                if cursor.1 + 1 < offsets.len() {
-                    let (from, to) = (offsets[cursor.1] as usize, offsets[cursor.1 + 1] as usize);
-                    this.extend((from..to).map(|j| (keys.get(j), vals.get(j))));
-                    cursor.1 += 1;
-                    return;
-                }
-                cursor = (cursor.0 + 1, 0);
-            }
-        };
+    /// Nothing is read until a question needs it.
+    fn derive(_source: &Source) -> Result<AllSeries> {
+        Ok(AllSeries::default())
+    }
+}
 
-        // A series is its metric and labels; its namespace is that of its first row.
-        let mut index: HashMap<(&str, Labels), usize> = HashMap::new();
-        let mut series: Vec<Recorded> = Vec::new();
-        let mut previous: Option<(&str, usize)> = None; // (metric, series)
-        let rows = metric.iter().zip(namespace.iter());
-        let points = times.iter().zip(values.iter());
-        for ((name, ns), (t, v)) in rows.zip(points) {
-            let name = name.unwrap_or_default();
-            std::mem::swap(&mut this, &mut before);
-            this.clear();
-            next_labels(&mut this);
-            let at = match previous.filter(|(m, _)| *m == name && this == before) {
-                Some((_, at)) => at,
-                None => {
-                    let labels: Labels = this
-                        .iter()
-                        .filter_map(|(k, v)| {
-                            Some(((*k)?.to_string(), v.unwrap_or_default().into()))
-                        })
-                        .collect();
-                    match index.get(&(name, labels.clone())) {
-                        Some(at) => *at,
-                        None => {
-                            let ns = ns.map(str::to_string);
-                            series.push(Recorded::new(name.to_string(), ns, labels.clone()));
-                            index.insert((name, labels), series.len() - 1);
-                            series.len() - 1
-                        }
+/// The series of the metrics `filter` keeps (all when none), in (metric, labels) order, each
+/// with its points in time order.
+fn read(source: &Source, filter: Option<Expr>) -> Result<Vec<Recorded>> {
+    let mut lf = source.scan(Table::Metrics)?;
+    if let Some(filter) = filter {
+        lf = lf.filter(filter);
+    }
+    let df = collect(lf.select([
+        col(c::METRIC),
+        col(c::NAMESPACE),
+        col(c::LABELS),
+        col(c::TIME).cast(DataType::Int64).alias("_t"),
+        col(c::VALUE),
+    ]))?;
+    let metric = df.column(c::METRIC)?.str()?;
+    let namespace = df.column(c::NAMESPACE)?.str()?;
+    let times = df.column("_t")?.i64()?;
+    let values = df.column(c::VALUE)?.f64()?;
+    let mut rows = metric
+        .iter()
+        .zip(namespace.iter())
+        .zip(times.iter().zip(values.iter()));
+    // A series is its metric and labels; its namespace is that of its first row. A row
+    // whose labels are the previous row's (every row of a series but its first, in a
+    // dataset's order) is matched without building its label set.
+    let mut index: HashMap<(&str, Labels), usize> = HashMap::new();
+    let mut series: Vec<Recorded> = Vec::new();
+    let mut previous: Option<(&str, usize)> = None; // (metric, series)
+    each_map(&df, c::LABELS, |entries, same| {
+        let Some(((name, ns), (t, v))) = rows.next() else {
+            return;
+        };
+        let name = name.unwrap_or_default();
+        let at = match previous.filter(|(m, _)| same && *m == name) {
+            Some((_, at)) => at,
+            None => {
+                let labels = label_set(entries);
+                match index.get(&(name, labels.clone())) {
+                    Some(at) => *at,
+                    None => {
+                        let ns = ns.map(str::to_string);
+                        series.push(Recorded::new(name.to_string(), ns, labels.clone()));
+                        index.insert((name, labels), series.len() - 1);
+                        series.len() - 1
                     }
                 }
-            };
-            previous = Some((name, at));
-            if let (Some(t), Some(v)) = (t, v) {
-                series[at].points.push((t, v));
             }
+        };
+        previous = Some((name, at));
+        if let (Some(t), Some(v)) = (t, v) {
+            series[at].points.push((t, v));
         }
-        drop(index);
-        for s in &mut series {
-            // Stable: points of one instant keep the table's order.
-            s.points.sort_by_key(|p| p.0);
-        }
-        series.sort_by(|a, b| (&a.metric, &a.labels).cmp(&(&b.metric, &b.labels)));
-        Ok(AllSeries(series))
+    })?;
+    drop(index);
+    for s in &mut series {
+        // Stable: points of one instant keep the table's order.
+        s.points.sort_by_key(|p| p.0);
     }
+    series.sort_by(|a, b| (&a.metric, &a.labels).cmp(&(&b.metric, &b.labels)));
+    Ok(series)
 }
 
 /// Whether a series belongs to the object an identifier names: a pod by name or name prefix
@@ -288,6 +302,8 @@ pub fn load(
     owners: &Owners,
 ) -> Result<Vec<Series>> {
     let all = source.derived::<AllSeries>()?;
+    let mut read = all.0.lock().unwrap_or_else(|e| e.into_inner());
+    read.ensure(source, metrics)?;
     let object = match target {
         Target::Object(id) => {
             let pods: Vec<String> = owners
@@ -300,7 +316,7 @@ pub fn load(
         Target::Pattern { .. } => None,
     };
     let mut out = Vec::new();
-    for s in &all.0 {
+    for s in read.by_metric.values().flatten() {
         if !metrics.keeps(&s.metric) {
             continue;
         }
