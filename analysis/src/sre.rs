@@ -103,15 +103,15 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
         let trace = Trace::new(spans[start..end].to_vec());
         start = end;
         for (s, hop) in trace.spans.iter().zip(&trace.hop_service) {
-            let own = matches!(s.kind.as_str(), "server" | "consumer") && *hop == s.service;
+            let own = matches!(&*s.kind, "server" | "consumer") && *hop == s.service;
             if !own && *hop == s.service {
                 continue;
             }
-            if p.service_name.as_deref().is_some_and(|n| n != hop) {
+            if p.service_name.as_deref().is_some_and(|n| n != &**hop) {
                 continue;
             }
             let b = series
-                .entry(hop.clone())
+                .entry(hop.to_string())
                 .or_default()
                 .entry(s.start.div_euclid(width))
                 .or_default();

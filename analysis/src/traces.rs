@@ -54,19 +54,39 @@ pub struct Params {
     pub latency_threshold_pct: Option<f64>,
 }
 
-/// One span as the path analysis needs it.
+/// One span as the path analysis needs it. Text that many spans share (their trace, service,
+/// kind, peer and protocol) is shared.
 #[derive(Debug, Clone)]
 pub struct Span {
-    pub trace: String,
+    pub trace: Arc<str>,
     pub id: String,
     pub parent: Option<String>,
-    pub service: String,
-    pub kind: String,
+    pub service: Arc<str>,
+    pub kind: Arc<str>,
     pub start: i64,
     pub duration_ms: f64,
     pub error: bool,
     pub message: Option<String>,
-    pub peer: Option<String>,
+    /// The service a client span's attributes name as its peer.
+    pub peer: Option<Arc<str>>,
+    /// The protocol its attributes name (`rpc.system`, `db.system`, `messaging.system`, or http
+    /// for a span with `http.method`).
+    pub protocol: Option<Arc<str>>,
+}
+
+/// One shared copy of each text.
+#[derive(Default)]
+struct Interner(PlHashMap<String, Arc<str>>);
+
+impl Interner {
+    fn get(&mut self, text: &str) -> Arc<str> {
+        if let Some(shared) = self.0.get(text) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = text.into();
+        self.0.insert(text.to_string(), shared.clone());
+        shared
+    }
 }
 
 /// The service a peer address names: `geo.hotel-reservation.svc.cluster.local:8083` → `geo`;
@@ -114,6 +134,10 @@ pub fn load(source: &Source) -> Result<Arc<AllSpans>> {
 /// Attributes that name the peer of a client span, in order of preference.
 pub const PEER_KEYS: [&str; 3] = ["peer.service", "net.peer.name", "server.address"];
 
+fn text_of(v: Option<Option<&str>>) -> &str {
+    v.flatten().unwrap_or_default()
+}
+
 fn read(source: &Source) -> Result<Vec<Span>> {
     let df = collect(source.scan(Table::Spans)?.select([
         col(c::TRACE_ID),
@@ -137,22 +161,27 @@ fn read(source: &Source) -> Result<Vec<Span>> {
     let (mut statuses, mut messages) = (text(c::STATUS_CODE)?, text(c::STATUS_MESSAGE)?);
     let mut starts = df.column(c::START)?.i64()?.iter();
     let mut durations = df.column(c::DURATION)?.i64()?.iter();
-    let owned = |v: Option<Option<&str>>| v.flatten().unwrap_or_default().to_string();
     let present =
         |v: Option<Option<&str>>| v.flatten().filter(|s| !s.is_empty()).map(str::to_string);
+    let mut shared = Interner::default();
     let mut spans: Vec<Span> = Vec::with_capacity(df.height());
     each_map(&df, c::ATTRIBUTES, |attributes, _| {
+        let kind = text_of(kinds.next());
+        let peer = entry(attributes, &PEER_KEYS).and_then(peer_service);
+        let protocol = entry(attributes, &["rpc.system", "db.system", "messaging.system"])
+            .or_else(|| entry(attributes, &["http.method"]).map(|_| "http"));
         spans.push(Span {
-            trace: owned(traces.next()),
-            id: owned(ids.next()),
+            trace: shared.get(text_of(traces.next())),
+            id: text_of(ids.next()).to_string(),
             parent: present(parents.next()),
-            service: owned(services.next()),
-            kind: owned(kinds.next()).to_ascii_lowercase(),
+            service: shared.get(text_of(services.next())),
+            kind: shared.get(&kind.to_ascii_lowercase()),
             start: starts.next().flatten().unwrap_or(0),
             duration_ms: durations.next().flatten().unwrap_or(0) as f64 / 1e6,
-            error: owned(statuses.next()).eq_ignore_ascii_case("error"),
+            error: text_of(statuses.next()).eq_ignore_ascii_case("error"),
             message: present(messages.next()),
-            peer: entry(attributes, &PEER_KEYS).and_then(peer_service),
+            peer: peer.map(|p| shared.get(&p)),
+            protocol: protocol.map(|p| shared.get(p)),
         })
     })?;
     spans.sort_by(|a, b| a.trace.cmp(&b.trace).then(a.start.cmp(&b.start)));
@@ -163,7 +192,7 @@ fn read(source: &Source) -> Result<Vec<Span>> {
 /// with no child span is a hop of the service it called.
 pub struct Trace<'a> {
     pub spans: Vec<&'a Span>,
-    pub hop_service: Vec<String>,
+    pub hop_service: Vec<Arc<str>>,
     children: Vec<Vec<usize>>,
     root: Option<usize>,
 }
@@ -193,7 +222,7 @@ impl<'a> Trace<'a> {
             .map(|(i, s)| match &s.peer {
                 Some(peer)
                     if children[i].is_empty()
-                        && matches!(s.kind.as_str(), "client" | "producer")
+                        && matches!(&*s.kind, "client" | "producer")
                         && *peer != s.service =>
                 {
                     peer.clone()
@@ -248,8 +277,8 @@ impl<'a> Trace<'a> {
         let mut path: Vec<String> = Vec::new();
         let mut at = Some(root);
         while let Some(s) = at {
-            if path.last() != Some(&self.hop_service[s]) {
-                path.push(self.hop_service[s].clone());
+            if path.last().map(String::as_str) != Some(&*self.hop_service[s]) {
+                path.push(self.hop_service[s].to_string());
             }
             at = next[s];
         }
@@ -429,10 +458,10 @@ pub fn error_tree(source: &Source, p: Params) -> Result<Value> {
         stats.services = path;
         ordinal += 1;
         for (s, svc) in trace.spans.iter().zip(&trace.hop_service) {
-            if kind_filter.as_deref().is_some_and(|k| k != s.kind) {
+            if kind_filter.as_deref().is_some_and(|k| k != &*s.kind) {
                 continue;
             }
-            let hop = stats.hops.entry(svc.clone()).or_default();
+            let hop = stats.hops.entry(svc.to_string()).or_default();
             if is_post(s.start) {
                 hop.1.add(s, ordinal)
             } else {
@@ -578,7 +607,8 @@ mod tests {
             duration_ms: 1.0,
             error: false,
             message: None,
-            peer: peer.and_then(peer_service),
+            peer: peer.and_then(peer_service).map(Into::into),
+            protocol: None,
         }
     }
 

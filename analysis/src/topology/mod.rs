@@ -22,9 +22,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::frame::{collect, ints, label, strings, strings_or_empty};
+use crate::frame::{collect, strings, strings_or_empty};
 use crate::params::entity_id;
-use crate::traces::peer_service;
 use crate::{Result, Source};
 pub(crate) use query::Graph;
 pub use query::{AnalysisParams, analysis};
@@ -163,79 +162,47 @@ fn latest_objects(source: &Source) -> Result<Vec<Object>> {
         .collect())
 }
 
-/// Calls between services seen in traces: (caller, callee) → (protocol, spans).
+/// Calls between services seen in traces: (caller, callee) → (protocol, spans). A span calls
+/// the services of its child spans; a client or producer span without a child calls the service
+/// its peer names. The protocol is the first a span of the call names.
 pub fn calls(source: &Source) -> Result<BTreeMap<(String, String), (String, u64)>> {
-    use schemas::tables::columns::spans as c;
-    let spans = source.scan(Table::Spans)?;
-    let protocol = label(c::ATTRIBUTES, "rpc.system")
-        .fill_null(label(c::ATTRIBUTES, "db.system"))
-        .fill_null(label(c::ATTRIBUTES, "messaging.system"))
-        .fill_null(
-            when(label(c::ATTRIBUTES, "http.method").is_not_null())
-                .then(lit("http"))
-                .otherwise(lit(NULL).cast(DataType::String)),
-        );
-    let parents = spans.clone().select([
-        col(c::TRACE_ID),
-        col(c::SPAN_ID),
-        col(c::SERVICE),
-        col(c::KIND),
-        protocol.alias("_proto"),
-        label(c::ATTRIBUTES, "peer.service")
-            .fill_null(label(c::ATTRIBUTES, "net.peer.name"))
-            .fill_null(label(c::ATTRIBUTES, "server.address"))
-            .alias("_peer"),
-    ]);
-    let children = spans.filter(col(c::PARENT_SPAN_ID).is_not_null()).select([
-        col(c::TRACE_ID).alias("_ctrace"),
-        col(c::PARENT_SPAN_ID).alias("_cparent"),
-        col(c::SERVICE).alias("_child"),
-    ]);
-    let pairs = parents
-        .join(
-            children,
-            [col(c::TRACE_ID), col(c::SPAN_ID)],
-            [col("_ctrace"), col("_cparent")],
-            JoinArgs::new(JoinType::Left),
-        )
-        .group_by([
-            col(c::SERVICE),
-            col("_child"),
-            col(c::KIND),
-            col("_proto"),
-            col("_peer"),
-        ])
-        .agg([len().alias("_n")]);
-    let df = collect(pairs)?;
-    let services = strings_or_empty(&df, c::SERVICE)?;
-    let childs = strings(&df, "_child")?;
-    let kinds = strings_or_empty(&df, c::KIND)?;
-    let protos = strings(&df, "_proto")?;
-    let peers = strings(&df, "_peer")?;
-    let counts = ints(&df, "_n")?;
-    let mut out: BTreeMap<(String, String), (String, u64)> = BTreeMap::new();
-    for i in 0..df.height() {
-        let callee = match &childs[i] {
-            Some(child) => Some(child.clone()),
-            None if matches!(kinds[i].as_str(), "client" | "producer") => {
-                peers[i].as_deref().and_then(peer_service)
-            }
-            None => None,
-        };
-        let Some(callee) = callee.filter(|c| *c != services[i]) else {
-            continue;
-        };
-        let entry = out
-            .entry((services[i].clone(), callee))
-            .or_insert_with(|| (String::new(), 0));
-        entry.1 += counts[i].unwrap_or(0) as u64;
-        if entry.0.is_empty()
-            && let Some(p) = &protos[i]
-        {
-            entry.0 = p.clone();
+    let spans = crate::traces::load(source)?;
+    let spans = spans.within(None, None);
+    let mut children: PlHashMap<(&str, &str), Vec<&str>> = PlHashMap::new();
+    for s in &spans {
+        if let Some(parent) = &s.parent {
+            children
+                .entry((&*s.trace, parent.as_str()))
+                .or_default()
+                .push(&*s.service);
         }
     }
-    Ok(out)
+    // (caller, callee) → (protocol, spans), owned only once complete.
+    let mut pairs: PlHashMap<(&str, &str), (Option<&str>, u64)> = PlHashMap::new();
+    for s in &spans {
+        let peer = match &*s.kind {
+            "client" | "producer" => s.peer.as_deref(),
+            _ => None,
+        };
+        let callees = match children.get(&(&*s.trace, s.id.as_str())) {
+            Some(services) => services.as_slice(),
+            None => peer.as_slice(),
+        };
+        for callee in callees.iter().filter(|c| **c != &*s.service) {
+            let entry = pairs.entry((&s.service, callee)).or_default();
+            entry.1 += 1;
+            if entry.0.is_none_or(str::is_empty) && s.protocol.is_some() {
+                entry.0 = s.protocol.as_deref();
+            }
+        }
+    }
+    Ok(pairs
+        .into_iter()
+        .map(|((from, to), (protocol, n))| {
+            let protocol = protocol.unwrap_or_default().to_string();
+            ((from.to_string(), to.to_string()), (protocol, n))
+        })
+        .collect())
 }
 
 /// A service name addressed in a value: the name as a whole DNS-label token.
