@@ -263,10 +263,9 @@ fn read(source: &Source, filter: Option<Expr>) -> Result<Vec<Recorded>> {
 /// workload through its pods (`pods`, lowercased) or a `deployment` label, a node by name.
 fn is_object(id: &ObjectId, variants: &[String], pods: &[String], s: &Recorded) -> bool {
     let equals_any = |value: &Option<String>, names: &[String]| {
-        value.as_deref().is_some_and(|v| {
-            let v = v.to_lowercase();
-            names.iter().any(|n| *n == v)
-        })
+        value
+            .as_deref()
+            .is_some_and(|v| names.contains(&v.to_lowercase()))
     };
     let pod = || {
         s.pod

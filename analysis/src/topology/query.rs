@@ -1,7 +1,8 @@
 //! `topology_analysis`: one entity's place in the topology, as ITBench's tool answers it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
+use polars::prelude::PlHashMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -30,9 +31,9 @@ const MAX_DEPTH: usize = 10;
 #[derive(Debug)]
 pub(crate) struct Graph {
     pub t: Topology,
-    by_id: HashMap<String, usize>,
-    out: HashMap<String, Vec<usize>>,
-    inc: HashMap<String, Vec<usize>>,
+    by_id: PlHashMap<String, usize>,
+    out: PlHashMap<String, Vec<usize>>,
+    inc: PlHashMap<String, Vec<usize>>,
     lower_ids: Vec<String>,
     lower_names: Vec<String>,
 }
@@ -56,8 +57,8 @@ impl Graph {
             .enumerate()
             .map(|(i, n)| (n.id.clone(), i))
             .collect();
-        let mut out: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut inc: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut out: PlHashMap<String, Vec<usize>> = PlHashMap::default();
+        let mut inc: PlHashMap<String, Vec<usize>> = PlHashMap::default();
         for (i, e) in t.edges.iter().enumerate() {
             out.entry(e.source.clone()).or_default().push(i);
             inc.entry(e.target.clone()).or_default().push(i);
