@@ -171,10 +171,11 @@ pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
         }
     };
     let sort_col = q.sort_by.map(|s| (q.resolve)(s)).or(default_sort);
-    let out = collect(grouped)?;
+    let mut grouped = grouped;
+    let schema = grouped.collect_schema()?;
     let mut by: Vec<Expr> = Vec::new();
     let mut descending = Vec::new();
-    if let Some(s) = sort_col.filter(|s| out.get_column_names().iter().any(|c| c.as_str() == s)) {
+    if let Some(s) = sort_col.filter(|s| schema.contains(s)) {
         by.push(col(s.as_str()));
         descending.push(true);
     }
@@ -183,7 +184,7 @@ pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
         descending.push(false);
     }
     let sorted = collect(
-        out.lazy().sort_by_exprs(
+        grouped.sort_by_exprs(
             by,
             SortMultipleOptions::default()
                 .with_order_descending_multi(descending)

@@ -26,16 +26,19 @@ pub struct AnalysisParams {
 const MAX_CHAINS: usize = 20;
 const MAX_DEPTH: usize = 10;
 
-/// A topology indexed for queries: nodes by id, edges by their source and by their target (in
-/// the order found), ids and names lowercased for lookups that ignore case.
+/// A topology indexed for queries: nodes by id, by lowercased id and by lowercased name (each in
+/// node order), edges by their source and by their target (in the order found), and the entry
+/// services (Apps nobody calls).
 #[derive(Debug)]
 pub(crate) struct Graph {
     pub t: Topology,
     by_id: PlHashMap<String, usize>,
+    by_lower_id: PlHashMap<String, usize>,
+    by_lower_name: PlHashMap<String, Vec<usize>>,
+    lower_ids: Vec<String>,
     out: PlHashMap<String, Vec<usize>>,
     inc: PlHashMap<String, Vec<usize>>,
-    lower_ids: Vec<String>,
-    lower_names: Vec<String>,
+    roots: Vec<usize>,
 }
 
 impl Derived for Graph {
@@ -63,19 +66,32 @@ impl Graph {
             out.entry(e.source.clone()).or_default().push(i);
             inc.entry(e.target.clone()).or_default().push(i);
         }
-        let lower_ids = t.nodes.iter().map(|n| n.id.to_ascii_lowercase()).collect();
-        let lower_names = t
-            .nodes
-            .iter()
-            .map(|n| n.name.to_ascii_lowercase())
+        let lower_ids: Vec<String> = t.nodes.iter().map(|n| n.id.to_ascii_lowercase()).collect();
+        let mut by_lower_id = PlHashMap::default();
+        let mut by_lower_name: PlHashMap<String, Vec<usize>> = PlHashMap::default();
+        for (i, n) in t.nodes.iter().enumerate() {
+            by_lower_id.entry(lower_ids[i].clone()).or_insert(i);
+            by_lower_name
+                .entry(n.name.to_ascii_lowercase())
+                .or_default()
+                .push(i);
+        }
+        let called = |id: &str| {
+            inc.get(id)
+                .is_some_and(|edges| edges.iter().any(|e| t.edges[*e].relation == "calls"))
+        };
+        let roots = (0..t.nodes.len())
+            .filter(|i| t.nodes[*i].kind == "App" && !called(&t.nodes[*i].id))
             .collect();
         Graph {
             t,
             by_id,
+            by_lower_id,
+            by_lower_name,
+            lower_ids,
             out,
             inc,
-            lower_ids,
-            lower_names,
+            roots,
         }
     }
 
@@ -136,29 +152,24 @@ impl Graph {
         let lower = q.to_ascii_lowercase();
         let nodes = &self.t.nodes;
         let id = |i: usize| Some(nodes[i].id.as_str());
-        if let Some(i) = self.by_id.get(q) {
+        if let Some(i) = self.by_id.get(q).or_else(|| self.by_lower_id.get(&lower)) {
             return id(*i);
         }
-        if let Some(i) = self.lower_ids.iter().position(|n| *n == lower) {
-            return id(i);
-        }
-        for kind in [
-            "App",
-            "Service",
-            "Deployment",
-            "StatefulSet",
-            "DaemonSet",
-            "Pod",
-            "ReplicaSet",
-        ] {
-            if let Some(i) =
-                (0..nodes.len()).find(|i| nodes[*i].kind == kind && self.lower_names[*i] == lower)
-            {
-                return id(i);
+        if let Some(named) = self.by_lower_name.get(&lower) {
+            for kind in [
+                "App",
+                "Service",
+                "Deployment",
+                "StatefulSet",
+                "DaemonSet",
+                "Pod",
+                "ReplicaSet",
+            ] {
+                if let Some(i) = named.iter().find(|i| nodes[**i].kind == kind) {
+                    return id(*i);
+                }
             }
-        }
-        if let Some(i) = self.lower_names.iter().position(|n| *n == lower) {
-            return id(i);
+            return named.first().and_then(|i| id(*i));
         }
         self.lower_ids
             .iter()
@@ -205,17 +216,7 @@ impl Graph {
 
 /// Chains of calls from every entry service (one nobody calls) down to `targets`.
 fn chains_to(g: &Graph, targets: &BTreeSet<&str>) -> Vec<String> {
-    let apps: Vec<&str> =
-        g.t.nodes
-            .iter()
-            .filter(|n| n.kind == "App")
-            .map(|n| n.id.as_str())
-            .collect();
-    let roots: Vec<&str> = apps
-        .iter()
-        .copied()
-        .filter(|a| g.callers(a).is_empty())
-        .collect();
+    let roots = g.roots.iter().map(|i| g.t.nodes[*i].id.as_str());
     let mut out = Vec::new();
     fn walk<'g>(
         g: &'g Graph,
