@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::cache::Derived;
-use crate::frame::{collect, each_map, entry};
+use crate::frame::{Entries, collect, each_map, entry};
 use crate::params::{de_f64, parse_duration, parse_time};
 use crate::{Error, Result, Source};
 use schemas::tables::Table;
@@ -69,9 +69,6 @@ pub struct Span {
     pub message: Option<String>,
     /// The service a client span's attributes name as its peer.
     pub peer: Option<Arc<str>>,
-    /// The protocol its attributes name (`rpc.system`, `db.system`, `messaging.system`, or http
-    /// for a span with `http.method`).
-    pub protocol: Option<Arc<str>>,
 }
 
 /// One shared copy of each text.
@@ -131,8 +128,18 @@ pub fn load(source: &Source) -> Result<Arc<AllSpans>> {
     source.derived()
 }
 
-/// Attributes that name the peer of a client span, in order of preference.
-pub const PEER_KEYS: [&str; 3] = ["peer.service", "net.peer.name", "server.address"];
+/// What a span's attributes say about the call it makes: the peer it names (`peer.service`,
+/// `net.peer.name` or `server.address`, the first present) and the protocol (`rpc.system`,
+/// `db.system`, `messaging.system`, or http for a span with `http.method`).
+pub fn link_attributes<'a>(attributes: &Entries<'a>) -> (Option<&'a str>, Option<&'a str>) {
+    let peer = entry(
+        attributes,
+        &["peer.service", "net.peer.name", "server.address"],
+    );
+    let protocol = entry(attributes, &["rpc.system", "db.system", "messaging.system"])
+        .or_else(|| entry(attributes, &["http.method"]).map(|_| "http"));
+    (peer, protocol)
+}
 
 fn text_of(v: Option<Option<&str>>) -> &str {
     v.flatten().unwrap_or_default()
@@ -164,28 +171,45 @@ fn read(source: &Source) -> Result<Vec<Span>> {
     let present =
         |v: Option<Option<&str>>| v.flatten().filter(|s| !s.is_empty()).map(str::to_string);
     let mut shared = Interner::default();
+    // Each span's trace as a number, so that ordering by trace compares numbers.
+    let mut trace_numbers: PlHashMap<&str, u32> = PlHashMap::default();
+    let mut numbers = Vec::with_capacity(df.height());
     let mut spans: Vec<Span> = Vec::with_capacity(df.height());
     each_map(&df, c::ATTRIBUTES, |attributes, _| {
+        let trace = text_of(traces.next());
+        let next = trace_numbers.len() as u32;
+        numbers.push(*trace_numbers.entry(trace).or_insert(next));
         let kind = text_of(kinds.next());
-        let peer = entry(attributes, &PEER_KEYS).and_then(peer_service);
-        let protocol = entry(attributes, &["rpc.system", "db.system", "messaging.system"])
-            .or_else(|| entry(attributes, &["http.method"]).map(|_| "http"));
+        let kind = if kind.bytes().any(|b| b.is_ascii_uppercase()) {
+            shared.get(&kind.to_ascii_lowercase())
+        } else {
+            shared.get(kind)
+        };
+        let peer = link_attributes(attributes).0.and_then(peer_service);
         spans.push(Span {
-            trace: shared.get(text_of(traces.next())),
+            trace: shared.get(trace),
             id: text_of(ids.next()).to_string(),
             parent: present(parents.next()),
             service: shared.get(text_of(services.next())),
-            kind: shared.get(&kind.to_ascii_lowercase()),
+            kind,
             start: starts.next().flatten().unwrap_or(0),
             duration_ms: durations.next().flatten().unwrap_or(0) as f64 / 1e6,
             error: text_of(statuses.next()).eq_ignore_ascii_case("error"),
             message: present(messages.next()),
             peer: peer.map(|p| shared.get(&p)),
-            protocol: protocol.map(|p| shared.get(p)),
         })
     })?;
-    spans.sort_by(|a, b| a.trace.cmp(&b.trace).then(a.start.cmp(&b.start)));
-    Ok(spans)
+    // Ordered by trace id, then start (stable: spans of one instant keep the table's order).
+    let mut by_id: Vec<(&str, u32)> = trace_numbers.into_iter().collect();
+    by_id.sort_unstable();
+    let mut rank = vec![0u32; by_id.len()];
+    for (r, (_, number)) in by_id.iter().enumerate() {
+        rank[*number as usize] = r as u32;
+    }
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|i| (rank[numbers[*i] as usize], spans[*i].start));
+    let mut slots: Vec<Option<Span>> = spans.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
 }
 
 /// One trace's spans with each span's service as the path sees it: a client or producer span
@@ -608,7 +632,6 @@ mod tests {
             error: false,
             message: None,
             peer: peer.and_then(peer_service).map(Into::into),
-            protocol: None,
         }
     }
 

@@ -13,6 +13,7 @@
 //! and node ids keep the namespace (`namespace/Kind/name`), so objects of the same name in two
 //! namespaces stay two nodes.
 
+mod calls;
 mod query;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 use crate::frame::{collect, strings, strings_or_empty};
 use crate::params::entity_id;
 use crate::{Result, Source};
+pub use calls::calls;
 pub(crate) use query::Graph;
 pub use query::{AnalysisParams, analysis};
 use schemas::tables::Table;
@@ -158,49 +160,6 @@ fn latest_objects(source: &Source) -> Result<Vec<Object>> {
             namespace: namespaces[i].clone().filter(|n| !n.is_empty()),
             name: names[i].clone(),
             body: serde_json::from_str(&bodies[i]).unwrap_or(Value::Null),
-        })
-        .collect())
-}
-
-/// Calls between services seen in traces: (caller, callee) → (protocol, spans). A span calls
-/// the services of its child spans; a client or producer span without a child calls the service
-/// its peer names. The protocol is the first a span of the call names.
-pub fn calls(source: &Source) -> Result<BTreeMap<(String, String), (String, u64)>> {
-    let spans = crate::traces::load(source)?;
-    let spans = spans.within(None, None);
-    let mut children: PlHashMap<(&str, &str), Vec<&str>> = PlHashMap::new();
-    for s in &spans {
-        if let Some(parent) = &s.parent {
-            children
-                .entry((&*s.trace, parent.as_str()))
-                .or_default()
-                .push(&*s.service);
-        }
-    }
-    // (caller, callee) → (protocol, spans), owned only once complete.
-    let mut pairs: PlHashMap<(&str, &str), (Option<&str>, u64)> = PlHashMap::new();
-    for s in &spans {
-        let peer = match &*s.kind {
-            "client" | "producer" => s.peer.as_deref(),
-            _ => None,
-        };
-        let callees = match children.get(&(&*s.trace, s.id.as_str())) {
-            Some(services) => services.as_slice(),
-            None => peer.as_slice(),
-        };
-        for callee in callees.iter().filter(|c| **c != &*s.service) {
-            let entry = pairs.entry((&s.service, callee)).or_default();
-            entry.1 += 1;
-            if entry.0.is_none_or(str::is_empty) && s.protocol.is_some() {
-                entry.0 = s.protocol.as_deref();
-            }
-        }
-    }
-    Ok(pairs
-        .into_iter()
-        .map(|((from, to), (protocol, n))| {
-            let protocol = protocol.unwrap_or_default().to_string();
-            ((from.to_string(), to.to_string()), (protocol, n))
         })
         .collect())
 }
