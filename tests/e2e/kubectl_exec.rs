@@ -405,15 +405,7 @@ fn an_interactive_shell_and_a_debug_copy_work_like_a_cluster() {
         "jsonpath={.spec.containers[1].name}",
     ]);
     assert!(debugger.starts_with("debugger-"), "{debugger}");
-    let ip = l.ok(&[
-        "-n",
-        NS,
-        "get",
-        "svc",
-        "geo",
-        "-o",
-        "jsonpath={.spec.clusterIP}",
-    ]);
+    let ip = l.geo_cluster_ip();
     let o = l.kubectl(&[
         "-n", NS, "exec", "dbg", "-c", &debugger, "--", "nslookup", "geo",
     ]);
@@ -522,15 +514,7 @@ fn an_ephemeral_debugger_joins_the_running_pod() {
         "--for=jsonpath={.status.ephemeralContainerStatuses[1].state.terminated.reason}=Completed",
         "--timeout=30s",
     ]);
-    let ip = l.ok(&[
-        "-n",
-        NS,
-        "get",
-        "svc",
-        "geo",
-        "-o",
-        "jsonpath={.spec.clusterIP}",
-    ]);
+    let ip = l.geo_cluster_ip();
     let logs = l.ok(&["-n", NS, "logs", &frontend, "-c", "probe"]);
     assert!(logs.contains(&format!("Address: {ip}")), "{logs}");
     let described = l.ok(&["-n", NS, "describe", "pod", &frontend]);

@@ -41,22 +41,6 @@ fn kubectl(l: &Live, args: &[&str]) -> Output {
         .expect("kubectl is installed (apt-get install kubectl, or bash tests/run)")
 }
 
-fn target_port(l: &Live) -> String {
-    let o = kubectl(
-        l,
-        &[
-            "-n",
-            NS,
-            "get",
-            "svc",
-            "geo",
-            "-o",
-            "jsonpath={.spec.ports[0].targetPort}",
-        ],
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// The injection plane's namespace on the cluster, with something in it.
 fn plane(l: &Live) {
     for args in [
@@ -177,7 +161,7 @@ fn a_mitigation_that_fixes_nothing_fails_with_why_and_the_fault_is_still_reverte
 /// Waits until the session's fault is in place on the cluster.
 fn wait_for_fault(l: &Live) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while target_port(l) != "9999" {
+    while l.geo_target_port() != "9999" {
         assert!(Instant::now() < deadline, "the fault never appeared");
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -212,7 +196,11 @@ fn sigterm_reverts_and_after_kill_9_recover_does() {
             assert_eq!(status.code(), Some(130), "{status:?}");
             assert_eq!(journal_entries(&journal), 0);
         } else {
-            assert_eq!(target_port(&l), "9999", "a killed session reverts nothing");
+            assert_eq!(
+                l.geo_target_port(),
+                "9999",
+                "a killed session reverts nothing"
+            );
             assert_eq!(journal_entries(&journal), 1);
             let o = Command::new(e2e::binary("collector"))
                 .arg("recover")

@@ -139,6 +139,19 @@ impl Live {
         self.client().ok(args)
     }
 
+    /// The cluster IP of geo's Service.
+    pub fn geo_cluster_ip(&self) -> String {
+        self.ok(&[
+            "-n",
+            NS,
+            "get",
+            "svc",
+            "geo",
+            "-o",
+            "jsonpath={.spec.clusterIP}",
+        ])
+    }
+
     /// The targetPort of geo's Service, as kubectl prints it.
     pub fn geo_target_port(&self) -> String {
         self.ok(&[

@@ -119,9 +119,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             problem: problem(id)?,
             cluster: KubeTarget {
                 kubeconfig: args.cluster.kubeconfig.clone(),
-                prometheus: args.cluster.prometheus.clone(),
-                jaeger: args.cluster.jaeger.clone(),
-                loki: args.cluster.loki.clone(),
+                prometheus: args.cluster.observability.prometheus.clone(),
+                jaeger: args.cluster.observability.jaeger.clone(),
+                loki: args.cluster.observability.loki.clone(),
                 journal: args.cluster.journal.journal.clone(),
                 hide: args.hide_namespaces.clone(),
                 settle_within: args.settle_within.to_std(),

@@ -77,9 +77,9 @@ pub fn snapshot(
                 namespaces: [app.namespace.clone()].into(),
                 ..Scope::default()
             },
-            prometheus: opts.prometheus.clone(),
-            jaeger: opts.jaeger.clone(),
-            loki: opts.loki.clone(),
+            prometheus: opts.observability.prometheus.clone(),
+            jaeger: opts.observability.jaeger.clone(),
+            loki: opts.observability.loki.clone(),
             window,
             out: out.join("dataset"),
             redaction_key: None,
