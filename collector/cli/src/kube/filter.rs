@@ -5,7 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
+use apiserver::status::Failure;
+use serde_json::Value;
 
 /// Namespaces hidden from the agent.
 #[derive(Debug, Clone, Default)]
@@ -29,7 +30,7 @@ impl Hidden {
 
     /// The answer to a request for a path inside (or naming) a hidden namespace: the apiserver's
     /// 404 for a namespace that does not exist. `None`: forward it.
-    pub fn refusal(&self, path: &str) -> Option<Value> {
+    pub fn refusal(&self, path: &str) -> Option<Failure> {
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         let ns = match segments.as_slice() {
             ["api", _, "namespaces", ns, ..] | ["apis", _, _, "namespaces", ns, ..] => *ns,
@@ -37,11 +38,8 @@ impl Hidden {
             | ["apis", _, _, "watch", "namespaces", ns, ..] => *ns,
             _ => return None,
         };
-        self.hides(ns).then(|| {
-            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                   "message": format!("namespaces \"{ns}\" not found"), "reason": "NotFound",
-                   "details": {"name": ns, "kind": "namespaces"}, "code": 404})
-        })
+        self.hides(ns)
+            .then(|| Failure::not_found("namespaces", "", ns))
     }
 
     /// Whether an object (a list item, a table row's object, a watch event's) is in a hidden
@@ -97,6 +95,7 @@ fn lists_namespaces(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn hidden() -> Hidden {
         Hidden::new([PLANE_NAMESPACE.to_string()])
@@ -114,8 +113,8 @@ mod tests {
             let r = h
                 .refusal(path)
                 .unwrap_or_else(|| panic!("{path} forwarded"));
-            assert_eq!(r["code"], 404);
-            assert_eq!(r["message"], "namespaces \"faultline\" not found");
+            assert_eq!(r.code, 404);
+            assert_eq!(r.message, "namespaces \"faultline\" not found");
         }
         for path in [
             "/api/v1/namespaces/app/pods",

@@ -10,10 +10,12 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use apis::audit::Api;
 use apis::audit::layer::{AuditLog, audited};
+use apis::kube::writes::failure;
+use apiserver::status::Failure;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::Response;
 use futures_util::StreamExt;
 use tokio::task::JoinHandle;
 
@@ -65,23 +67,6 @@ impl Proxy {
     }
 }
 
-fn status(code: StatusCode, body: serde_json::Value) -> Response {
-    (
-        code,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
-}
-
-fn failure(code: StatusCode, reason: &str, message: String) -> Response {
-    status(
-        code,
-        serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
-            "status": "Failure", "message": message, "reason": reason, "code": code.as_u16()}),
-    )
-}
-
 /// The client's Accept without protobuf (JSON is always among what clients accept beside it).
 fn json_accept(headers: &HeaderMap) -> Option<HeaderValue> {
     let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
@@ -101,15 +86,15 @@ fn json_accept(headers: &HeaderMap) -> Option<HeaderValue> {
 async fn forward(State(up): State<Arc<Upstream>>, request: Request) -> Response {
     let path = request.uri().path().to_string();
     if let Some(refusal) = up.hidden.refusal(&path) {
-        return status(StatusCode::NOT_FOUND, refusal);
+        return failure(&refusal);
     }
     if request.headers().contains_key(header::UPGRADE) {
         // exec, attach and port-forward streams are not carried to a real cluster yet.
-        return failure(
-            StatusCode::FORBIDDEN,
+        return failure(&Failure::new(
+            403,
             "Forbidden",
             format!("streams into pods are not allowed for this user ({path})"),
-        );
+        ));
     }
     let watch = request
         .uri()
@@ -119,9 +104,7 @@ async fn forward(State(up): State<Arc<Upstream>>, request: Request) -> Response 
     let (parts, body) = request.into_parts();
     let body = match axum::body::to_bytes(body, MAX_LIST).await {
         Ok(b) => b,
-        Err(e) => {
-            return failure(StatusCode::BAD_REQUEST, "BadRequest", e.to_string());
-        }
+        Err(e) => return failure(&Failure::bad_request(e.to_string())),
     };
     let mut upstream = axum::http::Request::builder()
         .method(parts.method.clone())
@@ -136,17 +119,17 @@ async fn forward(State(up): State<Arc<Upstream>>, request: Request) -> Response 
     }
     let upstream = match upstream.body(kube::client::Body::from(body.to_vec())) {
         Ok(r) => r,
-        Err(e) => return failure(StatusCode::BAD_REQUEST, "BadRequest", e.to_string()),
+        Err(e) => return failure(&Failure::bad_request(e.to_string())),
     };
     let answer = match up.client.send(upstream).await {
         Ok(a) => a,
         Err(e) => {
             tracing::warn!("cluster API: {e}");
-            return failure(
-                StatusCode::SERVICE_UNAVAILABLE,
+            return failure(&Failure::new(
+                503,
                 "ServiceUnavailable",
-                "the server is currently unable to handle the request".into(),
-            );
+                "the server is currently unable to handle the request",
+            ));
         }
     };
     let (parts, body) = answer.into_parts();
@@ -161,7 +144,7 @@ async fn forward(State(up): State<Arc<Upstream>>, request: Request) -> Response 
     } else if json && parts.status.is_success() {
         match filtered_list(&up.hidden, &path, body).await {
             Ok(b) => b,
-            Err(e) => return failure(StatusCode::BAD_GATEWAY, "InternalError", e),
+            Err(e) => return failure(&Failure::new(502, "InternalError", e)),
         }
     } else {
         body
