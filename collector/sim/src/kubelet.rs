@@ -211,10 +211,8 @@ fn run_ephemeral(w: &mut World, app: &AppSpec, pod: &mut Pod, i: usize, node: &s
             if let Some((at, code, reason)) = s.exit_at.clone()
                 && now >= at
             {
-                // The only instance it will have: no earlier one to show as the last state.
-                let last = s.last.take();
-                terminate(&mut s, now, started, code, &reason);
-                s.last = last;
+                // The only instance it will have: no last state, no restart.
+                exit(&mut s, now, started, code, &reason);
             }
         }
         CState::Terminated(_) => {}
@@ -971,6 +969,13 @@ fn kill_unhealthy(w: &mut World, run: &Running, s: &mut ContainerStatus) {
 /// The container's process exited (or was killed) with `code` at `now`; it restarts after the
 /// back-off.
 fn terminate(s: &mut ContainerStatus, now: i64, started: i64, code: i32, reason: &str) {
+    let t = exit(s, now, started, code, reason);
+    s.last = Some(t);
+    schedule_restart(s, now, started);
+}
+
+/// The container's process exited with `code` at `now`: its state, which it returns.
+fn exit(s: &mut ContainerStatus, now: i64, started: i64, code: i32, reason: &str) -> Terminated {
     let t = Terminated {
         reason: reason.into(),
         exit_code: code,
@@ -980,9 +985,8 @@ fn terminate(s: &mut ContainerStatus, now: i64, started: i64, code: i32, reason:
         message: None,
     };
     s.state = CState::Terminated(t.clone());
-    s.last = Some(t);
     s.exit_at = None;
-    schedule_restart(s, now, started);
+    t
 }
 
 /// Creates and starts a container, deciding now whether its process will exit right away.
