@@ -1,8 +1,9 @@
 //! kube-rs, a second Kubernetes client beside kubectl, against `collector env up`: it reads the
 //! kubeconfig the environment wrote, creates a ConfigMap, patches a Deployment (strategic merge,
 //! then server-side apply with its own field manager), watches the ReplicaSet the template change
-//! makes, and deletes what it created. Every step asserts on the server's answer and on the
-//! cluster reacting.
+//! makes, and deletes what it created; it execs into a container and forwards a port over its own
+//! WebSocket channels (`v5`/`v4.channel.k8s.io`, not kubectl's SPDY tunnel). Every step asserts
+//! on the server's answer and on the cluster reacting.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -10,12 +11,13 @@ use std::time::Duration;
 use e2e::live::{self, NS};
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, AttachParams, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Config};
 use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SELECTOR: &str = "io.kompose.service=search";
 
@@ -70,7 +72,7 @@ async fn kube_rs_creates_patches_applies_watches_and_deletes() {
     // The ReplicaSets of `search` before its template changes.
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), NS);
     let before = rs_names(
-        &rss.list(&kube::api::ListParams::default().labels(SELECTOR))
+        &rss.list(&ListParams::default().labels(SELECTOR))
             .await
             .expect("list ReplicaSets")
             .items,
@@ -222,4 +224,105 @@ async fn kube_rs_creates_patches_applies_watches_and_deletes() {
         }
         other => panic!("the ConfigMap should be gone: {other:?}"),
     }
+}
+
+/// `step` finished, or a panic naming it: a stream the server never ends fails the test instead
+/// of hanging it.
+async fn within<T>(step: &str, step_future: impl std::future::IntoFuture<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), step_future.into_future())
+        .await
+        .unwrap_or_else(|_| panic!("{step}: no answer in 60 s"))
+}
+
+/// The first pod of a workload, by its Service label.
+async fn first_pod(pods: &Api<Pod>, service: &str) -> String {
+    let list = pods
+        .list(&ListParams::default().labels(&format!("io.kompose.service={service}")))
+        .await
+        .expect("list pods");
+    list.items
+        .into_iter()
+        .find_map(|p| p.metadata.name)
+        .unwrap_or_else(|| panic!("no pod of {service}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_execs_and_forwards_a_port() {
+    let l = live::up("hotel-geo-target-port", &[]);
+    let client = client(&l).await;
+    let pods: Api<Pod> = Api::namespaced(client, NS);
+
+    // Exec: stdout and stderr on their channels, the exit status on the error channel.
+    let mongo = first_pod(&pods, "mongodb-geo").await;
+    let argv = ["sh", "-c", "echo out; echo err >&2; exit 3"];
+    let params = AttachParams::default().stderr(true);
+    let mut process = within("exec", pods.exec(&mongo, argv, &params))
+        .await
+        .expect("exec");
+    let (mut out, mut err) = (String::new(), String::new());
+    let mut stdout = process.stdout().expect("stdout");
+    let mut stderr = process.stderr().expect("stderr");
+    let status = process.take_status().expect("status");
+    within("stdout", stdout.read_to_string(&mut out))
+        .await
+        .expect("stdout");
+    within("stderr", stderr.read_to_string(&mut err))
+        .await
+        .expect("stderr");
+    let status = within("the exit status", status)
+        .await
+        .expect("an exit status");
+    assert_eq!((out.as_str(), err.as_str()), ("out\n", "err\n"));
+    assert_eq!(status.status.as_deref(), Some("Failure"), "{status:?}");
+    let code = status
+        .details
+        .and_then(|d| d.causes)
+        .into_iter()
+        .flatten()
+        .find(|c| c.reason.as_deref() == Some("ExitCode"))
+        .and_then(|c| c.message);
+    assert_eq!(code.as_deref(), Some("3"));
+    within("the exec's end", process.join())
+        .await
+        .expect("the exec ends");
+
+    // Port-forward: an HTTP request to the frontend's port answers as the program does.
+    let frontend = first_pod(&pods, "frontend").await;
+    let mut forward = within("port-forward", pods.portforward(&frontend, &[5000]))
+        .await
+        .expect("port-forward");
+    let mut stream = forward.take_stream(5000).expect("the port's stream");
+    let request = b"GET /no-such-route HTTP/1.1\r\nHost: frontend\r\nConnection: close\r\n\r\n";
+    within("request", stream.write_all(request))
+        .await
+        .expect("request");
+    let mut answer = Vec::new();
+    within("answer", stream.read_to_end(&mut answer))
+        .await
+        .expect("answer");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    // The program closed the connection, so the server ended the WebSocket, as the kubelet
+    // does once every forwarded connection has ended (kube-rs then reports its own close as
+    // sent after closing, as it does against a cluster): what matters is that it ends.
+    drop(stream);
+    let _ = within("the forward's end", forward.join()).await;
+
+    // A port nothing listens on: the connection is refused inside the pod, so the stream ends
+    // with nothing read and the error channel says why.
+    let mut forward = within("port-forward", pods.portforward(&frontend, &[5999]))
+        .await
+        .expect("port-forward");
+    let errors = forward.take_error(5999).expect("the port's error channel");
+    let mut stream = forward.take_stream(5999).expect("the port's stream");
+    let _ = within("request", stream.write_all(b"GET / HTTP/1.1\r\n\r\n")).await;
+    let mut answer = Vec::new();
+    let _ = within("answer", stream.read_to_end(&mut answer)).await;
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    let why = within("the error", errors)
+        .await
+        .expect("an error for the refused port");
+    assert!(why.contains("5999"), "{why}");
+    drop(stream);
+    let _ = within("the forward's end", forward.join()).await;
 }

@@ -405,15 +405,7 @@ fn an_interactive_shell_and_a_debug_copy_work_like_a_cluster() {
         "jsonpath={.spec.containers[1].name}",
     ]);
     assert!(debugger.starts_with("debugger-"), "{debugger}");
-    let ip = l.ok(&[
-        "-n",
-        NS,
-        "get",
-        "svc",
-        "geo",
-        "-o",
-        "jsonpath={.spec.clusterIP}",
-    ]);
+    let ip = l.geo_cluster_ip();
     let o = l.kubectl(&[
         "-n", NS, "exec", "dbg", "-c", &debugger, "--", "nslookup", "geo",
     ]);
@@ -422,5 +414,138 @@ fn an_interactive_shell_and_a_debug_copy_work_like_a_cluster() {
         stdout(&o).contains(&format!("Address: {ip}")),
         "{}",
         stdout(&o)
+    );
+}
+
+/// `kubectl debug POD --image=busybox` without `--copy-to`: an ephemeral container joins the
+/// running pod (PATCH `pods/NAME/ephemeralcontainers`), kubectl waits for the kubelet to start
+/// it and attaches; with `--target` it sees the app's process. The pod is not replaced, and the
+/// debugger's output is its log.
+#[test]
+fn an_ephemeral_debugger_joins_the_running_pod() {
+    let l = up("hotel-geo-target-port", &[]);
+    let frontend = pod(&l, "frontend");
+    let field = |path: &str| {
+        l.ok(&[
+            "-n",
+            NS,
+            "get",
+            "pod",
+            &frontend,
+            "-o",
+            &format!("jsonpath={path}"),
+        ])
+    };
+    let uid = field("{.metadata.uid}");
+    let restarts = field("{.status.containerStatuses[0].restartCount}");
+    let o = with_stdin(
+        &l,
+        &[
+            "debug",
+            "-i",
+            &frontend,
+            "--image=busybox",
+            "-c",
+            "dbg",
+            "--target=hotel-reserv-frontend",
+            "--profile=general",
+        ],
+        b"hostname\nps\nnslookup geo >/dev/null && echo resolved\ndate +%s\n",
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    // The container's clock is the wall clock the API's times follow.
+    let host = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let inside: i64 = out
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("date +%s: {out}"));
+    assert!((inside - host).abs() < 120, "{inside} vs {host}: {out}");
+    assert!(out.lines().any(|l| l == frontend), "hostname: {out}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("1 ") && l.ends_with("frontend")),
+        "the target's process is pid 1: {out}"
+    );
+    assert!(out.contains("resolved"), "{out}");
+    assert_eq!(field("{.metadata.uid}"), uid, "the pod was not replaced");
+    assert_eq!(
+        field("{.status.containerStatuses[0].restartCount}"),
+        restarts
+    );
+    assert_eq!(
+        field("{.spec.ephemeralContainers[0].targetContainerName}"),
+        "hotel-reserv-frontend"
+    );
+    // The shell read the end of stdin: the debugger exits 0 and stays exited.
+    l.ok(&[
+        "-n",
+        NS,
+        "wait",
+        &format!("pod/{frontend}"),
+        "--for=jsonpath={.status.ephemeralContainerStatuses[0].state.terminated.exitCode}=0",
+        "--timeout=30s",
+    ]);
+    let logs = l.ok(&["-n", NS, "logs", &frontend, "-c", "dbg"]);
+    assert!(logs.contains("resolved"), "{logs}");
+    // A debugger with a command runs it once; `kubectl logs` shows its output.
+    l.ok(&[
+        "-n",
+        NS,
+        "debug",
+        &frontend,
+        "--image=busybox",
+        "-c",
+        "probe",
+        "--profile=general",
+        "--",
+        "nslookup",
+        "geo",
+    ]);
+    l.ok(&[
+        "-n",
+        NS,
+        "wait",
+        &format!("pod/{frontend}"),
+        "--for=jsonpath={.status.ephemeralContainerStatuses[1].state.terminated.reason}=Completed",
+        "--timeout=30s",
+    ]);
+    let ip = l.geo_cluster_ip();
+    let logs = l.ok(&["-n", NS, "logs", &frontend, "-c", "probe"]);
+    assert!(logs.contains(&format!("Address: {ip}")), "{logs}");
+    let described = l.ok(&["-n", NS, "describe", "pod", &frontend]);
+    assert!(described.contains("Ephemeral Containers:"), "{described}");
+    // The apiserver's refusals: a target that is not in the pod; the pod's own spec.
+    let o = l.kubectl(&[
+        "-n",
+        NS,
+        "debug",
+        &frontend,
+        "--image=busybox",
+        "--target=nope",
+        "--profile=general",
+    ]);
+    assert!(
+        stderr(&o).contains("targetContainerName: Not found: \"nope\""),
+        "{}",
+        stderr(&o)
+    );
+    let o = l.kubectl(&[
+        "-n",
+        NS,
+        "patch",
+        "pod",
+        &frontend,
+        "-p",
+        r#"{"spec":{"ephemeralContainers":[{"name":"x","image":"busybox"}]}}"#,
+    ]);
+    assert!(
+        stderr(&o).contains("pod updates may not change fields"),
+        "{}",
+        stderr(&o)
     );
 }

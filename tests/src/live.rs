@@ -139,17 +139,20 @@ impl Live {
         self.client().ok(args)
     }
 
+    /// A field of geo's Service, as kubectl prints it (`{.spec.clusterIP}`).
+    fn geo_service(&self, path: &str) -> String {
+        let jsonpath = format!("jsonpath={path}");
+        self.ok(&["-n", NS, "get", "svc", "geo", "-o", &jsonpath])
+    }
+
+    /// The cluster IP of geo's Service.
+    pub fn geo_cluster_ip(&self) -> String {
+        self.geo_service("{.spec.clusterIP}")
+    }
+
     /// The targetPort of geo's Service, as kubectl prints it.
     pub fn geo_target_port(&self) -> String {
-        self.ok(&[
-            "-n",
-            NS,
-            "get",
-            "svc",
-            "geo",
-            "-o",
-            "jsonpath={.spec.ports[0].targetPort}",
-        ])
+        self.geo_service("{.spec.ports[0].targetPort}")
     }
 
     /// Runs kubectl, which must fail; its stderr.

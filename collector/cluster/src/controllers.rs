@@ -599,6 +599,7 @@ fn create_pod(
             .iter()
             .map(|c| ContainerStatus::new(&c.name, &c.image))
             .collect(),
+        ephemeral_statuses: vec![],
         spec,
         phase: "Pending".into(),
         conditions: vec![],

@@ -466,6 +466,11 @@ fn pod(v: &Value) -> R<Pod> {
         start_time: st.time("startTime")?,
         init_statuses: statuses(&st, "initContainerStatuses", &spec.init_containers)?,
         statuses: statuses(&st, "containerStatuses", &spec.containers)?,
+        ephemeral_statuses: statuses(
+            &st,
+            "ephemeralContainerStatuses",
+            &spec.ephemeral_containers,
+        )?,
         reason: st.str("reason")?,
         spec,
         next_schedule: 0,

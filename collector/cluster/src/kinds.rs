@@ -137,6 +137,9 @@ pub trait Objects: Sync {
     fn update_status(&self, w: &mut World, k: &Key, body: &Value) -> Result<bool, Failure>;
     /// A client's delete: the object as deleted.
     fn delete(&self, w: &mut World, k: &Key, opts: DeleteOptions) -> Result<Value, Failure>;
+    /// Stores an object as another cluster reports it (identity and status as given, nothing
+    /// defaulted or validated): to look at a real cluster through the model. Its key.
+    fn load(&self, w: &mut World, body: &Value) -> Result<Key, Vec<Cause>>;
 }
 
 /// [`Objects`] of the kind of `T`.
@@ -182,6 +185,19 @@ impl<T: Strategy> Objects for Of<T> {
 
     fn delete(&self, w: &mut World, k: &Key, opts: DeleteOptions) -> Result<Value, Failure> {
         writes::delete::<T>(w, k, opts)
+    }
+
+    fn load(&self, w: &mut World, body: &Value) -> Result<Key, Vec<Cause>> {
+        let o = T::from_api(body)?;
+        let m = o.meta();
+        let ns = if T::KIND.namespaced() {
+            m.namespace.clone().unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let k = key(&ns, &m.name);
+        w.insert_object(k.clone(), o);
+        Ok(k)
     }
 }
 

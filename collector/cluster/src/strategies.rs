@@ -25,7 +25,8 @@ fn default_pull_policy(c: &mut Container) {
 }
 
 fn default_pod_spec(s: &mut PodSpec) {
-    for c in s.containers.iter_mut().chain(s.init_containers.iter_mut()) {
+    let all = s.containers.iter_mut().chain(s.init_containers.iter_mut());
+    for c in all.chain(s.ephemeral_containers.iter_mut()) {
         default_pull_policy(c);
     }
 }
@@ -70,6 +71,7 @@ impl Strategy for Pod {
             .iter()
             .map(|c| ContainerStatus::new(&c.name, &c.image))
             .collect();
+        self.ephemeral_statuses.clear();
         self.next_schedule = w.now;
         self.schedule_backoff = 0;
         self.init_done = 0;
@@ -109,6 +111,15 @@ impl Strategy for Pod {
 
     fn validate(&self, out: &mut Causes) {
         validate::pod_spec("spec", &self.spec, out);
+    }
+
+    fn validate_create(&self, out: &mut Causes) {
+        if !self.spec.ephemeral_containers.is_empty() {
+            out.push(validate::forbidden(
+                "spec.ephemeralContainers",
+                "cannot be set on create",
+            ));
+        }
     }
 
     fn validate_update(&self, old: &Pod, out: &mut Causes) {
@@ -151,6 +162,50 @@ impl Strategy for Pod {
         self.start_time = new.start_time;
         self.reason = new.reason;
         true
+    }
+}
+
+impl Pod {
+    /// A write to the `ephemeralcontainers` subresource: takes `new`'s ephemeral containers,
+    /// which may only add to the ones the pod has (a started debugger is neither changed nor
+    /// removed); each added one waits for the kubelet to start it.
+    pub(crate) fn take_ephemeral(&mut self, new: Pod, out: &mut Causes) {
+        let mut added = new.spec.ephemeral_containers;
+        for c in &mut added {
+            default_pull_policy(c);
+        }
+        for (i, had) in self.spec.ephemeral_containers.iter().enumerate() {
+            match added.iter().find(|c| c.name == had.name) {
+                None => out.push(validate::forbidden(
+                    &format!("spec.ephemeralContainers[{i}]"),
+                    &format!(
+                        "existing ephemeral containers {:?} may not be removed",
+                        had.name
+                    ),
+                )),
+                Some(c) if c != had => out.push(validate::forbidden(
+                    &format!("spec.ephemeralContainers[{i}]"),
+                    &format!(
+                        "existing ephemeral containers {:?} may not be changed",
+                        had.name
+                    ),
+                )),
+                Some(_) => {}
+            }
+        }
+        let mut spec = self.spec.clone();
+        spec.ephemeral_containers = added;
+        validate::pod_spec("spec", &spec, out);
+        let mut had = std::mem::take(&mut self.ephemeral_statuses);
+        self.ephemeral_statuses = spec
+            .ephemeral_containers
+            .iter()
+            .map(|c| match had.iter().position(|s| s.name == c.name) {
+                Some(i) => had.swap_remove(i),
+                None => ContainerStatus::new(&c.name, &c.image),
+            })
+            .collect();
+        self.spec = spec;
     }
 }
 

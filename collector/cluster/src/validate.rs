@@ -351,6 +351,7 @@ pub fn pod_spec(path: &str, s: &PodSpec, out: &mut Causes) {
         &mut seen,
         out,
     );
+    ephemeral_containers(path, s, &mut seen, out);
     if !["Always", "OnFailure", "Never"].contains(&s.restart_policy.as_str()) {
         out.push(not_supported(
             &format!("{path}.restartPolicy"),
@@ -364,6 +365,43 @@ pub fn pod_spec(path: &str, s: &PodSpec, out: &mut Causes) {
             &Value::from(s.termination_grace_period_seconds),
             "must be greater than or equal to 0",
         ));
+    }
+}
+
+/// Ephemeral containers: named and imaged like the others, but a debugger has no ports, probes
+/// or resources of its own, and the container it targets must be one of the pod's.
+fn ephemeral_containers(path: &str, s: &PodSpec, seen: &mut Vec<String>, out: &mut Causes) {
+    let path = format!("{path}.ephemeralContainers");
+    containers(&path, &s.ephemeral_containers, seen, out);
+    const NOT_FOR_EPHEMERAL: &str = "cannot be set for an Ephemeral Container";
+    for (i, c) in s.ephemeral_containers.iter().enumerate() {
+        let p = format!("{path}[{i}]");
+        if !c.ports.is_empty() {
+            out.push(forbidden(&format!("{p}.ports"), NOT_FOR_EPHEMERAL));
+        }
+        if c.liveness_probe.is_some() {
+            out.push(forbidden(&format!("{p}.livenessProbe"), NOT_FOR_EPHEMERAL));
+        }
+        if c.readiness_probe.is_some() {
+            out.push(forbidden(&format!("{p}.readinessProbe"), NOT_FOR_EPHEMERAL));
+        }
+        for field in ["startupProbe", "lifecycle"] {
+            if c.extra.get(field).is_some_and(|v| !v.is_null()) {
+                out.push(forbidden(&format!("{p}.{field}"), NOT_FOR_EPHEMERAL));
+            }
+        }
+        if c.resources != Resources::default() {
+            out.push(forbidden(&format!("{p}.resources"), NOT_FOR_EPHEMERAL));
+        }
+        if let Some(t) = c.extra.get("targetContainerName").and_then(Value::as_str)
+            && !s.containers.iter().any(|x| x.name == t)
+        {
+            out.push(Cause::new(
+                "FieldValueNotFound",
+                &format!("{p}.targetContainerName"),
+                format!("Not found: {}", Value::from(t)),
+            ));
+        }
     }
 }
 
@@ -393,6 +431,12 @@ pub fn workload(replicas: i32, selector: &Labels, template: &PodTemplate, out: &
         ));
     }
     pod_spec("spec.template.spec", &template.spec, out);
+    if !template.spec.ephemeral_containers.is_empty() {
+        out.push(forbidden(
+            "spec.template.spec.ephemeralContainers",
+            "ephemeral containers not allowed in pod template",
+        ));
+    }
 }
 
 /// The selector of a workload may not change (apps/v1).

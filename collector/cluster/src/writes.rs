@@ -65,6 +65,9 @@ pub trait Strategy: Object {
 
     fn validate(&self, _out: &mut Causes) {}
 
+    /// What only a create is refused for.
+    fn validate_create(&self, _out: &mut Causes) {}
+
     fn validate_update(&self, _old: &Self, _out: &mut Causes) {}
 
     /// Takes the status of `new` (a write to the `/status` subresource); false when the kind
@@ -158,6 +161,7 @@ pub fn create<T: Strategy>(w: &mut World, ns: &str, body: &Value) -> Result<Key,
     let mut causes = vec![];
     validate::meta(o.meta(), T::NAME, &mut causes);
     o.validate(&mut causes);
+    o.validate_create(&mut causes);
     let name = o.meta().name.clone();
     if !causes.is_empty() {
         return Err(invalid(T::KIND, &name, causes));
@@ -248,6 +252,19 @@ pub fn update_status<T: Strategy>(w: &mut World, k: &Key, body: &Value) -> Resul
     let mut next = old.clone();
     if !next.take_status(new) {
         return Ok(false);
+    }
+    Ok(store_if_changed(w, k, &old, next))
+}
+
+/// A write to a pod's `ephemeralcontainers` subresource: the debuggers of `body` are added to
+/// the stored pod; the rest of `body` is ignored, as the API server ignores it.
+pub fn update_ephemeral(w: &mut World, k: &Key, body: &Value) -> Result<bool, Failure> {
+    let (old, new) = decode_for_update::<Pod>(w, k, body)?;
+    let mut next = old.clone();
+    let mut causes = vec![];
+    next.take_ephemeral(new, &mut causes);
+    if !causes.is_empty() {
+        return Err(invalid(Kind::Pod, &k.1, causes));
     }
     Ok(store_if_changed(w, k, &old, next))
 }
@@ -771,6 +788,108 @@ mod tests {
         assert!(causes[0].1.starts_with(
             "Forbidden: pod updates may not change fields other than `spec.containers[*].image`"
         ));
+    }
+
+    #[test]
+    fn ephemeral_containers_are_only_added_through_their_subresource() {
+        let mut w = world();
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "app:1"}]}});
+        let with_debugger = |mut p: Value, list: Value| {
+            p["spec"]["ephemeralContainers"] = list;
+            p
+        };
+        let debugger =
+            json!({"name": "dbg", "image": "busybox", "stdin": true, "targetContainerName": "c"});
+        let causes = invalid_causes(
+            create::<Pod>(&mut w, NS, &with_debugger(pod.clone(), json!([debugger]))).unwrap_err(),
+        );
+        assert_eq!(
+            causes,
+            [(
+                "spec.ephemeralContainers".to_string(),
+                "Forbidden: cannot be set on create".to_string()
+            )]
+        );
+        let k = create::<Pod>(&mut w, NS, &pod).unwrap();
+        settle(&mut w, 1);
+        let stored = w.pods[&k].to_json();
+        // Not through the pod itself.
+        let causes = invalid_causes(
+            update::<Pod>(
+                &mut w,
+                &k,
+                &with_debugger(stored.clone(), json!([debugger])),
+            )
+            .unwrap_err(),
+        );
+        assert_eq!(causes[0].0, "spec");
+        // Through the subresource: added with a status waiting for the kubelet; the fields kept.
+        assert!(
+            update_ephemeral(
+                &mut w,
+                &k,
+                &with_debugger(stored.clone(), json!([debugger]))
+            )
+            .unwrap()
+        );
+        let p = &w.pods[&k];
+        assert_eq!(p.spec.ephemeral_containers[0].image_pull_policy, "Always");
+        assert_eq!(p.ephemeral_statuses.len(), 1);
+        assert_eq!(p.ephemeral_statuses[0].name, "dbg");
+        let rendered = p.to_json();
+        assert_eq!(
+            rendered["spec"]["ephemeralContainers"][0]["targetContainerName"],
+            "c"
+        );
+        assert_eq!(rendered["spec"]["ephemeralContainers"][0]["stdin"], true);
+        // An existing debugger is neither changed nor removed; a new one is checked as the
+        // apiserver checks it.
+        let changed = json!([{"name": "dbg", "image": "alpine"}]);
+        let causes = invalid_causes(
+            update_ephemeral(&mut w, &k, &with_debugger(stored.clone(), changed)).unwrap_err(),
+        );
+        assert_eq!(
+            causes,
+            [(
+                "spec.ephemeralContainers[0]".to_string(),
+                "Forbidden: existing ephemeral containers \"dbg\" may not be changed".to_string()
+            )]
+        );
+        let causes = invalid_causes(
+            update_ephemeral(&mut w, &k, &with_debugger(stored.clone(), json!([]))).unwrap_err(),
+        );
+        assert!(causes[0].1.contains("may not be removed"), "{causes:?}");
+        let bad = json!([debugger, {"name": "c", "image": "busybox", "ports": [{"containerPort": 80}],
+            "resources": {"limits": {"cpu": "1"}}, "targetContainerName": "nope"}]);
+        let causes = invalid_causes(
+            update_ephemeral(&mut w, &k, &with_debugger(stored.clone(), bad)).unwrap_err(),
+        );
+        let fields: Vec<&str> = causes.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.ephemeralContainers[1].name",
+                "spec.ephemeralContainers[1].ports",
+                "spec.ephemeralContainers[1].resources",
+                "spec.ephemeralContainers[1].targetContainerName"
+            ],
+            "{causes:?}"
+        );
+        assert_eq!(causes[0].1, "Duplicate value: \"c\"");
+        // Unchanged: nothing stored.
+        let same = w.pods[&k].to_json();
+        assert!(!update_ephemeral(&mut w, &k, &same).unwrap());
+        // Never in a template.
+        let mut d = deployment("web", "nginx");
+        d["spec"]["template"]["spec"]["ephemeralContainers"] = json!([debugger]);
+        let causes = invalid_causes(create::<Deployment>(&mut w, NS, &d).unwrap_err());
+        assert!(
+            causes
+                .iter()
+                .any(|c| c.0 == "spec.template.spec.ephemeralContainers"
+                    && c.1 == "Forbidden: ephemeral containers not allowed in pod template"),
+            "{causes:?}"
+        );
     }
 
     #[test]

@@ -22,10 +22,12 @@ mod assertions;
 mod cleared;
 mod view;
 
+use problems::AppSpec;
 use problems::primitive::Target;
 use problems::{ProblemSpec, StateAssertion};
 use serde::{Deserialize, Serialize};
 use sim::Sim;
+use sim::world::World;
 
 use view::View;
 
@@ -83,7 +85,12 @@ impl Verdict {
 /// Checks every state assertion of `problem` on the simulation's current world, plus the
 /// implicit `faulty services serve` finding (see the module docs).
 pub fn check_state(sim: &Sim, problem: &ProblemSpec) -> Vec<Finding> {
-    let v = View::new(&sim.world, &sim.app);
+    check_world(&sim.world, &sim.app, problem)
+}
+
+/// The same on any world: the simulator's, or a real cluster's objects loaded into one.
+pub fn check_world(w: &World, app: &AppSpec, problem: &ProblemSpec) -> Vec<Finding> {
+    let v = View::new(w, app);
     let mut out: Vec<Finding> = problem
         .oracle
         .state

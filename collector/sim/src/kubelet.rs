@@ -182,7 +182,42 @@ fn sync_pod(
         let c = pod.spec.containers[i].clone();
         run_container(w, app, effects, &mut pod, i, &c, node, dt);
     }
+    for i in 0..pod.spec.ephemeral_containers.len() {
+        run_ephemeral(w, app, &mut pod, i, node);
+    }
     finish(w, k, pod, before);
+}
+
+/// An ephemeral debugger: started once its image is there, then left to its process (a shell
+/// for `kubectl attach`, or the command it was given); never restarted or probed, and not part
+/// of the pod's readiness.
+fn run_ephemeral(w: &mut World, app: &AppSpec, pod: &mut Pod, i: usize, node: &str) {
+    let (Some(c), Some(mut s)) = (
+        pod.spec.ephemeral_containers.get(i).cloned(),
+        pod.ephemeral_statuses.get(i).cloned(),
+    ) else {
+        return;
+    };
+    let now = w.now;
+    match s.state.clone() {
+        CState::Waiting { .. } if now >= s.backoff_until => {
+            if ensure_image(w, app, pod, &mut s, &c, node, List::Ephemeral).is_ok() {
+                start_events(w, pod, &mut s, &c, node, List::Ephemeral);
+                s.state = CState::Running { started: now };
+            }
+        }
+        CState::Waiting { .. } => pull_backoff_tick(w, pod, &mut s, &c, node, List::Ephemeral),
+        CState::Running { started } => {
+            if let Some((at, code, reason)) = s.exit_at.clone()
+                && now >= at
+            {
+                // The only instance it will have: no last state, no restart.
+                exit(&mut s, now, started, code, &reason);
+            }
+        }
+        CState::Terminated(_) => {}
+    }
+    pod.ephemeral_statuses[i] = s;
 }
 
 /// Writes the pod back with recomputed phase and conditions; touches it when it changed.
@@ -263,6 +298,25 @@ fn order_conditions(conds: &mut [Condition]) {
 }
 
 /// Pulls the image if needed. Returns false (and sets the waiting state) when it is not there.
+/// Which of a pod's container lists a container is in, as event field paths name it.
+#[derive(Clone, Copy)]
+enum List {
+    Init,
+    App,
+    Ephemeral,
+}
+
+impl List {
+    fn field_path(self, name: &str) -> String {
+        let list = match self {
+            List::Init => "initContainers",
+            List::App => "containers",
+            List::Ephemeral => "ephemeralContainers",
+        };
+        format!("spec.{list}{{{name}}}")
+    }
+}
+
 fn ensure_image(
     w: &mut World,
     app: &AppSpec,
@@ -270,16 +324,11 @@ fn ensure_image(
     s: &mut ContainerStatus,
     c: &Container,
     node: &str,
-    init: bool,
+    list: List,
 ) -> Result<Option<ImageEffect>, ()> {
     let status = programs::image_status(w, app, &c.image);
-    let fp = if init {
-        format!("spec.initContainers{{{}}}", c.name)
-    } else {
-        format!("spec.containers{{{}}}", c.name)
-    };
     let mut r = World::pod_ref(pod, None);
-    r.field_path = Some(fp);
+    r.field_path = Some(list.field_path(&c.name));
     let src = || Source::Kubelet(node.to_string());
     if w.pulled.contains(&(node.to_string(), c.image.clone())) {
         return Ok(status.flatten());
@@ -333,13 +382,21 @@ fn ensure_image(
 }
 
 /// While an image pull backs off, the kubelet reports it on every sync.
-fn pull_backoff_tick(w: &mut World, pod: &Pod, s: &mut ContainerStatus, c: &Container, node: &str) {
+fn pull_backoff_tick(
+    w: &mut World,
+    pod: &Pod,
+    s: &mut ContainerStatus,
+    c: &Container,
+    node: &str,
+    list: List,
+) {
     if matches!(
         s.state.waiting_reason(),
         Some("ErrImagePull") | Some("ImagePullBackOff")
     ) && w.now >= s.next_backoff_event
     {
-        let r = World::pod_ref(pod, Some(&c.name));
+        let mut r = World::pod_ref(pod, None);
+        r.field_path = Some(list.field_path(&c.name));
         if s.state.waiting_reason() == Some("ErrImagePull") {
             s.state = CState::waiting(
                 "ImagePullBackOff",
@@ -432,8 +489,8 @@ fn run_init(
             }
         }
         _ if now >= s.backoff_until => {
-            if let Ok(_effect) = ensure_image(w, app, pod, &mut s, c, node, true) {
-                start_events(w, pod, &mut s, c, node, true);
+            if let Ok(_effect) = ensure_image(w, app, pod, &mut s, c, node, List::Init) {
+                start_events(w, pod, &mut s, c, node, List::Init);
                 s.state = CState::Running { started: now };
             }
             false
@@ -513,14 +570,10 @@ fn start_events(
     s: &mut ContainerStatus,
     c: &Container,
     node: &str,
-    init: bool,
+    list: List,
 ) {
     let mut r = World::pod_ref(pod, None);
-    r.field_path = Some(if init {
-        format!("spec.initContainers{{{}}}", c.name)
-    } else {
-        format!("spec.containers{{{}}}", c.name)
-    });
+    r.field_path = Some(list.field_path(&c.name));
     if s.container_id.is_some() {
         w.event(
             &r,
@@ -662,7 +715,7 @@ fn run_container(
             if now >= s.backoff_until {
                 start(w, app, pod, &mut s, c, node, prog);
             } else {
-                pull_backoff_tick(w, pod, &mut s, c, node);
+                pull_backoff_tick(w, pod, &mut s, c, node, List::App);
                 backoff_event(w, pod, &mut s, c, node);
             }
         }
@@ -916,6 +969,13 @@ fn kill_unhealthy(w: &mut World, run: &Running, s: &mut ContainerStatus) {
 /// The container's process exited (or was killed) with `code` at `now`; it restarts after the
 /// back-off.
 fn terminate(s: &mut ContainerStatus, now: i64, started: i64, code: i32, reason: &str) {
+    let t = exit(s, now, started, code, reason);
+    s.last = Some(t);
+    schedule_restart(s, now, started);
+}
+
+/// The container's process exited with `code` at `now`: its state, which it returns.
+fn exit(s: &mut ContainerStatus, now: i64, started: i64, code: i32, reason: &str) -> Terminated {
     let t = Terminated {
         reason: reason.into(),
         exit_code: code,
@@ -925,9 +985,8 @@ fn terminate(s: &mut ContainerStatus, now: i64, started: i64, code: i32, reason:
         message: None,
     };
     s.state = CState::Terminated(t.clone());
-    s.last = Some(t);
     s.exit_at = None;
-    schedule_restart(s, now, started);
+    t
 }
 
 /// Creates and starts a container, deciding now whether its process will exit right away.
@@ -943,7 +1002,7 @@ fn start(
     let now = w.now;
     let ns = pod.meta.namespace.clone().unwrap_or_default();
     let k = key(&ns, &pod.meta.name);
-    let effect = match ensure_image(w, app, pod, s, c, node, false) {
+    let effect = match ensure_image(w, app, pod, s, c, node, List::App) {
         Ok(e) => e,
         Err(()) => return,
     };
@@ -1002,7 +1061,7 @@ fn start(
         schedule_restart(s, now, now);
         return;
     }
-    start_events(w, pod, s, c, node, false);
+    start_events(w, pod, s, c, node, List::App);
     s.state = CState::Running { started: now };
     let Some(p) = prog else { return };
     let svc = p.spec.name.clone();

@@ -59,7 +59,7 @@ fn subresource<'a>(r: &'a Resource, sub: &str) -> Subresource<'a> {
         "eviction" => ("policy", "v1", "Eviction", &["create"][..]),
         "scale" => ("autoscaling", "v1", "Scale", READ_WRITE),
         "log" => ("", "", "Pod", READ),
-        "status" => ("", "", r.kind.as_str(), READ_WRITE),
+        "status" | "ephemeralcontainers" => ("", "", r.kind.as_str(), READ_WRITE),
         "attach" => ("", "", "PodAttachOptions", CONNECT),
         "exec" => ("", "", "PodExecOptions", CONNECT),
         "portforward" => ("", "", "PodPortForwardOptions", CONNECT),

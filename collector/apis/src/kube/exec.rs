@@ -113,7 +113,7 @@ async fn stream(
                     rc::frame(rc::STATUS, status.as_bytes()).into(),
                 ))
                 .await;
-            let _ = socket.send(super::normal_close()).await;
+            super::close(&mut socket).await;
             return;
         }
         let message = match tokio::time::timeout(IDLE, socket.recv()).await {

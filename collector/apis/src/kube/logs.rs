@@ -41,22 +41,18 @@ pub fn pod_logs(f: &KubeFacade, namespace: &str, pod: &str, params: &Params) -> 
             ),
         );
     }
-    let containers: Vec<&str> = object
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .chain(
-            object
-                .pointer("/spec/initContainers")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten(),
-        )
-        .filter_map(|c| c.get("name").and_then(Value::as_str))
-        .collect();
+    let names = |list: &str| -> Vec<&str> {
+        let items = object.pointer(list).and_then(Value::as_array);
+        let names = items.into_iter().flatten();
+        names
+            .filter_map(|c| c.get("name").and_then(Value::as_str))
+            .collect()
+    };
+    let mut containers = names("/spec/containers");
+    containers.extend(names("/spec/initContainers"));
+    let debuggers = names("/spec/ephemeralContainers");
     let container = match params.container.as_deref() {
-        Some(c) if containers.contains(&c) => c,
+        Some(c) if containers.contains(&c) || debuggers.contains(&c) => c,
         Some(c) => {
             return status::bad_request(format!("container {c} is not valid for pod {pod}"));
         }
@@ -69,13 +65,17 @@ pub fn pod_logs(f: &KubeFacade, namespace: &str, pod: &str, params: &Params) -> 
         }
     };
     // The current instance is the pod's restart count for that container; logs may say more.
-    let restart_count = ["/status/containerStatuses", "/status/initContainerStatuses"]
-        .iter()
-        .filter_map(|p| object.pointer(p).and_then(Value::as_array))
-        .flatten()
-        .find(|s| s.get("name").and_then(Value::as_str) == Some(container))
-        .and_then(|s| s.get("restartCount").and_then(Value::as_i64))
-        .map(|n| n as i32);
+    let restart_count = [
+        "/status/containerStatuses",
+        "/status/initContainerStatuses",
+        "/status/ephemeralContainerStatuses",
+    ]
+    .iter()
+    .filter_map(|p| object.pointer(p).and_then(Value::as_array))
+    .flatten()
+    .find(|s| s.get("name").and_then(Value::as_str) == Some(container))
+    .and_then(|s| s.get("restartCount").and_then(Value::as_i64))
+    .map(|n| n as i32);
     let now = clock.virtual_now_ns;
     let current = match restart_count {
         Some(n) => n,

@@ -212,6 +212,24 @@ fn normal_close() -> axum::extract::ws::Message {
     }))
 }
 
+/// Ends a stream the server is done with: a normal close, then what the client still sends is
+/// read until its own close (for a few seconds at most). Dropping a socket with unread input
+/// resets the connection, and the client loses the last frames (an exit status, a port's
+/// error) that were still on their way.
+async fn close(socket: &mut axum::extract::ws::WebSocket) {
+    if socket.send(normal_close()).await.is_err() {
+        return;
+    }
+    let drained = async {
+        while let Some(Ok(m)) = socket.recv().await {
+            if matches!(m, axum::extract::ws::Message::Close(_)) {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), drained).await;
+}
+
 /// The WebSocket upgrade of an exec, attach or port-forward request; a plain request is refused
 /// as the apiserver refuses it.
 async fn upgrade(

@@ -206,6 +206,11 @@ async fn channels(mut socket: WebSocket, target: Target, wanted: Vec<u16>) {
             }
         }
     }
+    // As the kubelet, the socket ends once no forwarded connection is left.
+    if conns.iter().all(Option::is_none) {
+        super::close(&mut socket).await;
+        return;
+    }
     loop {
         tokio::select! {
             message = socket.recv() => {
@@ -235,7 +240,7 @@ async fn channels(mut socket: WebSocket, target: Target, wanted: Vec<u16>) {
                 if a.close {
                     conns[index] = None;
                     if conns.iter().all(Option::is_none) {
-                        let _ = socket.send(super::normal_close()).await;
+                        super::close(&mut socket).await;
                         return;
                     }
                 }

@@ -368,9 +368,17 @@ impl Registry {
                 categories: if *all { vec!["all".into()] } else { vec![] },
                 subresources: match *k {
                     // `kubectl drain` evicts only when discovery lists `pods/eviction`.
-                    "Pod" => ["attach", "eviction", "exec", "log", "portforward", "status"]
-                        .map(String::from)
-                        .to_vec(),
+                    "Pod" => [
+                        "attach",
+                        "ephemeralcontainers",
+                        "eviction",
+                        "exec",
+                        "log",
+                        "portforward",
+                        "status",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
                     "Deployment" | "ReplicaSet" | "StatefulSet" => {
                         vec!["scale".into(), "status".into()]
                     }

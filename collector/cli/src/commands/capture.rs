@@ -33,16 +33,8 @@ pub struct Args {
     /// Objects whose labels match any of these are not captured: KEY or KEY=VALUE, `*` in VALUE.
     #[arg(long, value_delimiter = ',')]
     pub exclude_labels: Vec<LabelPattern>,
-    /// Prometheus base URL (e.g. http://localhost:9090): samples, metadata, alerts.
-    #[arg(long)]
-    pub prometheus: Option<String>,
-    /// Jaeger query base URL (e.g. http://localhost:16686): traces (api_v3, else v1).
-    #[arg(long)]
-    pub jaeger: Option<String>,
-    /// Loki base URL (e.g. http://localhost:3100): log lines with their stream; without it, logs
-    /// come from the Kubernetes API alone.
-    #[arg(long)]
-    pub loki: Option<String>,
+    #[command(flatten)]
+    pub observability: crate::kube::Observability,
     /// Capture for this long from now (e.g. `15m`): the watch runs live.
     #[arg(long, conflicts_with_all = ["since", "until"])]
     pub duration: Option<Dur>,
@@ -110,9 +102,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             exclude_namespaces: args.exclude_namespaces.iter().cloned().collect(),
             exclude_labels: args.exclude_labels.clone(),
         },
-        prometheus: args.prometheus.clone(),
-        jaeger: args.jaeger.clone(),
-        loki: args.loki.clone(),
+        prometheus: args.observability.prometheus.clone(),
+        jaeger: args.observability.jaeger.clone(),
+        loki: args.observability.loki.clone(),
         window: window(&args, now_ns())?,
         out: args.out.clone(),
         redaction_key: args.redaction_key.clone(),

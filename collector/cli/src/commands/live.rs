@@ -10,11 +10,13 @@ use anyhow::Context;
 use problems::Dur;
 
 use super::snapshot::load_catalog;
+use crate::kube::session::KubeTarget;
 use crate::session::{self, AgentSpec, Judging, SessionOptions, Target};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  collector live --problem hotel-geo-target-port --seed 3 --agent 'claude -p \"$(cat prompt.md)\"' --time-limit 20m --out runs/one\n  collector live --dataset out/geo/dataset --agent ./my-agent.sh --out runs/rca\n\n\
+    after_help = "Examples:\n  collector live --problem hotel-geo-target-port --seed 3 --agent 'claude -p \"$(cat prompt.md)\"' --time-limit 20m --out runs/one\n  collector live --dataset out/geo/dataset --agent ./my-agent.sh --out runs/rca\n  collector live --env kube --kubeconfig ~/.kube/config --prometheus http://localhost:9090 --problem hotel-geo-target-port --agent ./agent.sh --out runs/real\n\n\
+On a real cluster (--env kube, the app deployed with `collector deploy`), the faults are injected through the API (journaled first: `collector recover` undoes them after a crash) and reverted when the session ends; the agent's kubeconfig points at a proxy that hides the injection plane and audits every request, and the mitigation is graded by watching the cluster until it holds.\n\
 The agent runs in a fresh directory holding prompt.md (its task) and kubeconfig, with KUBECONFIG, PROMETHEUS_URL, JAEGER_URL, LOKI_URL, FAULTLINE_SUBMIT_URL and FAULTLINE_MCP_URL set. It submits with POST $FAULTLINE_SUBMIT_URL/submit {\"solution\": \"...\"} (SREGym's API): a diagnosis, then (live) an empty solution once it has mitigated.\n\
 The diagnosis is judged deterministically, and by a checklist LLM when JUDGE_BASE_URL / JUDGE_MODEL / JUDGE_API_KEY are set; the mitigation is graded on a fork of the world fast-forwarded until it holds.\n\
 Exit codes: 0 the session ran to its end (grades in OUT/run.json); 1 error; 130 interrupted (nothing written as finished)."
@@ -67,6 +69,19 @@ pub struct Args {
     /// ANTHROPIC_BASE_URL pointing at the proxy, and run.json the tokens used.
     #[arg(long)]
     pub llm_upstream: Option<String>,
+    /// Where the problem runs: `sim`, the embedded simulator; `kube`, a real cluster
+    /// (--kubeconfig) with the app deployed.
+    #[arg(long, value_enum, default_value = "sim")]
+    pub env: super::snapshot::EnvKind,
+    #[command(flatten)]
+    pub cluster: crate::kube::ClusterArgs,
+    /// With --env kube: a namespace the agent must not see (repeatable), beside `faultline`.
+    #[arg(long = "hide-namespace")]
+    pub hide_namespaces: Vec<String>,
+    /// With --env kube: how long the fixed cluster may take to settle (rollouts, restarts)
+    /// before the mitigation fails; it must then hold for the problem's sustain window.
+    #[arg(long, default_value = "10m")]
+    pub settle_within: Dur,
     /// Print run.json on stdout at the end.
     #[arg(long)]
     pub json: bool,
@@ -92,16 +107,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => args,
     };
     let catalog = load_catalog(args.catalog.as_deref())?;
+    let problem = |id: &str| -> anyhow::Result<Box<problems::ProblemSpec>> {
+        let p = catalog.problem(id).with_context(|| {
+            format!("no problem `{id}` in the catalog (see `collector problems list`)")
+        })?;
+        Ok(Box::new(p.clone()))
+    };
+    let kube = args.env == super::snapshot::EnvKind::Kube;
     let target = match (&args.problem, &args.dataset) {
+        (Some(id), _) if kube => Target::Kube {
+            problem: problem(id)?,
+            cluster: KubeTarget {
+                kubeconfig: args.cluster.kubeconfig.clone(),
+                prometheus: args.cluster.observability.prometheus.clone(),
+                jaeger: args.cluster.observability.jaeger.clone(),
+                loki: args.cluster.observability.loki.clone(),
+                journal: args.cluster.journal.journal.clone(),
+                hide: args.hide_namespaces.clone(),
+                settle_within: args.settle_within.to_std(),
+            },
+        },
+        (None, Some(_)) if kube => anyhow::bail!("--env kube runs a --problem, not a --dataset"),
         (Some(id), _) => Target::Live {
-            problem: Box::new(
-                catalog
-                    .problem(id)
-                    .with_context(|| {
-                        format!("no problem `{id}` in the catalog (see `collector problems list`)")
-                    })?
-                    .clone(),
-            ),
+            problem: problem(id)?,
             seed: args.seed,
             no_noise: args.no_noise,
             speed: args.speed,
@@ -137,9 +165,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     eprintln!("judging diagnoses with: {}", opts.judging.describe());
     let runtime = tokio::runtime::Runtime::new()?;
+    // Ctrl-C, or the SIGTERM `collector recover` sends a running session: either way the
+    // session ends cleanly (on a cluster, its faults reverted).
     let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+        let Ok(mut term) = term else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
         }
     };
     let run = match runtime.block_on(session::run(&catalog, &opts, interrupt)) {

@@ -91,6 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             scrape_interval: args.scrape_interval,
             ..SimConfig::default()
         },
+        start_ns: None,
     };
     let bar = if args.json {
         ProgressBar::hidden()

@@ -8,7 +8,6 @@ use problems::Dur;
 
 use crate::run::snapshot::Options;
 use crate::run::sweep;
-use sim::SimConfig;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -61,7 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         seed: 1,
         duration: args.duration,
         no_noise: args.no_noise,
-        sim: SimConfig::default(),
+        ..Options::default()
     };
     let total = selected.len() as u64 * args.seeds;
     let bar = if args.json {

@@ -15,32 +15,18 @@ use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::faults;
-use crate::commands::inject::JournalArg;
 
 /// The real cluster a snapshot runs on (`--env kube`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct KubeOptions {
-    /// With --env kube: the cluster's kubeconfig (its current context). Default: KUBECONFIG,
-    /// ~/.kube/config, or in-cluster.
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// With --env kube: Prometheus base URL, captured with the rest.
-    #[arg(long)]
-    pub prometheus: Option<String>,
-    /// With --env kube: Jaeger query base URL.
-    #[arg(long)]
-    pub jaeger: Option<String>,
-    /// With --env kube: Loki base URL.
-    #[arg(long)]
-    pub loki: Option<String>,
+    #[command(flatten)]
+    pub cluster: super::ClusterArgs,
     /// With --env kube: how long the healthy cluster is captured before the faults.
     #[arg(long, default_value = "1m")]
     pub baseline: Dur,
     /// With --env kube: how long the faults stay in effect (captured) before they are reverted.
     #[arg(long, default_value = "5m")]
     pub hold: Dur,
-    #[command(flatten)]
-    pub journal: JournalArg,
 }
 
 /// What a snapshot on a cluster wrote.
@@ -70,6 +56,7 @@ pub fn snapshot(
         out.join("dataset").display()
     );
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let (baseline, hold, opts) = (opts.baseline, opts.hold, &opts.cluster);
     let journal = opts.journal.open()?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
@@ -79,7 +66,7 @@ pub fn snapshot(
         let ms = |d: Dur| d.as_millis() as i64 * 1_000_000;
         let window = Window {
             since_ns: start,
-            until_ns: start + ms(opts.baseline) + ms(opts.hold),
+            until_ns: start + ms(baseline) + ms(hold),
         };
         let capture_opts = Options {
             kubernetes: match &opts.kubeconfig {
@@ -90,9 +77,9 @@ pub fn snapshot(
                 namespaces: [app.namespace.clone()].into(),
                 ..Scope::default()
             },
-            prometheus: opts.prometheus.clone(),
-            jaeger: opts.jaeger.clone(),
-            loki: opts.loki.clone(),
+            prometheus: opts.observability.prometheus.clone(),
+            jaeger: opts.observability.jaeger.clone(),
+            loki: opts.observability.loki.clone(),
             window,
             out: out.join("dataset"),
             redaction_key: None,
@@ -101,7 +88,7 @@ pub fn snapshot(
         let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
         let inject_after_baseline = async {
-            tokio::time::sleep(opts.baseline.to_std()).await;
+            tokio::time::sleep(baseline.to_std()).await;
             let onset = now_ns();
             faults::inject_all(&injector, problem, app, &[])
                 .await

@@ -86,8 +86,11 @@ impl LiveProcess {
             };
         };
         let out = f(p, &mut m);
-        if let (true, Some(code)) = (self.attach, out.exit) {
-            shell::main::end(m.world, &p.session.target, code);
+        if self.attach {
+            shell::main::log_output(m.world, &p.session.target, &out);
+            if let Some(code) = out.exit {
+                shell::main::end(m.world, &p.session.target, code);
+            }
         }
         chunk(out)
     }
@@ -101,6 +104,9 @@ impl ExecSession for LiveProcess {
         let mut run = self.run.lock().unwrap_or_else(|e| e.into_inner());
         let mut m = run.sim.shell_model();
         let (process, out) = Process::start(&mut m, session, &argv, self.stdin, self.tty);
+        if self.attach {
+            shell::main::log_output(m.world, &process.session.target, &out);
+        }
         self.process = Some(process);
         chunk(out)
     }

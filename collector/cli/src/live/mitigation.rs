@@ -122,21 +122,7 @@ fn instant_health(sim: &Sim, health: &HealthCondition) -> Vec<String> {
     let ns = &sim.app.namespace;
     let mut out = vec![];
     if health.all_pods_ready {
-        for p in sim.world.pods.values() {
-            let ours = p.meta.namespace.as_deref() == Some(ns.as_str());
-            if !ours || p.meta.deleted_at.is_some() || p.phase == "Succeeded" {
-                continue;
-            }
-            if p.phase != "Running" || !p.ready() {
-                let why = p
-                    .statuses
-                    .iter()
-                    .find_map(|s| s.state.waiting_reason())
-                    .or(p.reason.as_deref())
-                    .unwrap_or("not ready");
-                out.push(format!("pod {ns}/{} is {} ({why})", p.meta.name, p.phase));
-            }
-        }
+        out.extend(unready_pods(&sim.world, ns));
     }
     if health.no_firing_alerts {
         for (name, labels) in sim.firing_alerts() {
@@ -144,6 +130,28 @@ fn instant_health(sim: &Sim, health: &HealthCondition) -> Vec<String> {
             if ours && !health.exclude_alerts.iter().any(|a| a == name) {
                 out.push(format!("alert {name} is firing"));
             }
+        }
+    }
+    out
+}
+
+/// The app's pods that are not running and ready (terminating and completed ones aside), each
+/// with why.
+pub fn unready_pods(w: &sim::world::World, ns: &str) -> Vec<String> {
+    let mut out = vec![];
+    for p in w.pods.values() {
+        let ours = p.meta.namespace.as_deref() == Some(ns);
+        if !ours || p.meta.deleted_at.is_some() || p.phase == "Succeeded" {
+            continue;
+        }
+        if p.phase != "Running" || !p.ready() {
+            let why = p
+                .statuses
+                .iter()
+                .find_map(|s| s.state.waiting_reason())
+                .or(p.reason.as_deref())
+                .unwrap_or("not ready");
+            out.push(format!("pod {ns}/{} is {} ({why})", p.meta.name, p.phase));
         }
     }
     out

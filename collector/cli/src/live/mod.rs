@@ -125,19 +125,23 @@ impl LiveEnv {
             None
         };
         let stores = Arc::new(LiveStores::new(dataset, recording));
-        let run_opts = Options {
+        let mut run_opts = Options {
             seed: opts.seed,
-            duration: None,
             no_noise: opts.no_noise,
-            sim: sim::SimConfig::default(),
+            ..Options::default()
         };
+        // The history ends at the wall clock's now: a container's `date`, its log lines and
+        // its HTTP answers tell the same time as the API.
+        let onset = crate::run::problem::onset_secs(problem, &run_opts)?;
+        let history = onset + (opts.since_onset.as_millis() / 1000) as i64;
+        run_opts.start_ns = Some(real_now_ns() - history * NS_PER_SEC);
         let mut run = if opts.bare {
             ProblemRun::new_bare(catalog, problem, &run_opts)?
         } else {
             ProblemRun::new(catalog, problem, &run_opts)?
         };
         run.share();
-        let history = run.onset_secs() + (opts.since_onset.as_millis() / 1000) as i64;
+        debug_assert_eq!(run.onset_secs(), onset);
         let route_stores = stores.clone();
         let mut sink_rows = Vec::new();
         for _ in 0..history {

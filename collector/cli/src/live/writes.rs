@@ -95,11 +95,7 @@ impl ClusterWriter for LiveCluster {
                     body: reply,
                 });
             }
-            (
-                Verb::Update | Verb::Patch,
-                Some(name),
-                sub @ (None | Some("status") | Some("scale")),
-            ) => {
+            (Verb::Update | Verb::Patch, Some(name), sub) if writable_subresource(kind, sub) => {
                 let served = served_rv(name);
                 let at = Target {
                     kind,
@@ -225,6 +221,15 @@ fn strict_fields(req: &WriteRequest, kind: Kind, object: &Value) -> Result<(), F
     )))
 }
 
+/// The object itself and the subresources a PUT or PATCH may write.
+fn writable_subresource(kind: Kind, sub: Option<&str>) -> bool {
+    match sub {
+        None | Some("status" | "scale") => true,
+        Some("ephemeralcontainers") => kind == Kind::Pod,
+        Some(_) => false,
+    }
+}
+
 /// What a write names: the kind, namespace, object name and subresource.
 #[derive(Clone, Copy)]
 struct Target<'a> {
@@ -234,7 +239,8 @@ struct Target<'a> {
     sub: Option<&'a str>,
 }
 
-/// A PUT or PATCH of an object (or of its `status` or `scale`); a server-side apply of a
+/// A PUT or PATCH of an object (or of its `status`, `scale` or a pod's `ephemeralcontainers`);
+/// a server-side apply of a
 /// missing object creates it. `served` is the resourceVersion clients were last shown.
 fn update(
     world: &mut World,
@@ -304,6 +310,7 @@ fn update(
     }
     match sub {
         Some("status") => kind.objects().update_status(world, &k, &new)?,
+        Some("ephemeralcontainers") => sim::writes::update_ephemeral(world, &k, &new)?,
         _ => kind.objects().update(world, &k, &new)?,
     };
     Ok((k, 200, None))

@@ -28,6 +28,10 @@ pub struct Options {
     /// Turn the problem's noise profile off.
     pub no_noise: bool,
     pub sim: SimConfig,
+    /// The simulated clock's start (ns since the Unix epoch). A fixed instant per seed when
+    /// absent, so that a dataset is the same whenever it is made; a live environment starts it
+    /// so that its "now" is the wall clock's, as every time a container prints must be.
+    pub start_ns: Option<i64>,
 }
 
 impl Default for Options {
@@ -37,8 +41,55 @@ impl Default for Options {
             duration: None,
             no_noise: false,
             sim: SimConfig::default(),
+            start_ns: None,
         }
     }
+}
+
+/// A run's length and how its baseline and the problem's times scale to it.
+struct Scale {
+    total_secs: i64,
+    scale: f64,
+    baseline: i64,
+}
+
+impl Scale {
+    fn of(problem: &ProblemSpec, opts: &Options) -> anyhow::Result<Scale> {
+        let total = opts.duration.unwrap_or(problem.duration);
+        let total_secs = (total.as_millis() / 1000) as i64;
+        if total_secs < 30 {
+            bail!(
+                "--duration {total} is too short: a run needs at least 30s (a baseline and a faulty period)"
+            );
+        }
+        if total > problems::MAX_RUN_DURATION {
+            bail!(
+                "--duration {total} is longer than the limit of {} of simulated time",
+                problems::MAX_RUN_DURATION
+            );
+        }
+        // A shorter run keeps the problem's proportions.
+        let scale =
+            (total.as_millis() as f64 / problem.duration.as_millis().max(1) as f64).min(1.0);
+        let baseline = scaled(problem.baseline, scale).max(10);
+        Ok(Scale {
+            total_secs,
+            scale,
+            baseline,
+        })
+    }
+}
+
+/// When the first (non-decoy) fault of `problem` is applied, in seconds since the run's start
+/// (the end of the baseline when it injects none); what [`ProblemRun::onset_secs`] says of a
+/// run built with `opts`, known before building it.
+pub fn onset_secs(problem: &ProblemSpec, opts: &Options) -> anyhow::Result<i64> {
+    let s = Scale::of(problem, opts)?;
+    let applies = problem
+        .injections()
+        .filter(|(_, decoy)| !decoy)
+        .map(|(f, _)| s.baseline + scaled(f.onset, s.scale));
+    Ok(applies.min().unwrap_or(s.baseline))
 }
 
 /// What happened in a run, for the evaluator record.
@@ -123,24 +174,14 @@ impl ProblemRun {
         deployed: bool,
     ) -> anyhow::Result<Self> {
         let app = app_of(catalog, problem)?;
-        let total = opts.duration.unwrap_or(problem.duration);
-        let total_secs = (total.as_millis() / 1000) as i64;
-        if total_secs < 30 {
-            bail!(
-                "--duration {total} is too short: a run needs at least 30s (a baseline and a faulty period)"
-            );
-        }
-        if total > problems::MAX_RUN_DURATION {
-            bail!(
-                "--duration {total} is longer than the limit of {} of simulated time",
-                problems::MAX_RUN_DURATION
-            );
-        }
-        // A shorter run keeps the problem's proportions.
-        let scale =
-            (total.as_millis() as f64 / problem.duration.as_millis().max(1) as f64).min(1.0);
-        let baseline = scaled(problem.baseline, scale).max(10);
-        let start_ns = (EPOCH_SECS + (opts.seed % 720) as i64 * 3600) * NS_PER_SEC;
+        let Scale {
+            total_secs,
+            scale,
+            baseline,
+        } = Scale::of(problem, opts)?;
+        let start_ns = opts
+            .start_ns
+            .unwrap_or((EPOCH_SECS + (opts.seed % 720) as i64 * 3600) * NS_PER_SEC);
         let sim = if deployed {
             Sim::new(app, opts.seed, start_ns, opts.sim.clone())
         } else {

@@ -1,6 +1,7 @@
 //! The environment a session hands its agent: a live problem in the simulator (writable, graded
-//! by the mitigation oracle) or a recorded dataset served as if it were happening now (read-only,
-//! diagnosis only). Either way: four API endpoints, an application, an audit of every request,
+//! by the mitigation oracle), the same problem injected into a real cluster (graded by watching
+//! the cluster), or a recorded dataset served as if it were happening now (read-only, diagnosis
+//! only). Either way: four API endpoints, an application, an audit of every request,
 //! and a ground truth that reaches the run directory only once the agent has ended.
 
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use apis::audit::layer::AuditSink;
 use problems::{Catalog, Dur, ProblemSpec};
 
 use super::submit::AppInfo;
+use crate::kube::session::{ClusterGrading, KubeTarget, OnCluster};
 use crate::live::mitigation::{self, Verdict};
 use crate::live::{LiveEnv, LiveOptions};
 use crate::replay::{Endpoints, Replay, ReplayOptions};
@@ -32,12 +34,34 @@ pub enum Target {
     /// A dataset directory (`DIR/dataset`, with `DIR/ground_truth.json` beside it, as `collector
     /// snapshot` writes them).
     Replay { dataset: PathBuf },
+    /// A real cluster with the problem's app deployed.
+    Kube {
+        problem: Box<ProblemSpec>,
+        cluster: KubeTarget,
+    },
 }
 
 /// A started environment.
 pub enum Env {
     Live(Box<LiveEnv>),
     Replay(Box<Recorded>),
+    Kube(Box<OnCluster>),
+}
+
+/// What a mitigation is graded on: a fork of the simulated world taken at the instant it was
+/// submitted, or the cluster itself, watched from then on.
+pub enum Grading {
+    Fork(Box<ProblemRun>),
+    Cluster(Box<ClusterGrading>),
+}
+
+impl Grading {
+    pub async fn grade(self) -> anyhow::Result<Verdict> {
+        match self {
+            Grading::Fork(fork) => grade(*fork).await,
+            Grading::Cluster(c) => (*c).grade().await,
+        }
+    }
 }
 
 /// A replayed dataset and what the session needs beside it.
@@ -83,6 +107,9 @@ impl Env {
                 )))
             }
             Target::Replay { dataset } => start_replay(dataset).await,
+            Target::Kube { problem, cluster } => Ok(Env::Kube(Box::new(
+                OnCluster::start(catalog, problem, cluster).await?,
+            ))),
         }
     }
 
@@ -90,18 +117,20 @@ impl Env {
         match self {
             Env::Live(env) => &env.endpoints,
             Env::Replay(r) => &r.replay.endpoints,
+            Env::Kube(k) => &k.endpoints,
         }
     }
 
     /// Whether the agent is to mitigate (a recording cannot be fixed).
     pub fn mitigates(&self) -> bool {
-        matches!(self, Env::Live(_))
+        !matches!(self, Env::Replay(_))
     }
 
     pub fn problem_id(&self) -> String {
         match self {
             Env::Live(env) => env.problem.id.clone(),
             Env::Replay(r) => r.truth.problem_id.clone(),
+            Env::Kube(k) => k.problem.id.clone(),
         }
     }
 
@@ -117,6 +146,12 @@ impl Env {
                 }
             }
             Env::Replay(r) => r.app.clone(),
+            Env::Kube(k) => AppInfo {
+                app_name: k.app.name.clone(),
+                namespaces: vec![k.app.namespace.clone()],
+                namespace: k.app.namespace.clone(),
+                descriptions: k.app.description.trim().to_string(),
+            },
         }
     }
 
@@ -129,6 +164,11 @@ impl Env {
                 origin: "the live problem".into(),
             },
             Env::Replay(r) => r.truth.clone(),
+            Env::Kube(k) => judge::truth::LoadedTruth {
+                problem_id: k.problem.id.clone(),
+                truth: k.ground_truth(),
+                origin: "the problem on the cluster".into(),
+            },
         }
     }
 
@@ -140,14 +180,19 @@ impl Env {
                 .analysis()
                 .context("the live environment keeps no recording"),
             Env::Replay(r) => Ok(analysis::Source::dataset(&r.dataset)?.with_clock(r.replay.clock)),
+            Env::Kube(_) => {
+                anyhow::bail!("a session on a real cluster keeps no recording to analyse")
+            }
         }
     }
 
-    /// A copy of the live world at this instant, to grade.
-    pub fn fork(&self) -> Option<ProblemRun> {
+    /// What to grade a mitigation on, from this instant: a copy of the live world, or the
+    /// cluster.
+    pub fn grading(&self) -> Option<Grading> {
         match self {
-            Env::Live(env) => Some(env.fork()),
+            Env::Live(env) => Some(Grading::Fork(Box::new(env.fork()))),
             Env::Replay(_) => None,
+            Env::Kube(k) => Some(Grading::Cluster(Box::new(k.grading()))),
         }
     }
 
@@ -176,6 +221,15 @@ impl Env {
                 Ok(Ended {
                     dataset: None,
                     audit: audit.try_iter().collect(),
+                })
+            }
+            Env::Kube(k) => {
+                let truth = serde_json::to_vec_pretty(&k.ground_truth())?;
+                let audit = (*k).stop().await?;
+                datasets::write_atomically(&out.join(super::GROUND_TRUTH_FILE), &truth)?;
+                Ok(Ended {
+                    dataset: None,
+                    audit,
                 })
             }
         }

@@ -92,8 +92,8 @@ struct Log {
     diagnosis: Option<(AgentOutput, Duration)>,
     /// The judging of the diagnosis, running while the agent goes on.
     judged: Option<tokio::task::JoinHandle<DiagnosisRecord>>,
-    /// The fork taken when the mitigation was submitted, and when.
-    mitigation: Option<(crate::run::problem::ProblemRun, Duration)>,
+    /// What the mitigation is graded on (from when it was submitted), and when.
+    mitigation: Option<(env::Grading, Duration)>,
     usage: Option<AgentUsage>,
     submissions: Vec<record::SubmittedStep>,
 }
@@ -351,7 +351,7 @@ async fn drive(
     lock(&progress).tear_down();
     // A mitigation not submitted is graded as the world stands when the agent's time is over.
     let pending_fork = match (&log.mitigation, reason) {
-        (None, r) if r != SessionEnd::Interrupted => env.fork().map(|f| (f, t0.elapsed())),
+        (None, r) if r != SessionEnd::Interrupted => env.grading().map(|g| (g, t0.elapsed())),
         _ => None,
     };
     if reason == SessionEnd::Submitted {
@@ -381,6 +381,7 @@ async fn drive(
             RunMode::Live,
         ),
         Target::Replay { .. } => (env.problem_id(), None, None, RunMode::Replay),
+        Target::Kube { problem, .. } => (problem.id.clone(), None, None, RunMode::Live),
     };
     // Tokens measured by the proxy, when the agent's model calls went through it, else what the
     // agent reported on submit.
@@ -432,8 +433,8 @@ fn on_submission(
     });
     match s.stage {
         Stage::Mitigation => {
-            if let Some(fork) = env.fork() {
-                log.mitigation = Some((fork, at));
+            if let Some(grading) = env.grading() {
+                log.mitigation = Some((grading, at));
             }
         }
         _ => {
@@ -455,15 +456,15 @@ fn on_submission(
 /// Grades the submitted mitigation, or the world at the end when none was submitted.
 async fn grade_mitigation(
     log: &mut Log,
-    pending: Option<(crate::run::problem::ProblemRun, Duration)>,
+    pending: Option<(env::Grading, Duration)>,
 ) -> anyhow::Result<Option<(MitigationRecord, Duration)>> {
-    let (fork, at, submitted) = match (log.mitigation.take(), pending) {
-        (Some((fork, at)), _) => (fork, at, true),
-        (None, Some((fork, at))) => (fork, at, false),
+    let (grading, at, submitted) = match (log.mitigation.take(), pending) {
+        (Some((grading, at)), _) => (grading, at, true),
+        (None, Some((grading, at))) => (grading, at, false),
         (None, None) => return Ok(None),
     };
     let started = Instant::now();
-    let verdict = env::grade(fork).await?;
+    let verdict = grading.grade().await?;
     Ok(Some((
         MitigationRecord {
             submitted,

@@ -227,7 +227,7 @@ pub fn summary(run: &RunResult, dir: &Path) -> String {
         if m.success {
             let _ = write!(
                 s,
-                "\nmitigation: pass ({how}; recovered {}s after, simulated){}",
+                "\nmitigation: pass ({how}; recovered {}s after it){}",
                 m.recovered_after_secs.unwrap_or_default(),
                 run.ttm_secs
                     .map_or(String::new(), |t| format!(", TTM {t:.1}s"))

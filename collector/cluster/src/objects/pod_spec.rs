@@ -417,6 +417,11 @@ pub struct PodSpec {
     pub init_containers: Vec<Container>,
     #[serde(default)]
     pub containers: Vec<Container>,
+    /// Debugging containers added to a running pod through its `ephemeralcontainers`
+    /// subresource (`kubectl debug POD --image=...`): never restarted, no ports, probes or
+    /// resources, not part of the pod's readiness.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ephemeral_containers: Vec<Container>,
     #[serde(default = "defaults::restart_policy")]
     pub restart_policy: String,
     #[serde(default = "defaults::grace_seconds")]
@@ -452,6 +457,7 @@ impl PodSpec {
             volumes: vec![],
             init_containers: vec![],
             containers,
+            ephemeral_containers: vec![],
             restart_policy: "Always".into(),
             termination_grace_period_seconds: 30,
             dns_policy: "ClusterFirst".into(),

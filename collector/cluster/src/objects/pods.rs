@@ -186,6 +186,8 @@ pub struct Pod {
     pub start_time: Option<i64>,
     pub init_statuses: Vec<ContainerStatus>,
     pub statuses: Vec<ContainerStatus>,
+    /// One per `spec.ephemeralContainers`, in order.
+    pub ephemeral_statuses: Vec<ContainerStatus>,
     /// Status reason/message set when the node evicts or the pod cannot run.
     pub reason: Option<String>,
     /// Next scheduling attempt for a pending pod.
@@ -195,7 +197,65 @@ pub struct Pod {
     pub init_done: usize,
 }
 
+/// One of a pod's running containers: an app container or an ephemeral one, by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Slot {
+    App(usize),
+    Ephemeral(usize),
+}
+
 impl Pod {
+    /// The app or ephemeral container named `name`.
+    pub fn slot(&self, name: &str) -> Option<Slot> {
+        let app = self.spec.containers.iter().position(|c| c.name == name);
+        app.map(Slot::App).or_else(|| {
+            self.spec
+                .ephemeral_containers
+                .iter()
+                .position(|c| c.name == name)
+                .map(Slot::Ephemeral)
+        })
+    }
+
+    pub fn container(&self, slot: Slot) -> Option<&Container> {
+        match slot {
+            Slot::App(i) => self.spec.containers.get(i),
+            Slot::Ephemeral(i) => self.spec.ephemeral_containers.get(i),
+        }
+    }
+
+    pub fn status(&self, slot: Slot) -> Option<&ContainerStatus> {
+        match slot {
+            Slot::App(i) => self.statuses.get(i),
+            Slot::Ephemeral(i) => self.ephemeral_statuses.get(i),
+        }
+    }
+
+    pub fn status_mut(&mut self, slot: Slot) -> Option<&mut ContainerStatus> {
+        match slot {
+            Slot::App(i) => self.statuses.get_mut(i),
+            Slot::Ephemeral(i) => self.ephemeral_statuses.get_mut(i),
+        }
+    }
+
+    /// The container whose processes a container sees: an ephemeral container started with
+    /// `--target` shares that container's process namespace; any other sees its own.
+    pub fn process_namespace(&self, slot: Slot) -> Slot {
+        let target = self
+            .container(slot)
+            .and_then(|c| c.extra.get("targetContainerName"))
+            .and_then(Value::as_str);
+        match (slot, target) {
+            (Slot::Ephemeral(_), Some(t)) => self
+                .spec
+                .containers
+                .iter()
+                .position(|x| x.name == t)
+                .map_or(slot, Slot::App),
+            _ => slot,
+        }
+    }
+
     /// A digest of everything the API shows of the pod (not the kubelet's accounting), to tell
     /// whether a sync changed the object.
     pub fn fingerprint(&self) -> u64 {
@@ -209,7 +269,12 @@ impl Pod {
         self.reason.hash(&mut h);
         self.spec.node_name.hash(&mut h);
         self.meta.deleted_at.hash(&mut h);
-        for s in self.init_statuses.iter().chain(&self.statuses) {
+        for s in self
+            .init_statuses
+            .iter()
+            .chain(&self.statuses)
+            .chain(&self.ephemeral_statuses)
+        {
             s.name.hash(&mut h);
             s.image.hash(&mut h);
             s.image_id.hash(&mut h);
@@ -292,6 +357,17 @@ impl Pod {
                 "containerStatuses".into(),
                 Value::Array(self.statuses.iter().map(|c| c.to_json()).collect()),
             );
+            if !self.ephemeral_statuses.is_empty() {
+                status.insert(
+                    "ephemeralContainerStatuses".into(),
+                    Value::Array(
+                        self.ephemeral_statuses
+                            .iter()
+                            .map(|c| c.to_json())
+                            .collect(),
+                    ),
+                );
+            }
         }
         status.insert("qosClass".into(), json!(self.qos_class()));
         let mut spec = serde_json::to_value(&self.spec).unwrap_or(Value::Null);

@@ -62,7 +62,7 @@ pub fn absolute(cwd: &str, path: &str) -> String {
 
 fn pod_of<'a>(m: &'a Model, t: &Target) -> Option<(&'a Pod, &'a Container)> {
     let p = m.world.pods.get(&t.pod)?;
-    Some((p, p.spec.containers.get(t.index)?))
+    Some((p, p.container(t.slot)?))
 }
 
 /// The environment of the container's processes: what the kubelet sets (the spec's variables
@@ -233,7 +233,7 @@ fn proc_files(t: &mut BTreeMap<String, Node>, m: &Model, s: &Session, pod: &Pod,
     let mut cmdline = argv.join("\0").into_bytes();
     cmdline.push(0);
     t.insert("/proc/1/cmdline".into(), Node::File(cmdline));
-    let status = pod.statuses.get(s.target.index);
+    let status = pod.status(s.target.slot);
     let (node_mem, node_cpu) = m.host(&s.target.pod);
     let kib = node_mem / 1024;
     let used = status.map_or(0.0, |s| s.working_set) as i64 / 1024;

@@ -236,20 +236,21 @@ impl Connection {
     pub fn send(&mut self, m: &Model, bytes: &[u8]) -> Option<Reply> {
         let room = MAX_REQUEST.saturating_sub(self.buf.len());
         self.buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        let (method, path) = match request_line(&self.buf) {
+        let (method, path, last) = match request_line(&self.buf) {
             Parsed::Incomplete if self.buf.len() < MAX_REQUEST => return None,
             Parsed::Request {
                 method,
                 path,
                 length,
+                last,
             } => {
                 self.buf.drain(..length);
-                (method, path)
+                (method, path, last)
             }
             // Not HTTP (or too long to be): what the server says to anything it cannot read.
             _ => {
                 self.buf.clear();
-                ("GET".to_string(), "/".to_string())
+                ("GET".to_string(), "/".to_string(), false)
             }
         };
         self.draws = self
@@ -258,9 +259,14 @@ impl Connection {
             .wrapping_add(1442695040888963407);
         let draw = (self.draws >> 11) as f64 / (1u64 << 53) as f64;
         let served = request(m, draw, &self.pod, self.port, &method, &path);
-        let close = !matches!(served.answer, Answer::Http { .. });
+        let close = last || !matches!(served.answer, Answer::Http { .. });
+        let mut bytes = encode(&served.answer, method == "HEAD", m.world.now);
+        if last && let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            // As Go's and most servers answer a client that asked to close.
+            bytes.splice(end + 2..end + 2, b"Connection: close\r\n".iter().copied());
+        }
         Some(Reply {
-            bytes: encode(&served.answer, method == "HEAD", m.world.now),
+            bytes,
             latency_ms: served.latency_ms,
             close,
         })
@@ -272,6 +278,9 @@ enum Parsed {
     Request {
         method: String,
         path: String,
+        /// The client asked the server to close after answering (`Connection: close`, or
+        /// HTTP/1.0 without keep-alive).
+        last: bool,
         /// Bytes of the whole request, body included.
         length: usize,
     },
@@ -299,11 +308,26 @@ fn request_line(buf: &[u8]) -> Parsed {
     let (Some(method), Some(path)) = (first.next(), first.next()) else {
         return Parsed::NotHttp;
     };
-    let body: usize = lines
+    let http10 = first.next() == Some("HTTP/1.0");
+    let headers: Vec<(&str, &str)> = lines
         .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.trim().parse().ok())
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .collect();
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
+    };
+    let body: usize = header("content-length")
+        .and_then(|v| v.parse().ok())
         .unwrap_or(0);
+    let connection = header("connection").map(str::to_ascii_lowercase);
+    let last = match connection.as_deref() {
+        Some("close") => true,
+        Some("keep-alive") => false,
+        _ => http10,
+    };
     let length = end + 4 + body;
     if buf.len() < length {
         return Parsed::Incomplete;
@@ -311,6 +335,7 @@ fn request_line(buf: &[u8]) -> Parsed {
     Parsed::Request {
         method: method.to_string(),
         path: path.to_string(),
+        last,
         length,
     }
 }

@@ -4,13 +4,14 @@
 //! (the pod completes, or restarts, by its restartPolicy). A shell waiting for stdin (`kubectl run
 //! -it -- sh`) stays up for `kubectl attach`; `sleep` sleeps; listeners keep listening.
 //!
-//! Only pods without an owner are run this way: the application's own pods, and the containers
-//! faults add to them, keep the behaviour the programs model gives them.
+//! Only pods without an owner are run this way, and the ephemeral debuggers clients add to any
+//! pod (`kubectl debug POD --image=busybox -- nslookup geo`): the application's own containers,
+//! and the containers faults add to them, keep the behaviour the programs model gives them.
 
 use super::fs::main_argv;
 use super::image::toolbox;
 use super::{Limits, Session, Target};
-use crate::objects::{CState, Key};
+use crate::objects::{CState, Key, Pod, Slot};
 use crate::programs;
 use crate::util::NS_PER_SEC;
 
@@ -56,27 +57,23 @@ fn classify(argv: &[String], stdin: bool) -> Main {
 /// Runs the main process of every client pod's container that started this second.
 pub fn run_started(sim: &mut crate::Sim) {
     let now = sim.world.now;
-    let started: Vec<(Key, usize)> = sim
+    let started: Vec<(Key, Slot)> = sim
         .world
         .pods
         .iter()
-        .filter(|(_, p)| p.meta.owner.is_none() && p.meta.deleted_at.is_none())
-        .flat_map(|(k, p)| {
-            p.statuses
-                .iter()
-                .enumerate()
-                .filter(
-                    move |(_, s)| matches!(s.state, CState::Running { started } if started == now),
-                )
-                .map(move |(i, _)| (k.clone(), i))
+        .filter(|(_, p)| p.meta.deleted_at.is_none())
+        .flat_map(|(k, p)| client_slots(p).map(move |slot| (k.clone(), slot)))
+        .filter(|(k, slot)| {
+            let status = sim.world.pods[k].status(*slot);
+            status.is_some_and(|s| matches!(s.state, CState::Running { started } if started == now))
         })
         .collect();
-    for (k, i) in started {
+    for (k, slot) in started {
         let Some(c) = sim
             .world
             .pods
             .get(&k)
-            .and_then(|p| p.spec.containers.get(i))
+            .and_then(|p| p.container(slot))
             .cloned()
         else {
             continue;
@@ -101,29 +98,52 @@ pub fn run_started(sim: &mut crate::Sim) {
             Main::Runs(argv) => {
                 let target = Target {
                     pod: k.clone(),
-                    index: i,
+                    slot,
                     container: c.name.clone(),
                     image: c.image.clone(),
                 };
                 let mut session = Session::new(&m, target, Limits::default());
                 let out = session.exec(&mut m, &argv, b"");
-                let restart = m.world.pods[&k].statuses[i].restart_count;
-                for (stream, data) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
-                    for line in String::from_utf8_lossy(data).lines() {
-                        m.world.log(&k, &c.name, restart, stream, line.to_string());
-                    }
-                }
+                log_output(m.world, &session.target, &out);
                 (out.exit.unwrap_or(0), out.elapsed_ms as i64 * 1_000_000)
             }
         };
         let reason = if code == 0 { "Completed" } else { "Error" };
-        if let Some(s) = sim
-            .world
-            .pods
-            .get_mut(&k)
-            .and_then(|p| p.statuses.get_mut(i))
-        {
+        if let Some(s) = sim.world.pods.get_mut(&k).and_then(|p| p.status_mut(slot)) {
             s.exit_at = Some((now + after_ns.max(1), code, reason.into()));
+        }
+    }
+}
+
+/// The containers of `p` whose main process a client chose: all of a pod without an owner, and
+/// the ephemeral debuggers of any pod.
+fn client_slots(p: &Pod) -> impl Iterator<Item = Slot> + '_ {
+    let apps = if p.meta.owner.is_none() {
+        p.spec.containers.len()
+    } else {
+        0
+    };
+    (0..apps)
+        .map(Slot::App)
+        .chain((0..p.spec.ephemeral_containers.len()).map(Slot::Ephemeral))
+}
+
+/// What a container's main process wrote is its log (what `kubectl logs` shows of it after an
+/// attached session too).
+pub fn log_output(w: &mut crate::world::World, target: &Target, out: &super::Output) {
+    let Some(pod) = w.pods.get(&target.pod) else {
+        return;
+    };
+    let restart = pod.status(target.slot).map_or(0, |s| s.restart_count);
+    for (stream, data) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        for line in String::from_utf8_lossy(data).lines() {
+            w.log(
+                &target.pod,
+                &target.container,
+                restart,
+                stream,
+                line.to_string(),
+            );
         }
     }
 }
@@ -135,7 +155,7 @@ pub fn end(w: &mut crate::world::World, target: &Target, code: i32) {
     if let Some(s) = w
         .pods
         .get_mut(&target.pod)
-        .and_then(|p| p.statuses.get_mut(target.index))
+        .and_then(|p| p.status_mut(target.slot))
         && s.state.is_running()
     {
         let reason = if code == 0 { "Completed" } else { "Error" };

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 
 use problems::AppSpec;
 
-use crate::objects::{CState, Key, Pod, key};
+use crate::objects::{CState, Key, Pod, Slot, key};
 use crate::workload::Workload;
 use crate::world::World;
 
@@ -150,8 +150,8 @@ impl EnterError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {
     pub pod: Key,
-    /// Index into the pod's containers.
-    pub index: usize,
+    /// Which of the pod's containers (an app container or an ephemeral debugger).
+    pub slot: Slot,
     pub container: String,
     pub image: String,
 }
@@ -165,19 +165,14 @@ pub fn enter(
 ) -> Result<Target, EnterError> {
     let k = key(ns, pod);
     let p = w.pods.get(&k).ok_or(EnterError::PodNotFound)?;
-    let index = match container {
+    let slot = match container {
         Some(c) => p
-            .spec
-            .containers
-            .iter()
-            .position(|x| x.name == c)
+            .slot(c)
             .ok_or_else(|| EnterError::NoSuchContainer(c.to_string()))?,
-        None => default_container(p),
+        None => Slot::App(default_container(p)),
     };
     let c = p
-        .spec
-        .containers
-        .get(index)
+        .container(slot)
         .ok_or_else(|| EnterError::NoSuchContainer(String::new()))?;
     let Some(node) = p.spec.node_name.as_deref() else {
         return Err(EnterError::NotScheduled);
@@ -193,15 +188,14 @@ pub fn enter(
         });
     }
     let running = p
-        .statuses
-        .get(index)
+        .status(slot)
         .is_some_and(|s| matches!(s.state, CState::Running { .. }));
     if !running {
         return Err(EnterError::NotRunning(c.name.clone()));
     }
     Ok(Target {
         pod: k,
-        index,
+        slot,
         container: c.name.clone(),
         image: c.image.clone(),
     })

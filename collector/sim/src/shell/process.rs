@@ -137,7 +137,7 @@ impl Process {
             && m.world
                 .pods
                 .get(&session.target.pod)
-                .and_then(|p| p.spec.containers.get(session.target.index))
+                .and_then(|p| p.container(session.target.slot))
                 .is_some_and(|c| {
                     let main = super::fs::main_argv(m, c);
                     main.len() == 1 && is_shell(&main[0])

@@ -56,11 +56,7 @@ pub fn run(ctx: &mut Ctx, name: &str, args: &[String], stdin: &[u8], io: &mut Io
             io.out_line(cpus.to_string());
             0
         }
-        "date" => {
-            let t = chrono::DateTime::from_timestamp_nanos(ctx.m.world.now);
-            io.out_line(t.format("%a %b %e %H:%M:%S UTC %Y").to_string());
-            0
-        }
+        "date" => date(ctx, args, io),
         "seq" => seq(args, io),
         "yes" => {
             let word = args.first().map_or("y", String::as_str);
@@ -94,7 +90,7 @@ pub fn run(ctx: &mut Ctx, name: &str, args: &[String], stdin: &[u8], io: &mut Io
         "mount" => {
             let mut lines = vec!["overlay on / type overlay (rw,relatime)".to_string()];
             if let Some(p) = ctx.m.world.pods.get(&ctx.s.target.pod)
-                && let Some(c) = p.spec.containers.get(ctx.s.target.index)
+                && let Some(c) = p.container(ctx.s.target.slot)
             {
                 for vm in &c.volume_mounts {
                     lines.push(format!(
@@ -907,19 +903,28 @@ fn ps(ctx: &mut Ctx, name: &str, args: &[String], io: &mut Io) -> i32 {
     let Some(pod) = ctx.m.world.pods.get(&ctx.s.target.pod) else {
         return 1;
     };
-    let Some(c) = pod.spec.containers.get(ctx.s.target.index) else {
+    // A debugger started with `--target` sees the target's processes beside its own.
+    let own = ctx.s.target.slot;
+    let seen = pod.process_namespace(own);
+    let Some(c) = pod.container(seen) else {
         return 1;
     };
     let argv = fs::main_argv(ctx.m, c).join(" ");
-    let status = pod.statuses.get(ctx.s.target.index);
+    let status = pod.status(seen);
     let rss_kb = status.map_or(0.0, |s| s.working_set / 1024.0) as i64;
     let cpu_s = status.map_or(0.0, |s| s.cpu_seconds) as i64;
     let time = format!("{}:{:02}", cpu_s / 60, cpu_s % 60);
     let running = status.is_some_and(|s| matches!(s.state, CState::Running { .. }));
-    let procs = [
-        (1, argv.clone(), rss_kb, time.clone()),
-        (97, name.to_string(), 1024, "0:00".into()),
-    ];
+    let mut procs = vec![(1, argv.clone(), rss_kb, time.clone())];
+    if let Some(debugger) = pod.container(own).filter(|_| seen != own) {
+        procs.push((
+            7,
+            fs::main_argv(ctx.m, debugger).join(" "),
+            1024,
+            "0:00".into(),
+        ));
+    }
+    procs.push((97, name.to_string(), 1024, "0:00".into()));
     if name == "pgrep" {
         let pat = args
             .iter()
@@ -953,6 +958,31 @@ fn ps(ctx: &mut Ctx, name: &str, args: &[String], io: &mut Io) -> i32 {
     0
 }
 
+/// `date [-u] [+FORMAT]`: the container's clock is the node's, in UTC.
+fn date(ctx: &mut Ctx, args: &[String], io: &mut Io) -> i32 {
+    use std::fmt::Write;
+    let t = chrono::DateTime::from_timestamp_nanos(ctx.m.world.now);
+    let mut format = "%a %b %e %H:%M:%S UTC %Y";
+    for a in args {
+        match a.strip_prefix('+') {
+            Some(f) => format = f,
+            None if a == "-u" || a == "--utc" => {}
+            None => {
+                io.err_line(format!("date: invalid date '{a}'"));
+                return 1;
+            }
+        }
+    }
+    let mut out = String::new();
+    // An unknown conversion is an error to the formatter, not a panic.
+    if write!(out, "{}", t.format(format)).is_err() {
+        io.err_line(format!("date: invalid format '+{format}'"));
+        return 1;
+    }
+    io.out_line(out);
+    0
+}
+
 fn df(ctx: &mut Ctx, args: &[String], io: &mut Io) -> i32 {
     let human = args.iter().any(|a| a.contains('h'));
     io.out_line(if human {
@@ -974,7 +1004,7 @@ fn df(ctx: &mut Ctx, args: &[String], io: &mut Io) -> i32 {
         "tmpfs              65536        0     65536   0% /dev".to_string()
     });
     if let Some(p) = ctx.m.world.pods.get(&ctx.s.target.pod)
-        && let Some(c) = p.spec.containers.get(ctx.s.target.index)
+        && let Some(c) = p.container(ctx.s.target.slot)
     {
         for vm in &c.volume_mounts {
             io.out_line(row("/dev/vda1", &vm.mount_path));
@@ -1009,7 +1039,7 @@ fn sockets(ctx: &mut Ctx, name: &str, io: &mut Io) -> i32 {
     let Some(pod) = ctx.m.world.pods.get(&ctx.s.target.pod) else {
         return 1;
     };
-    let Some(c) = pod.spec.containers.get(ctx.s.target.index) else {
+    let Some(c) = pod.container(pod.process_namespace(ctx.s.target.slot)) else {
         return 1;
     };
     let prog = programs::identify(ctx.m.app, c);

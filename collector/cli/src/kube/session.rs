@@ -1,0 +1,254 @@
+//! A session on a real cluster (`collector live --env kube`): the problem's faults injected
+//! through the API (journaled first, reverted when the session ends; `collector recover` after a
+//! kill -9), the agent given a filtering, audited proxy to the cluster's API and the cluster's
+//! own Prometheus, Jaeger and Loki, and a mitigation graded by watching the cluster itself:
+//! the problem's state assertions and the app's pods, read from the API until they hold, then
+//! held for the problem's `sustain` (a relapse inside the window fails).
+
+use std::path::PathBuf;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use apis::audit::AuditEvent;
+use apis::audit::layer::{AuditLog, AuditSink};
+use inject::api::{Cluster, Injector};
+use problems::{AppSpec, Catalog, ProblemSpec};
+use schemas::time::{Clock, real_now_ns};
+use serde_json::Value;
+use sim::kinds::Kind;
+use sim::world::World;
+
+use super::faults::{self, Active};
+use super::filter::{Hidden, PLANE_NAMESPACE};
+use super::proxy::Proxy;
+use crate::live::mitigation::{Verdict, unready_pods};
+use crate::replay::Endpoints;
+
+/// The cluster a session runs on.
+#[derive(Debug, Clone)]
+pub struct KubeTarget {
+    /// Its kubeconfig (current context); KUBECONFIG, ~/.kube/config or in-cluster when absent.
+    pub kubeconfig: Option<PathBuf>,
+    pub prometheus: Option<String>,
+    pub jaeger: Option<String>,
+    pub loki: Option<String>,
+    /// The undo journal's directory.
+    pub journal: PathBuf,
+    /// Namespaces the agent does not see, beside the injection plane's own.
+    pub hide: Vec<String>,
+    /// How long a fixed cluster may take to settle (rollouts, restarts) before the mitigation
+    /// fails.
+    pub settle_within: Duration,
+}
+
+/// A problem in effect on a cluster, behind the agent's proxy.
+pub struct OnCluster {
+    pub problem: ProblemSpec,
+    pub app: AppSpec,
+    pub endpoints: Endpoints,
+    /// When the faults were in effect.
+    pub onset_ns: i64,
+    injector: Arc<Injector>,
+    active: Vec<Active>,
+    proxy: Proxy,
+    audit: mpsc::Receiver<AuditEvent>,
+    settle_within: Duration,
+}
+
+/// What grading reads: the cluster, the problem, the app.
+#[derive(Clone)]
+pub struct ClusterGrading {
+    injector: Arc<Injector>,
+    problem: ProblemSpec,
+    app: AppSpec,
+    settle_within: Duration,
+}
+
+/// How often the cluster is read while a mitigation is graded.
+const POLL: Duration = Duration::from_secs(5);
+
+impl OnCluster {
+    pub async fn start(
+        catalog: &Catalog,
+        problem: &ProblemSpec,
+        target: &KubeTarget,
+    ) -> anyhow::Result<OnCluster> {
+        let app = catalog
+            .app(&problem.application)
+            .with_context(|| format!("no application `{}` in the catalog", problem.application))?
+            .clone();
+        let cluster = Cluster::connect(target.kubeconfig.as_deref()).await?;
+        let ns_path = format!("/api/v1/namespaces/{}", app.namespace);
+        if get(cluster.client(), &ns_path).await.is_err() {
+            anyhow::bail!(
+                "namespace {} does not exist on the cluster: deploy the app first (collector deploy {} --kubeconfig ...)",
+                app.namespace,
+                app.name
+            );
+        }
+        let journal = inject::journal::Journal::open(&target.journal)?;
+        let injector = Arc::new(Injector { cluster, journal });
+        let active = faults::inject_all(&injector, problem, &app, &[]).await?;
+        let onset_ns = real_now_ns();
+        let (tx, audit) = mpsc::channel();
+        let sink: AuditSink = Arc::new(move |e: AuditEvent| {
+            let _ = tx.send(e);
+        });
+        let log = AuditLog::new(Arc::new(real_now_ns), Clock::frozen(0), sink);
+        let hidden = Hidden::new(
+            std::iter::once(PLANE_NAMESPACE.to_string()).chain(target.hide.iter().cloned()),
+        );
+        let client = injector.cluster.client().clone();
+        let proxy = match Proxy::start("127.0.0.1:0".parse()?, client, hidden, Some(log)).await {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = faults::revert_all(&injector, active).await;
+                return Err(e);
+            }
+        };
+        let endpoints = Endpoints {
+            kubernetes: proxy.url(),
+            prometheus: target.prometheus.clone().unwrap_or_default(),
+            jaeger: target.jaeger.clone().unwrap_or_default(),
+            loki: target.loki.clone().unwrap_or_default(),
+        };
+        Ok(OnCluster {
+            problem: problem.clone(),
+            app,
+            endpoints,
+            onset_ns,
+            injector,
+            active,
+            proxy,
+            audit,
+            settle_within: target.settle_within,
+        })
+    }
+
+    /// The problem's ground truth, timed from the injection.
+    pub fn ground_truth(&self) -> schemas::GroundTruth {
+        let start = chrono::DateTime::<chrono::Utc>::from_timestamp_nanos(self.onset_ns);
+        self.problem.ground_truth(&self.app.namespace, start)
+    }
+
+    pub fn grading(&self) -> ClusterGrading {
+        ClusterGrading {
+            injector: self.injector.clone(),
+            problem: self.problem.clone(),
+            app: self.app.clone(),
+            settle_within: self.settle_within,
+        }
+    }
+
+    /// Stops the proxy and reverts the faults (newest first); what the agent asked of the API.
+    /// Someone else's later changes to a faulted object are kept and logged.
+    pub async fn stop(self) -> anyhow::Result<Vec<AuditEvent>> {
+        self.proxy.stop();
+        let reverted = faults::revert_all(&self.injector, self.active)
+            .await
+            .context("reverting the faults (run `collector recover`)")?;
+        for kept in reverted.iter().flat_map(|r| r.kept()) {
+            tracing::warn!("kept a later change: {kept}");
+        }
+        Ok(self.audit.try_iter().collect())
+    }
+}
+
+impl ClusterGrading {
+    /// Reads the app's namespace and the nodes into a world the oracle can look at.
+    async fn read(&self) -> anyhow::Result<World> {
+        let mut w = World::new(0, real_now_ns(), sim::runtime::Runtime::new());
+        for &kind in Kind::ALL {
+            let path = list_path(kind, &self.app.namespace);
+            let list = get(self.injector.cluster.client(), &path).await?;
+            for item in list["items"].as_array().into_iter().flatten() {
+                let mut item = item.clone();
+                item["kind"] = Value::from(kind.name());
+                item["apiVersion"] = Value::from(kind.api_version());
+                if let Err(causes) = kind.objects().load(&mut w, &item) {
+                    tracing::debug!("{path}: an item the model cannot read: {causes:?}");
+                }
+            }
+        }
+        Ok(w)
+    }
+
+    /// What fails now: the problem's state assertions and the app's pods.
+    async fn failing(&self) -> anyhow::Result<Vec<String>> {
+        let w = self.read().await?;
+        let mut reasons =
+            oracle::Verdict::of(&oracle::check_world(&w, &self.app, &self.problem)).reasons;
+        if self.problem.oracle.health.all_pods_ready {
+            reasons.extend(unready_pods(&w, &self.app.namespace));
+        }
+        Ok(reasons)
+    }
+
+    /// Watches the cluster: it must settle within `settle_within`, then hold for the
+    /// problem's `sustain`.
+    pub async fn grade(self) -> anyhow::Result<Verdict> {
+        let started = Instant::now();
+        let settle_max = self.settle_within;
+        let settled = loop {
+            let reasons = self.failing().await?;
+            if reasons.is_empty() {
+                break started.elapsed();
+            }
+            if started.elapsed() >= settle_max {
+                let mut reasons = reasons;
+                reasons.insert(0, format!("not recovered after {}s", settle_max.as_secs()));
+                return Ok(failed(None, reasons));
+            }
+            tokio::time::sleep(POLL).await;
+        };
+        let sustain = self.problem.oracle.health.sustain.to_std();
+        let held_from = Instant::now();
+        while held_from.elapsed() < sustain {
+            tokio::time::sleep(POLL.min(sustain)).await;
+            let mut reasons = self.failing().await?;
+            if !reasons.is_empty() {
+                reasons.insert(
+                    0,
+                    format!("the system relapsed within {}s", sustain.as_secs()),
+                );
+                return Ok(failed(Some(settled.as_secs() as i64), reasons));
+            }
+        }
+        Ok(Verdict {
+            passed: true,
+            recovered_after_secs: Some(settled.as_secs() as i64),
+            reasons: vec![],
+        })
+    }
+}
+
+fn failed(recovered_after_secs: Option<i64>, reasons: Vec<String>) -> Verdict {
+    Verdict {
+        passed: false,
+        recovered_after_secs,
+        reasons,
+    }
+}
+
+/// A GET of the cluster's API, as JSON.
+async fn get(client: &kube::Client, path: &str) -> anyhow::Result<Value> {
+    let request = axum::http::Request::get(path).body(Vec::new())?;
+    client
+        .request::<Value>(request)
+        .await
+        .with_context(|| format!("GET {path}"))
+}
+
+/// The list of a kind in the app's namespace (nodes and other cluster-scoped kinds: all).
+fn list_path(kind: Kind, ns: &str) -> String {
+    let base = match kind.api_version() {
+        "v1" => "/api/v1".to_string(),
+        gv => format!("/apis/{gv}"),
+    };
+    if kind.namespaced() {
+        format!("{base}/namespaces/{ns}/{}", kind.resource())
+    } else {
+        format!("{base}/{}", kind.resource())
+    }
+}

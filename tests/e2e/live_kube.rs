@@ -1,0 +1,221 @@
+//! `collector live --env kube` against a cluster: `collector env up --app hotel-reservation` (the
+//! app healthy, nothing injected) stands in for a real one, reached through its kubeconfig as any
+//! cluster is. The session injects the problem's fault through the API, hands the agent a
+//! kubeconfig to its filtering proxy (the injection plane's namespace is not there to be read),
+//! grades the mitigation by watching the cluster, and leaves the cluster as it found it: at the
+//! end, after SIGTERM, and through `collector recover` after a kill -9.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use e2e::cluster;
+use e2e::live::{Live, NS, up_app};
+
+const PROBLEM: &str = "hotel-geo-target-port";
+
+fn agents() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("agents")
+}
+
+/// `collector live --env kube` on `l` with `agent`, its journal in `journal`.
+fn live(l: &Live, journal: &Path, out: &Path, agent: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(e2e::binary("collector"));
+    c.args(["live", "--env", "kube", "--problem", PROBLEM, "--quiet"])
+        .arg("--kubeconfig")
+        .arg(&l.kubeconfig)
+        .arg("--journal")
+        .arg(journal)
+        .arg("--out")
+        .arg(out)
+        .args(["--agent", agent])
+        .args(extra);
+    c
+}
+
+fn kubectl(l: &Live, args: &[&str]) -> Output {
+    Command::new("kubectl")
+        .env("KUBECONFIG", &l.kubeconfig)
+        .args(args)
+        .output()
+        .expect("kubectl is installed (apt-get install kubectl, or bash tests/run)")
+}
+
+/// The injection plane's namespace on the cluster, with something in it.
+fn plane(l: &Live) {
+    for args in [
+        &["create", "namespace", "faultline"][..],
+        &[
+            "-n",
+            "faultline",
+            "create",
+            "configmap",
+            "journal",
+            "--from-literal=entry=geo",
+        ],
+    ] {
+        let o = kubectl(l, args);
+        assert!(o.status.success(), "{}", e2e::text(&o));
+    }
+}
+
+fn run_json(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("run.json")).expect("run.json");
+    serde_json::from_str(&text).expect("run.json is JSON")
+}
+
+fn journal_entries(journal: &Path) -> usize {
+    std::fs::read_dir(journal).map_or(0, |d| d.count())
+}
+
+#[test]
+fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
+    let l = up_app("hotel-reservation", &[]);
+    plane(&l);
+    let before = cluster::state(&l.kubeconfig, NS);
+    let work = tempfile::tempdir().unwrap();
+    let (journal, out, seen) = (
+        work.path().join("journal"),
+        work.path().join("run"),
+        work.path().join("seen"),
+    );
+    // The agent looks around through its kubeconfig, fixes the Service and submits.
+    let agent = format!(
+        ". {lib}; {{ kubectl get namespaces -o name; kubectl get configmaps -A -o name; \
+         kubectl -n faultline get configmap journal; kubectl get --raw /api/v1/namespaces/faultline/configmaps; \
+         kubectl -n $ns get svc geo -o jsonpath='{{.spec.ports[0].targetPort}}'; }} > {seen} 2>&1; \
+         submit 'Service geo targets port 9999; its pods listen on 8083'; \
+         kubectl -n $ns patch service geo --type=json -p '[{{\"op\":\"replace\",\"path\":\"/spec/ports/0/targetPort\",\"value\":8083}}]'; \
+         submit ''",
+        lib = agents().join("lib.sh").display(),
+        seen = seen.display()
+    );
+    let o = live(&l, &journal, &out, &agent, &["--time-limit", "3m"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", e2e::text(&o));
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    // The fault was in place; the plane's namespace was not there to be read.
+    assert!(seen.ends_with("9999"), "{seen}");
+    assert!(seen.contains("namespace/hotel-reservation"), "{seen}");
+    assert!(seen.contains("configmap/service-config"), "{seen}");
+    assert!(!seen.contains("namespace/faultline"), "{seen}");
+    assert!(!seen.contains("faultline/journal"), "{seen}");
+    assert_eq!(
+        seen.matches("namespaces \"faultline\" not found").count(),
+        2,
+        "{seen}"
+    );
+    let run = run_json(&out);
+    assert_eq!(run["diagnosis"]["pass"], true, "{run:#}");
+    assert_eq!(run["mitigation"]["success"], true, "{run:#}");
+    let reads = run["api_requests"]["reads"].as_u64().unwrap_or_default();
+    let writes = run["api_requests"]["writes"].as_u64().unwrap_or_default();
+    assert!(reads >= 5 && writes == 1, "{}", run["api_requests"]);
+    // As found: the fault reverted, the journal empty, the plane untouched.
+    let after = cluster::state(&l.kubeconfig, NS);
+    assert_eq!(cluster::differences(&before, &after), Vec::<String>::new());
+    assert_eq!(journal_entries(&journal), 0);
+    let o = kubectl(&l, &["-n", "faultline", "get", "configmap", "journal"]);
+    assert!(o.status.success(), "{}", e2e::text(&o));
+    l.assert_no_panic();
+}
+
+#[test]
+fn a_mitigation_that_fixes_nothing_fails_with_why_and_the_fault_is_still_reverted() {
+    let l = up_app("hotel-reservation", &[]);
+    let before = cluster::state(&l.kubeconfig, NS);
+    let work = tempfile::tempdir().unwrap();
+    let (journal, out) = (work.path().join("journal"), work.path().join("run"));
+    // Restarting the faulty workload fixes nothing: the Service still targets the wrong port.
+    let agent = format!(
+        ". {}; submit 'geo is slow'; kubectl -n $ns rollout restart deployment geo; submit ''",
+        agents().join("lib.sh").display()
+    );
+    let o = live(
+        &l,
+        &journal,
+        &out,
+        &agent,
+        &["--time-limit", "3m", "--settle-within", "15s"],
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", e2e::text(&o));
+    let run = run_json(&out);
+    let m = &run["mitigation"];
+    assert_eq!(m["success"], false, "{run:#}");
+    let reasons = m["reasons"].to_string();
+    assert!(reasons.contains("not recovered after 15s"), "{reasons}");
+    assert!(reasons.contains("9999"), "{reasons}");
+    assert_eq!(journal_entries(&journal), 0);
+    let after = cluster::state(&l.kubeconfig, NS);
+    // The restart is the agent's own change (a template annotation), kept; the fault is gone.
+    let left: Vec<String> = cluster::differences(&before, &after)
+        .into_iter()
+        .filter(|d| !d.contains("kubectl.kubernetes.io/restartedAt"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+}
+
+/// Waits until the session's fault is in place on the cluster.
+fn wait_for_fault(l: &Live) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while l.geo_target_port() != "9999" {
+        assert!(Instant::now() < deadline, "the fault never appeared");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn sigterm_reverts_and_after_kill_9_recover_does() {
+    let l = up_app("hotel-reservation", &[]);
+    let before = cluster::state(&l.kubeconfig, NS);
+    let work = tempfile::tempdir().unwrap();
+    let journal = work.path().join("journal");
+    for (i, signal) in ["-TERM", "-KILL"].iter().enumerate() {
+        let out = work.path().join(format!("run{i}"));
+        let pid_file = work.path().join(format!("agent{i}.pid"));
+        let agent = format!("echo $$ > {}; exec sleep 300", pid_file.display());
+        let mut session = live(&l, &journal, &out, &agent, &["--time-limit", "5m"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_fault(&l);
+        let sent = Command::new("kill")
+            .args([*signal, &session.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = session.wait().unwrap();
+        if let Ok(pid) = std::fs::read_to_string(&pid_file) {
+            let _ = Command::new("kill").args(["-9", pid.trim()]).output();
+        }
+        if *signal == "-TERM" {
+            assert_eq!(status.code(), Some(130), "{status:?}");
+            assert_eq!(journal_entries(&journal), 0);
+        } else {
+            assert_eq!(
+                l.geo_target_port(),
+                "9999",
+                "a killed session reverts nothing"
+            );
+            assert_eq!(journal_entries(&journal), 1);
+            let o = Command::new(e2e::binary("collector"))
+                .arg("recover")
+                .arg("--journal")
+                .arg(&journal)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", e2e::text(&o));
+            assert_eq!(journal_entries(&journal), 0);
+        }
+        let after = cluster::state(&l.kubeconfig, NS);
+        assert_eq!(
+            cluster::differences(&before, &after),
+            Vec::<String>::new(),
+            "after {signal}"
+        );
+    }
+}
