@@ -1,7 +1,8 @@
 //! `collector live --env kube` against a cluster: `collector env up --app hotel-reservation` (the
 //! app healthy, nothing injected) stands in for a real one, reached through its kubeconfig as any
 //! cluster is. The session injects the problem's fault through the API, hands the agent a
-//! kubeconfig to its filtering proxy (the injection plane's namespace is not there to be read),
+//! kubeconfig to its filtering proxy (the injection plane's namespace is not there to be read;
+//! exec and port-forward reach the cluster's pods through it),
 //! grades the mitigation by watching the cluster, and leaves the cluster as it found it: at the
 //! end, after SIGTERM, and through `collector recover` after a kill -9.
 
@@ -18,8 +19,10 @@ fn agents() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("agents")
 }
 
-/// `collector live --env kube` on `l` with `agent`, its journal in `journal`.
+/// `collector live --env kube` on `l` with `agent`, its journal in `journal`; health is read
+/// from the environment's Prometheus as from a cluster's.
 fn live(l: &Live, journal: &Path, out: &Path, agent: &str, extra: &[&str]) -> Command {
+    let prometheus = l.endpoints["prometheus"].as_str().expect("prometheus URL");
     let mut c = Command::new(e2e::binary("collector"));
     c.args(["live", "--env", "kube", "--problem", PROBLEM, "--quiet"])
         .arg("--kubeconfig")
@@ -28,7 +31,7 @@ fn live(l: &Live, journal: &Path, out: &Path, agent: &str, extra: &[&str]) -> Co
         .arg(journal)
         .arg("--out")
         .arg(out)
-        .args(["--agent", agent])
+        .args(["--agent", agent, "--prometheus", prometheus])
         .args(extra);
     c
 }
@@ -74,25 +77,42 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
     plane(&l);
     let before = cluster::state(&l.kubeconfig, NS);
     let work = tempfile::tempdir().unwrap();
-    let (journal, out, seen) = (
+    let (journal, out, seen, streams) = (
         work.path().join("journal"),
         work.path().join("run"),
         work.path().join("seen"),
+        work.path().join("streams"),
     );
-    // The agent looks around through its kubeconfig, fixes the Service and submits.
+    let forwarding = work.path().join("forwarding");
+    // The agent looks around through its kubeconfig, execs into a pod, forwards a port, fixes
+    // the Service and submits. kubectl prints where it forwards once the tunnel is up.
     let agent = format!(
         ". {lib}; {{ kubectl get namespaces -o name; kubectl get configmaps -A -o name; \
          kubectl -n faultline get configmap journal; kubectl get --raw /api/v1/namespaces/faultline/configmaps; \
          kubectl -n $ns get svc geo -o jsonpath='{{.spec.ports[0].targetPort}}'; }} > {seen} 2>&1; \
+         {{ kubectl -n $ns exec deploy/geo -- sh -c 'echo host=$(hostname); exit 3'; echo exit=$?; \
+         kubectl -n $ns port-forward svc/frontend :5000 > {fw} 2>&1 & pf=$!; \
+         until grep -q Forwarding {fw} || ! kill -0 $pf; do sleep 0.1; done; \
+         port=$(grep -o '127.0.0.1:[0-9]*' {fw} | head -n1 | cut -d: -f2); \
+         curl -s -o /dev/null -w 'forwarded %{{http_code}}\n' http://127.0.0.1:$port/no-such-route; \
+         kill $pf; }} > {streams} 2>&1; \
          submit 'Service geo targets port 9999; its pods listen on 8083'; \
          kubectl -n $ns patch service geo --type=json -p '[{{\"op\":\"replace\",\"path\":\"/spec/ports/0/targetPort\",\"value\":8083}}]'; \
          submit ''",
         lib = agents().join("lib.sh").display(),
-        seen = seen.display()
+        seen = seen.display(),
+        fw = forwarding.display(),
+        streams = streams.display(),
     );
-    let o = live(&l, &journal, &out, &agent, &["--time-limit", "3m"])
-        .output()
-        .unwrap();
+    let o = live(
+        &l,
+        &journal,
+        &out,
+        &agent,
+        &["--time-limit", "3m", "--no-noise"],
+    )
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", e2e::text(&o));
     let seen = std::fs::read_to_string(&seen).unwrap();
     // The fault was in place; the plane's namespace was not there to be read.
@@ -106,6 +126,11 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
         2,
         "{seen}"
     );
+    // exec and port-forward went through the proxy to the cluster's pods.
+    let streams = std::fs::read_to_string(&streams).unwrap();
+    assert!(streams.contains("host=geo-"), "{streams}");
+    assert!(streams.contains("exit=3"), "{streams}");
+    assert!(streams.contains("forwarded 404"), "{streams}");
     let run = run_json(&out);
     assert_eq!(run["diagnosis"]["pass"], true, "{run:#}");
     assert_eq!(run["mitigation"]["success"], true, "{run:#}");
@@ -137,7 +162,7 @@ fn a_mitigation_that_fixes_nothing_fails_with_why_and_the_fault_is_still_reverte
         &journal,
         &out,
         &agent,
-        &["--time-limit", "3m", "--settle-within", "15s"],
+        &["--time-limit", "3m", "--settle-within", "15s", "--no-noise"],
     )
     .output()
     .unwrap();
@@ -148,6 +173,8 @@ fn a_mitigation_that_fixes_nothing_fails_with_why_and_the_fault_is_still_reverte
     let reasons = m["reasons"].to_string();
     assert!(reasons.contains("not recovered after 15s"), "{reasons}");
     assert!(reasons.contains("9999"), "{reasons}");
+    // What the cluster's Prometheus shows: the entry service still failing.
+    assert!(reasons.contains("the error ratio at frontend"), "{reasons}");
     assert_eq!(journal_entries(&journal), 0);
     let after = cluster::state(&l.kubeconfig, NS);
     // The restart is the agent's own change (a template annotation), kept; the fault is gone.
@@ -177,11 +204,17 @@ fn sigterm_reverts_and_after_kill_9_recover_does() {
         let out = work.path().join(format!("run{i}"));
         let pid_file = work.path().join(format!("agent{i}.pid"));
         let agent = format!("echo $$ > {}; exec sleep 300", pid_file.display());
-        let mut session = live(&l, &journal, &out, &agent, &["--time-limit", "5m"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut session = live(
+            &l,
+            &journal,
+            &out,
+            &agent,
+            &["--time-limit", "5m", "--no-noise"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
         wait_for_fault(&l);
         let sent = Command::new("kill")
             .args([*signal, &session.id().to_string()])
@@ -218,4 +251,70 @@ fn sigterm_reverts_and_after_kill_9_recover_does() {
             "after {signal}"
         );
     }
+}
+
+#[test]
+fn noise_is_played_on_the_cluster_and_recorded_for_the_evaluator() {
+    let l = up_app("hotel-reservation", &[]);
+    let work = tempfile::tempdir().unwrap();
+    let (journal, out, pods) = (
+        work.path().join("journal"),
+        work.path().join("run"),
+        work.path().join("pods"),
+    );
+    // The default profile laid over the catalog, faster: a pod kill and a CPU burst within the
+    // first ten seconds of every twenty.
+    let catalog = work.path().join("catalog");
+    std::fs::create_dir_all(catalog.join("noise")).unwrap();
+    std::fs::write(
+        catalog.join("noise/default.toml"),
+        "name = \"default\"\nevery = \"20s\"\nper_period = 2\nlength = \"10s\"\n\
+         [[disturbances]]\nkind = \"pod_kill\"\n[[disturbances]]\nkind = \"cpu_burst\"\ncpu = \"500m\"\n",
+    )
+    .unwrap();
+    // The agent waits until a pod it saw is gone, then fixes the Service.
+    let agent = format!(
+        ". {lib}; kubectl -n $ns get pods -o name | sort > {pods}; \
+         until kubectl -n $ns get pods -o name | sort | comm -23 {pods} - | grep -q .; do sleep 0.5; done; \
+         submit 'Service geo targets port 9999; its pods listen on 8083'; \
+         kubectl -n $ns patch service geo --type=json -p '[{{\"op\":\"replace\",\"path\":\"/spec/ports/0/targetPort\",\"value\":8083}}]'; \
+         submit ''",
+        lib = agents().join("lib.sh").display(),
+        pods = pods.display(),
+    );
+    let mut session = live(
+        &l,
+        &journal,
+        &out,
+        &agent,
+        &["--time-limit", "3m", "--seed", "5"],
+    );
+    let o = session.arg("--catalog").arg(&catalog).output().unwrap();
+    assert!(o.status.success(), "{}", e2e::text(&o));
+    let run = run_json(&out);
+    // Noise ends when the mitigation is graded: it does not decide the grade.
+    assert_eq!(run["mitigation"]["success"], true, "{run:#}");
+    let noise: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("noise.json")).expect("noise.json"))
+            .expect("noise.json is JSON");
+    let played = noise["played"].as_array().expect("played");
+    assert!(!played.is_empty(), "{noise:#}");
+    for p in played {
+        assert_eq!(p["kind"], "pod_kill", "{noise:#}");
+        // Never on the service the fault is about.
+        assert_ne!(p["target"], "deployment/geo", "{noise:#}");
+    }
+    let not_played = noise["not_played"].as_array().expect("not_played");
+    assert!(!not_played.is_empty(), "{noise:#}");
+    for n in not_played {
+        assert_eq!(n["kind"], "cpu_burst", "{noise:#}");
+        assert!(
+            n["why"].as_str().unwrap_or_default().contains("node agent"),
+            "{noise:#}"
+        );
+    }
+    // Nothing of it reached the agent's run record beside the counts of its own requests.
+    let text = std::fs::read_to_string(out.join("run.json")).unwrap();
+    assert!(!text.contains("pod_kill"), "{text}");
+    assert_eq!(journal_entries(&journal), 0);
 }

@@ -125,6 +125,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 journal: args.cluster.journal.journal.clone(),
                 hide: args.hide_namespaces.clone(),
                 settle_within: args.settle_within.to_std(),
+                noise_seed: (!args.no_noise).then_some(args.seed),
+                noise_window: Duration::from_millis(args.time_limit.as_millis()),
             },
         },
         (None, Some(_)) if kube => anyhow::bail!("--env kube runs a --problem, not a --dataset"),

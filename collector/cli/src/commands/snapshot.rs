@@ -137,7 +137,13 @@ fn on_cluster(
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("out/{}-kube", problem.id)));
-    let report = crate::kube::snapshot::snapshot(&args.kube, problem, app, &out, !args.json)?;
+    let run = crate::kube::snapshot::Run {
+        catalog,
+        problem,
+        app,
+        noise_seed: (!args.no_noise).then_some(args.seed),
+    };
+    let report = crate::kube::snapshot::snapshot(&args.kube, &run, &out, !args.json)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

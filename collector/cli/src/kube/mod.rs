@@ -1,6 +1,7 @@
 //! Real clusters: a problem's faults injected through the Kubernetes API and reverted
 //! (`faults`), the catalog's apps deployed (`deploy`), datasets made on a cluster (`snapshot`)
-//! and sessions run against one (`session`). The injection itself lives in `inject::api`; this
+//! and sessions run against one (`session`, graded on the cluster's objects and its Prometheus:
+//! `health`). The injection itself lives in `inject::api`; this
 //! module puts problems, schedules and the other commands' machinery around it.
 
 use std::path::PathBuf;
@@ -38,6 +39,8 @@ pub struct ClusterArgs {
 
 pub mod faults;
 pub mod filter;
+pub mod health;
+pub mod noise;
 pub mod proxy;
 pub mod session;
 pub mod snapshot;

@@ -2,7 +2,8 @@
 //! to the cluster's apiserver with faultline's own credentials (the agent holds none), audited
 //! like the simulator's APIs, and filtered by [`Hidden`] so that the injection plane is not there
 //! to be read. Answers stream through (watches, logs); lists and tables are read whole to be
-//! filtered. Protobuf is not offered upstream, so every answer can be filtered.
+//! filtered. Protobuf is not offered upstream, so every answer can be filtered. exec, attach and
+//! port-forward are relayed once the apiserver has switched protocols.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,9 +15,10 @@ use apis::kube::writes::failure;
 use apiserver::status::Failure;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use futures_util::StreamExt;
+use hyper_util::rt::TokioIo;
 use tokio::task::JoinHandle;
 
 use super::filter::Hidden;
@@ -89,12 +91,7 @@ async fn forward(State(up): State<Arc<Upstream>>, request: Request) -> Response 
         return failure(&refusal);
     }
     if request.headers().contains_key(header::UPGRADE) {
-        // exec, attach and port-forward streams are not carried to a real cluster yet.
-        return failure(&Failure::new(
-            403,
-            "Forbidden",
-            format!("streams into pods are not allowed for this user ({path})"),
-        ));
+        return relay(&up.client, request).await;
     }
     let watch = request
         .uri()
@@ -123,14 +120,7 @@ async fn forward(State(up): State<Arc<Upstream>>, request: Request) -> Response 
     };
     let answer = match up.client.send(upstream).await {
         Ok(a) => a,
-        Err(e) => {
-            tracing::warn!("cluster API: {e}");
-            return failure(&Failure::new(
-                503,
-                "ServiceUnavailable",
-                "the server is currently unable to handle the request",
-            ));
-        }
+        Err(e) => return unavailable(e),
     };
     let (parts, body) = answer.into_parts();
     let body = Body::new(body);
@@ -149,15 +139,92 @@ async fn forward(State(up): State<Arc<Upstream>>, request: Request) -> Response 
     } else {
         body
     };
-    let mut response = Response::new(body);
-    *response.status_mut() = parts.status;
-    for (name, value) in &parts.headers {
-        // Lengths change with filtering; the server here sets its own.
-        if name != header::CONTENT_LENGTH && name != header::TRANSFER_ENCODING {
-            response.headers_mut().insert(name, value.clone());
+    passed_through(Response::from_parts(parts, body))
+}
+
+/// The apiserver's answer as this server's: its status and headers, but lengths and chunking
+/// are this server's own (filtering changes lengths).
+fn passed_through(answer: Response) -> Response {
+    let (mut parts, body) = answer.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.remove(header::TRANSFER_ENCODING);
+    Response::from_parts(parts, body)
+}
+
+/// Headers of an upgrade that pass through both ways: the client's key goes upstream unchanged,
+/// so the apiserver's accept answers the client's handshake as it is.
+const UPGRADE_HEADERS: &[&str] = &[
+    "connection",
+    "upgrade",
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-protocol",
+    "sec-websocket-accept",
+    "x-stream-protocol-version",
+    "user-agent",
+];
+
+/// exec, attach and port-forward: the upgrade request goes to the apiserver with faultline's
+/// credentials; once it switches protocols, the client's and the apiserver's connections are
+/// joined byte for byte (WebSocket and SPDY alike). A refusal comes back as the apiserver
+/// answered it.
+async fn relay(client: &kube::Client, mut request: Request) -> Response {
+    let Some(downstream) = request
+        .extensions_mut()
+        .remove::<hyper::upgrade::OnUpgrade>()
+    else {
+        return failure(&Failure::bad_request("the connection cannot be upgraded"));
+    };
+    let mut upstream = axum::http::Request::builder()
+        .method(request.method().clone())
+        .uri(request.uri().path_and_query().map_or("/", |p| p.as_str()));
+    for (name, value) in request.headers() {
+        if UPGRADE_HEADERS.contains(&name.as_str()) {
+            upstream = upstream.header(name, value);
         }
     }
+    let upstream = match upstream.body(kube::client::Body::empty()) {
+        Ok(r) => r,
+        Err(e) => return failure(&Failure::bad_request(e.to_string())),
+    };
+    let mut answer = match client.send(upstream).await {
+        Ok(a) => a,
+        Err(e) => return unavailable(e),
+    };
+    if answer.status() != StatusCode::SWITCHING_PROTOCOLS {
+        return passed_through(answer.map(Body::new));
+    }
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = answer.status();
+    for (name, value) in answer.headers() {
+        if UPGRADE_HEADERS.contains(&name.as_str()) {
+            response.headers_mut().append(name, value.clone());
+        }
+    }
+    let upstream = hyper::upgrade::on(&mut answer);
+    tokio::spawn(async move {
+        let (down, up) = match tokio::try_join!(downstream, upstream) {
+            Ok(both) => both,
+            Err(e) => {
+                tracing::debug!("stream relay: an upgrade failed: {e}");
+                return;
+            }
+        };
+        let (mut down, mut up) = (TokioIo::new(down), TokioIo::new(up));
+        if let Err(e) = tokio::io::copy_bidirectional(&mut down, &mut up).await {
+            tracing::debug!("stream relay ended: {e}");
+        }
+    });
     response
+}
+
+fn unavailable(e: kube::Error) -> Response {
+    tracing::warn!("cluster API: {e}");
+    failure(&Failure::new(
+        503,
+        "ServiceUnavailable",
+        "the server is currently unable to handle the request",
+    ))
 }
 
 /// A JSON answer read whole; a list or table loses its hidden items.

@@ -2,9 +2,12 @@
 //! through the API (journaled first, reverted when the session ends; `collector recover` after a
 //! kill -9), the agent given a filtering, audited proxy to the cluster's API and the cluster's
 //! own Prometheus, Jaeger and Loki, and a mitigation graded by watching the cluster itself:
-//! the problem's state assertions and the app's pods, read from the API until they hold, then
-//! held for the problem's `sustain` (a relapse inside the window fails).
+//! the problem's state assertions and the app's pods, read from the API, and (given the cluster's
+//! Prometheus) the entry's error ratio, every service's latency against its baseline from before
+//! the fault and the app's firing alerts, until they hold, then held for the problem's `sustain`
+//! (a relapse inside the window fails).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -21,6 +24,8 @@ use sim::world::World;
 
 use super::faults::{self, Active};
 use super::filter::{Hidden, PLANE_NAMESPACE};
+use super::health::{self, PromHealth};
+use super::noise::{self, NoiseRun, Played};
 use super::proxy::Proxy;
 use crate::live::mitigation::{Verdict, unready_pods};
 use crate::replay::Endpoints;
@@ -40,6 +45,10 @@ pub struct KubeTarget {
     /// How long a fixed cluster may take to settle (rollouts, restarts) before the mitigation
     /// fails.
     pub settle_within: Duration,
+    /// The problem's noise, scheduled from this seed over `noise_window` from the onset; none
+    /// when `None`.
+    pub noise_seed: Option<u64>,
+    pub noise_window: Duration,
 }
 
 /// A problem in effect on a cluster, behind the agent's proxy.
@@ -54,15 +63,19 @@ pub struct OnCluster {
     proxy: Proxy,
     audit: mpsc::Receiver<AuditEvent>,
     settle_within: Duration,
+    prometheus: Option<(PromHealth, BTreeMap<String, f64>)>,
+    noise: Option<NoiseRun>,
 }
 
-/// What grading reads: the cluster, the problem, the app.
+/// What grading reads: the cluster, the problem, the app, and the cluster's Prometheus with
+/// each service's latency before the fault.
 #[derive(Clone)]
 pub struct ClusterGrading {
     injector: Arc<Injector>,
     problem: ProblemSpec,
     app: AppSpec,
     settle_within: Duration,
+    prometheus: Option<(PromHealth, BTreeMap<String, f64>)>,
 }
 
 /// How often the cluster is read while a mitigation is graded.
@@ -87,10 +100,35 @@ impl OnCluster {
                 app.name
             );
         }
+        let prometheus = match &target.prometheus {
+            Some(url) => {
+                let prom = PromHealth::new(url, &app.namespace, &app.workload.target)?;
+                let baseline = prom
+                    .p99()
+                    .await
+                    .context("reading each service's latency before the fault")?;
+                Some((prom, baseline))
+            }
+            None => {
+                tracing::warn!(
+                    "without --prometheus the mitigation is graded on the cluster's objects only"
+                );
+                None
+            }
+        };
+        let noise_plan = match target.noise_seed {
+            Some(seed) => {
+                let window = problems::Dur::from_millis(target.noise_window.as_millis() as u64);
+                noise::plan(catalog, problem, &app, seed, window)?
+            }
+            None => vec![],
+        };
         let journal = inject::journal::Journal::open(&target.journal)?;
         let injector = Arc::new(Injector { cluster, journal });
         let active = faults::inject_all(&injector, problem, &app, &[]).await?;
         let onset_ns = real_now_ns();
+        let noise = (!noise_plan.is_empty())
+            .then(|| NoiseRun::start(injector.cluster.clone(), app.clone(), noise_plan, onset_ns));
         let (tx, audit) = mpsc::channel();
         let sink: AuditSink = Arc::new(move |e: AuditEvent| {
             let _ = tx.send(e);
@@ -123,6 +161,8 @@ impl OnCluster {
             proxy,
             audit,
             settle_within: target.settle_within,
+            prometheus,
+            noise,
         })
     }
 
@@ -132,18 +172,26 @@ impl OnCluster {
         self.problem.ground_truth(&self.app.namespace, start)
     }
 
+    /// What to grade the mitigation on; the noise ends here (it exists to mislead a diagnosis,
+    /// not to decide a grade).
     pub fn grading(&self) -> ClusterGrading {
+        if let Some(n) = &self.noise {
+            n.stop();
+        }
         ClusterGrading {
             injector: self.injector.clone(),
             problem: self.problem.clone(),
             app: self.app.clone(),
             settle_within: self.settle_within,
+            prometheus: self.prometheus.clone(),
         }
     }
 
-    /// Stops the proxy and reverts the faults (newest first); what the agent asked of the API.
-    /// Someone else's later changes to a faulted object are kept and logged.
-    pub async fn stop(self) -> anyhow::Result<Vec<AuditEvent>> {
+    /// Stops the noise and the proxy and reverts the faults (newest first); what the agent
+    /// asked of the API, and the noise played. Someone else's later changes to a faulted object
+    /// are kept and logged.
+    pub async fn stop(self) -> anyhow::Result<(Vec<AuditEvent>, Option<Played>)> {
+        let played = self.noise.as_ref().map(NoiseRun::stop);
         self.proxy.stop();
         let reverted = faults::revert_all(&self.injector, self.active)
             .await
@@ -151,7 +199,7 @@ impl OnCluster {
         for kept in reverted.iter().flat_map(|r| r.kept()) {
             tracing::warn!("kept a later change: {kept}");
         }
-        Ok(self.audit.try_iter().collect())
+        Ok((self.audit.try_iter().collect(), played))
     }
 }
 
@@ -174,13 +222,27 @@ impl ClusterGrading {
         Ok(w)
     }
 
-    /// What fails now: the problem's state assertions and the app's pods.
+    /// What fails now: the problem's state assertions, the app's pods and what Prometheus
+    /// shows.
     async fn failing(&self) -> anyhow::Result<Vec<String>> {
         let w = self.read().await?;
         let mut reasons =
             oracle::Verdict::of(&oracle::check_world(&w, &self.app, &self.problem)).reasons;
-        if self.problem.oracle.health.all_pods_ready {
+        let condition = &self.problem.oracle.health;
+        if condition.all_pods_ready {
             reasons.extend(unready_pods(&w, &self.app.namespace));
+        }
+        if let Some((prom, baseline)) = &self.prometheus {
+            match prom.read().await {
+                Ok(now) => reasons.extend(health::reasons(
+                    &now,
+                    baseline,
+                    condition,
+                    &self.app.workload.target,
+                )),
+                // Health that cannot be read is not health seen.
+                Err(e) => reasons.push(format!("the cluster's Prometheus did not answer: {e:#}")),
+            }
         }
         Ok(reasons)
     }

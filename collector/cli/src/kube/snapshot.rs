@@ -10,11 +10,12 @@ use anyhow::Context as _;
 use capture::scope::Scope;
 use capture::{Options, Window, now_ns};
 use inject::api::{Cluster, Injector};
-use problems::{AppSpec, Dur, ProblemSpec};
+use problems::{AppSpec, Catalog, Dur, ProblemSpec};
 use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::faults;
+use super::noise::{self, NoiseRun};
 
 /// The real cluster a snapshot runs on (`--env kube`).
 #[derive(Debug, Clone, clap::Args)]
@@ -41,15 +42,24 @@ pub struct KubeReport {
     pub kept: Vec<String>,
 }
 
+/// Where a snapshot on a cluster runs and what it runs.
+pub struct Run<'a> {
+    pub catalog: &'a Catalog,
+    pub problem: &'a ProblemSpec,
+    pub app: &'a AppSpec,
+    /// The problem's noise over the whole window, scheduled from this seed; none when `None`.
+    pub noise_seed: Option<u64>,
+}
+
 /// Runs the problem on the cluster and writes `out/dataset/`, `out/ground_truth.json` and
-/// `out/injections.json`.
+/// `out/injections.json` (with the noise played).
 pub fn snapshot(
     opts: &KubeOptions,
-    problem: &ProblemSpec,
-    app: &AppSpec,
+    run: &Run<'_>,
     out: &Path,
     progress: bool,
 ) -> anyhow::Result<KubeReport> {
+    let (problem, app) = (run.problem, run.app);
     anyhow::ensure!(
         !out.join("dataset").exists(),
         "{} exists: choose another --out",
@@ -57,12 +67,23 @@ pub fn snapshot(
     );
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let (baseline, hold, opts) = (opts.baseline, opts.hold, &opts.cluster);
+    let noise_plan = match run.noise_seed {
+        Some(seed) => noise::plan(
+            run.catalog,
+            problem,
+            app,
+            seed,
+            Dur::from_millis(baseline.as_millis() + hold.as_millis()),
+        )?,
+        None => vec![],
+    };
     let journal = opts.journal.open()?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
         let cluster = Cluster::connect(opts.kubeconfig.as_deref()).await?;
         let injector = Injector { cluster, journal };
         let start = now_ns();
+        let noise = NoiseRun::start(injector.cluster.clone(), app.clone(), noise_plan, start);
         let ms = |d: Dur| d.as_millis() as i64 * 1_000_000;
         let window = Window {
             since_ns: start,
@@ -118,6 +139,7 @@ pub fn snapshot(
             _ = term.recv() => Err(anyhow::anyhow!("stopped while the faults were held")),
             _ = int.recv() => Err(anyhow::anyhow!("stopped while the faults were held")),
         };
+        let played = noise.stop();
         let reverted = faults::revert_all(&injector, active).await;
         let capture = captured?;
         let reverted = reverted.context("reverting the faults (run `collector recover`)")?;
@@ -129,7 +151,7 @@ pub fn snapshot(
         datasets::write_atomically(&ground_truth, &serde_json::to_vec_pretty(&gt)?)?;
         let injections = out.join("injections.json");
         let record = json!({"problem": problem.id, "onset": onset.to_rfc3339(),
-                            "injections": records, "kept": kept});
+                            "injections": records, "kept": kept, "noise": played});
         datasets::write_atomically(&injections, &serde_json::to_vec_pretty(&record)?)?;
         Ok(KubeReport {
             problem: problem.id.clone(),

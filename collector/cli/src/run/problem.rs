@@ -429,7 +429,7 @@ fn app_of<'c>(catalog: &'c Catalog, problem: &ProblemSpec) -> anyhow::Result<&'c
 }
 
 /// The noise events of the run, on services other than the faults' targets when the profile asks.
-fn noise_schedule(
+pub(crate) fn noise_schedule(
     catalog: &Catalog,
     problem: &ProblemSpec,
     app: &AppSpec,

@@ -225,8 +225,12 @@ impl Env {
             }
             Env::Kube(k) => {
                 let truth = serde_json::to_vec_pretty(&k.ground_truth())?;
-                let audit = (*k).stop().await?;
+                let (audit, noise) = (*k).stop().await?;
                 datasets::write_atomically(&out.join(super::GROUND_TRUTH_FILE), &truth)?;
+                if let Some(noise) = noise {
+                    let json = serde_json::to_vec_pretty(&noise)?;
+                    datasets::write_atomically(&out.join(super::NOISE_FILE), &json)?;
+                }
                 Ok(Ended {
                     dataset: None,
                     audit,

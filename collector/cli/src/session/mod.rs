@@ -47,6 +47,8 @@ use submit::{Submission, SubmitState};
 
 /// The ground truth's file name in a run (and beside a dataset).
 pub const GROUND_TRUTH_FILE: &str = "ground_truth.json";
+/// The noise played on a cluster (evaluator-only, like the ground truth).
+pub const NOISE_FILE: &str = "noise.json";
 
 /// The agent under evaluation.
 #[derive(Debug, Clone)]

@@ -330,6 +330,40 @@ impl Cluster {
         Ok(n)
     }
 
+    /// Kills one pod of an app service at once (grace period 0), as noise does: the first by
+    /// name that is not already terminating; its controller starts another. The pod's name, or
+    /// `None` when the service has no running pod.
+    pub async fn kill_one(&self, app: &AppSpec, service: &str) -> Result<Option<String>> {
+        let pods: Api<DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            &app.namespace,
+            &resource("v1", "Pod", "pods"),
+        );
+        let selector = selector_text(&manifests::selector(app, service));
+        let list = pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(err(format!("listing the pods of {service}")))?;
+        let mut names: Vec<String> = list
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.metadata.name)
+            .collect();
+        names.sort();
+        let Some(name) = names.into_iter().next() else {
+            return Ok(None);
+        };
+        match pods
+            .delete(&name, &DeleteParams::default().grace_period(0))
+            .await
+        {
+            Ok(_) => Ok(Some(name)),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+            Err(e) => Err(ApiError::new(format!("deleting pod {name}: {e}"))),
+        }
+    }
+
     /// After a Deployment's template changed, scales its ReplicaSets of other templates to zero,
     /// so that the change reaches every pod at once (as the simulator models a fault) instead of
     /// waiting on a rollout that a faulty template stalls. The Deployment controller never scales
