@@ -162,7 +162,7 @@ fn a_mitigation_that_fixes_nothing_fails_with_why_and_the_fault_is_still_reverte
         &journal,
         &out,
         &agent,
-        &["--time-limit", "3m", "--settle-within", "15s", "--no-noise"],
+        &["--time-limit", "3m", "--settle-within", "65s", "--no-noise"],
     )
     .output()
     .unwrap();
@@ -171,7 +171,7 @@ fn a_mitigation_that_fixes_nothing_fails_with_why_and_the_fault_is_still_reverte
     let m = &run["mitigation"];
     assert_eq!(m["success"], false, "{run:#}");
     let reasons = m["reasons"].to_string();
-    assert!(reasons.contains("not recovered after 15s"), "{reasons}");
+    assert!(reasons.contains("not recovered after 65s"), "{reasons}");
     assert!(reasons.contains("9999"), "{reasons}");
     // What the cluster's Prometheus shows: the entry service still failing.
     assert!(reasons.contains("the error ratio at frontend"), "{reasons}");
@@ -272,13 +272,55 @@ fn noise_is_played_on_the_cluster_and_recorded_for_the_evaluator() {
          [[disturbances]]\nkind = \"pod_kill\"\n[[disturbances]]\nkind = \"cpu_burst\"\ncpu = \"500m\"\n",
     )
     .unwrap();
-    // The agent waits until a pod it saw is gone, then fixes the Service.
+    // A snapshot of 22 s: both disturbances of the first period fall in its first 10 s, the
+    // second period would not end inside it.
+    let snap = work.path().join("snap");
+    let o = Command::new(e2e::binary("collector"))
+        .args([
+            "snapshot",
+            "--env",
+            "kube",
+            "--json",
+            "--problem",
+            PROBLEM,
+            "--seed",
+            "5",
+        ])
+        .args(["--baseline", "2s", "--hold", "20s", "--kubeconfig"])
+        .arg(&l.kubeconfig)
+        .arg("--journal")
+        .arg(&journal)
+        .arg("--catalog")
+        .arg(&catalog)
+        .arg("--out")
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", e2e::text(&o));
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(snap.join("injections.json")).unwrap()).unwrap();
+    let noise = &record["noise"];
+    let played = noise["played"].as_array().expect("played");
+    assert_eq!(played.len(), 1, "{noise:#}");
+    assert_eq!(played[0]["kind"], "pod_kill", "{noise:#}");
+    // Never on the service the fault is about.
+    assert_ne!(played[0]["target"], "deployment/geo", "{noise:#}");
+    let not_played = noise["not_played"].as_array().expect("not_played");
+    assert_eq!(not_played.len(), 1, "{noise:#}");
+    assert_eq!(not_played[0]["kind"], "cpu_burst", "{noise:#}");
+    let why = not_played[0]["why"].as_str().unwrap_or_default();
+    assert!(why.contains("node agent"), "{noise:#}");
+    // Only the evaluator's files know of it.
+    let gt = std::fs::read_to_string(snap.join("ground_truth.json")).unwrap();
+    assert!(!gt.contains("pod_kill"), "{gt}");
+
+    // A session: the agent waits until a pod it saw is gone (the noise's doing), submits a
+    // diagnosis and leaves; the world as it stands is graded (not fixed: bounded by the settle
+    // time).
     let agent = format!(
         ". {lib}; kubectl -n $ns get pods -o name | sort > {pods}; \
          until kubectl -n $ns get pods -o name | sort | comm -23 {pods} - | grep -q .; do sleep 0.5; done; \
-         submit 'Service geo targets port 9999; its pods listen on 8083'; \
-         kubectl -n $ns patch service geo --type=json -p '[{{\"op\":\"replace\",\"path\":\"/spec/ports/0/targetPort\",\"value\":8083}}]'; \
-         submit ''",
+         submit 'Service geo targets port 9999; its pods listen on 8083'",
         lib = agents().join("lib.sh").display(),
         pods = pods.display(),
     );
@@ -287,13 +329,19 @@ fn noise_is_played_on_the_cluster_and_recorded_for_the_evaluator() {
         &journal,
         &out,
         &agent,
-        &["--time-limit", "3m", "--seed", "5"],
+        &[
+            "--time-limit",
+            "3m",
+            "--seed",
+            "5",
+            "--settle-within",
+            "60s",
+        ],
     );
     let o = session.arg("--catalog").arg(&catalog).output().unwrap();
     assert!(o.status.success(), "{}", e2e::text(&o));
     let run = run_json(&out);
-    // Noise ends when the mitigation is graded: it does not decide the grade.
-    assert_eq!(run["mitigation"]["success"], true, "{run:#}");
+    assert_eq!(run["diagnosis"]["pass"], true, "{run:#}");
     let noise: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("noise.json")).expect("noise.json"))
             .expect("noise.json is JSON");
@@ -301,17 +349,7 @@ fn noise_is_played_on_the_cluster_and_recorded_for_the_evaluator() {
     assert!(!played.is_empty(), "{noise:#}");
     for p in played {
         assert_eq!(p["kind"], "pod_kill", "{noise:#}");
-        // Never on the service the fault is about.
         assert_ne!(p["target"], "deployment/geo", "{noise:#}");
-    }
-    let not_played = noise["not_played"].as_array().expect("not_played");
-    assert!(!not_played.is_empty(), "{noise:#}");
-    for n in not_played {
-        assert_eq!(n["kind"], "cpu_burst", "{noise:#}");
-        assert!(
-            n["why"].as_str().unwrap_or_default().contains("node agent"),
-            "{noise:#}"
-        );
     }
     // Nothing of it reached the agent's run record beside the counts of its own requests.
     let text = std::fs::read_to_string(out.join("run.json")).unwrap();

@@ -11,8 +11,10 @@ use capture::http::HttpSource;
 use problems::HealthCondition;
 use serde_json::Value;
 
-/// Rates are taken over this window (four scrapes at Prometheus' default interval).
-const WINDOW: &str = "1m";
+/// Health is judged over the last minute of traffic: four scrapes at Prometheus' default
+/// interval, so that a rate always has samples to work with (over two scrapes' worth, a window
+/// now and then holds one sample and the rate is empty).
+pub const WINDOW_SECS: u64 = 60;
 
 /// The PromQL of an app's health: its namespace and its entry service.
 #[derive(Debug, Clone)]
@@ -25,8 +27,21 @@ pub struct Queries {
 struct Family {
     errors: String,
     total: String,
-    /// `histogram_quantile` over this, per `service`, in seconds.
-    p99: String,
+    bucket: String,
+    /// The label naming the service.
+    service: &'static str,
+    /// What turns the histogram's unit into seconds.
+    to_seconds: &'static str,
+}
+
+impl Family {
+    /// The p99 latency per service (as label `service`), in seconds.
+    fn p99(&self, window: u64) -> String {
+        format!(
+            "histogram_quantile(0.99, sum by (le, service) (label_replace(rate({}[{window}s]), \"service\", \"$1\", \"{}\", \"(.*)\"))){}",
+            self.bucket, self.service, self.to_seconds
+        )
+    }
 }
 
 impl Queries {
@@ -53,32 +68,32 @@ impl Queries {
                     "traces_span_metrics_calls_total{{{span},status_code=\"STATUS_CODE_ERROR\"}}"
                 ),
                 total: format!("traces_span_metrics_calls_total{{{span}}}"),
-                p99: format!(
-                    "histogram_quantile(0.99, sum by (le, service) (label_replace(rate(traces_span_metrics_duration_milliseconds_bucket{{{span}}}[{WINDOW}]), \"service\", \"$1\", \"service_name\", \"(.*)\"))) / 1000"
-                ),
+                bucket: format!("traces_span_metrics_duration_milliseconds_bucket{{{span}}}"),
+                service: "service_name",
+                to_seconds: " / 1000",
             },
             Family {
                 errors: format!("grpc_server_handled_total{{{http},grpc_code!=\"OK\"}}"),
                 total: format!("grpc_server_handled_total{{{http}}}"),
-                p99: format!(
-                    "histogram_quantile(0.99, sum by (le, service) (label_replace(rate(grpc_server_handling_seconds_bucket{{{http}}}[{WINDOW}]), \"service\", \"$1\", \"job\", \"(.*)\")))"
-                ),
+                bucket: format!("grpc_server_handling_seconds_bucket{{{http}}}"),
+                service: "job",
+                to_seconds: "",
             },
             Family {
                 errors: format!("http_requests_total{{{http},code=~\"5..\"}}"),
                 total: format!("http_requests_total{{{http}}}"),
-                p99: format!(
-                    "histogram_quantile(0.99, sum by (le, service) (label_replace(rate(http_request_duration_seconds_bucket{{{http}}}[{WINDOW}]), \"service\", \"$1\", \"job\", \"(.*)\")))"
-                ),
+                bucket: format!("http_request_duration_seconds_bucket{{{http}}}"),
+                service: "job",
+                to_seconds: "",
             },
         ]
     }
 
-    /// The entry service's error ratio over the window: one sample, or none when no request
-    /// reached it.
-    pub fn entry_error_ratio(&self) -> String {
+    /// The entry service's error ratio over the last `window` seconds: one sample, or none
+    /// when no request reached it.
+    pub fn entry_error_ratio(&self, window: u64) -> String {
         let fams = self.families(Some(&self.entry));
-        let sum = |sel: &String| format!("sum(rate({sel}[{WINDOW}]))");
+        let sum = |sel: &String| format!("sum(rate({sel}[{window}s]))");
         let errors: Vec<String> = fams.iter().map(|f| sum(&f.errors)).collect();
         let totals: Vec<String> = fams.iter().map(|f| sum(&f.total)).collect();
         format!(
@@ -88,10 +103,14 @@ impl Queries {
         )
     }
 
-    /// Each service's p99 latency over the window, in seconds, by its `service` label.
-    pub fn p99_by_service(&self) -> String {
+    /// Each service's p99 latency over the last `window` seconds, in seconds, by its `service`
+    /// label.
+    pub fn p99_by_service(&self, window: u64) -> String {
         let fams = self.families(None);
-        let all: Vec<String> = fams.iter().map(|f| format!("({})", f.p99)).collect();
+        let all: Vec<String> = fams
+            .iter()
+            .map(|f| format!("({})", f.p99(window)))
+            .collect();
         all.join(" or ")
     }
 }
@@ -116,9 +135,10 @@ pub fn samples(answer: &Value, label: &str) -> BTreeMap<String, f64> {
     out
 }
 
-/// What Prometheus showed at one instant.
+/// What Prometheus showed at one instant, over the last `window` seconds.
 #[derive(Debug, Clone, Default)]
 pub struct Reading {
+    pub window: u64,
     /// The entry's error ratio; `None` when no request reached it.
     pub error_ratio: Option<f64>,
     pub p99: BTreeMap<String, f64>,
@@ -138,10 +158,12 @@ pub fn reasons(
     let mut out = vec![];
     match now.error_ratio {
         None => out.push(format!(
-            "no request reached {entry} in the last {WINDOW} (the load generator's traffic is gone)"
+            "no request reached {entry} in the last {}s (the load generator's traffic is gone)",
+            now.window
         )),
         Some(r) if r > health.max_error_ratio => out.push(format!(
-            "the error ratio at {entry} over {WINDOW} is {:.1}% (at most {:.1}% expected)",
+            "the error ratio at {entry} over {}s is {:.1}% (at most {:.1}% expected)",
+            now.window,
             r * 100.0,
             health.max_error_ratio * 100.0
         )),
@@ -213,18 +235,21 @@ impl PromHealth {
             .await
     }
 
-    /// Each service's p99 latency now (before a fault: the baseline).
-    pub async fn p99(&self) -> anyhow::Result<BTreeMap<String, f64>> {
-        let answer = self.instant(self.queries.p99_by_service()).await?;
+    /// Each service's p99 latency over the last `window` seconds (before a fault: the
+    /// baseline).
+    pub async fn p99(&self, window: u64) -> anyhow::Result<BTreeMap<String, f64>> {
+        let answer = self.instant(self.queries.p99_by_service(window)).await?;
         Ok(samples(&answer, "service"))
     }
 
-    pub async fn read(&self) -> anyhow::Result<Reading> {
-        let ratio = self.instant(self.queries.entry_error_ratio()).await?;
+    /// Health over the last `window` seconds.
+    pub async fn read(&self, window: u64) -> anyhow::Result<Reading> {
+        let ratio = self.instant(self.queries.entry_error_ratio(window)).await?;
         let alerts = self.source.get_json("api/v1/alerts", &[]).await?;
         Ok(Reading {
+            window,
             error_ratio: samples(&ratio, "").values().next().copied(),
-            p99: self.p99().await?,
+            p99: self.p99(window).await?,
             firing: firing(&alerts, &self.ns),
         })
     }
@@ -246,7 +271,8 @@ mod tests {
     #[test]
     fn names_are_quoted_and_every_family_is_asked() {
         let q = Queries::new("hotel\"x", "front");
-        let ratio = q.entry_error_ratio();
+        let ratio = q.entry_error_ratio(45);
+        assert!(ratio.contains("[45s]"), "{ratio}");
         assert!(ratio.contains(r#"namespace="hotel\"x""#), "{ratio}");
         for family in [
             "traces_span_metrics_calls_total",
@@ -258,7 +284,13 @@ mod tests {
         assert!(ratio.contains(r#"service_name="front""#));
         assert!(ratio.contains(r#"job="front""#));
         assert!(ratio.starts_with('(') && ratio.contains("or vector(0)) / ("));
-        assert!(!q.p99_by_service().contains("front"));
+        let p99 = q.p99_by_service(30);
+        assert!(!p99.contains("front"), "{p99}");
+        assert_eq!(p99.matches("histogram_quantile").count(), 3, "{p99}");
+        assert!(
+            p99.contains("_milliseconds_bucket") && p99.contains(" / 1000"),
+            "{p99}"
+        );
     }
 
     #[test]
@@ -278,6 +310,7 @@ mod tests {
         let base: BTreeMap<String, f64> =
             [("geo".into(), 0.010), ("frontend".into(), 0.200)].into();
         let healthy = Reading {
+            window: 30,
             error_ratio: Some(0.005),
             p99: [("geo".into(), 0.055), ("frontend".into(), 0.290)].into(),
             firing: vec!["Watchdog".into()],
@@ -287,6 +320,7 @@ mod tests {
             Vec::<String>::new()
         );
         let sick = Reading {
+            window: 30,
             error_ratio: Some(0.2),
             p99: [("geo".into(), 0.070), ("frontend".into(), 0.290)].into(),
             firing: vec!["HighRequestErrorRate".into()],

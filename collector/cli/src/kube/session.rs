@@ -101,10 +101,18 @@ impl OnCluster {
             );
         }
         let prometheus = match &target.prometheus {
+            Some(_) if target.settle_within.as_secs() < health::WINDOW_SECS => {
+                anyhow::bail!(
+                    "--settle-within {}s is shorter than the {}s of traffic health is judged on \
+                     with --prometheus",
+                    target.settle_within.as_secs(),
+                    health::WINDOW_SECS
+                )
+            }
             Some(url) => {
                 let prom = PromHealth::new(url, &app.namespace, &app.workload.target)?;
                 let baseline = prom
-                    .p99()
+                    .p99(health::WINDOW_SECS)
                     .await
                     .context("reading each service's latency before the fault")?;
                 Some((prom, baseline))
@@ -223,8 +231,9 @@ impl ClusterGrading {
     }
 
     /// What fails now: the problem's state assertions, the app's pods and what Prometheus
-    /// shows.
-    async fn failing(&self) -> anyhow::Result<Vec<String>> {
+    /// shows of the traffic since `since` (the change being graded): what it shows of the
+    /// traffic before is the fault's, and would call a fix a relapse a minute later.
+    async fn failing(&self, since: Instant) -> anyhow::Result<Vec<String>> {
         let w = self.read().await?;
         let mut reasons =
             oracle::Verdict::of(&oracle::check_world(&w, &self.app, &self.problem)).reasons;
@@ -233,7 +242,14 @@ impl ClusterGrading {
             reasons.extend(unready_pods(&w, &self.app.namespace));
         }
         if let Some((prom, baseline)) = &self.prometheus {
-            match prom.read().await {
+            if since.elapsed().as_secs() < health::WINDOW_SECS {
+                reasons.push(format!(
+                    "waiting for {}s of traffic since the change",
+                    health::WINDOW_SECS
+                ));
+                return Ok(reasons);
+            }
+            match prom.read(health::WINDOW_SECS).await {
                 Ok(now) => reasons.extend(health::reasons(
                     &now,
                     baseline,
@@ -253,7 +269,7 @@ impl ClusterGrading {
         let started = Instant::now();
         let settle_max = self.settle_within;
         let settled = loop {
-            let reasons = self.failing().await?;
+            let reasons = self.failing(started).await?;
             if reasons.is_empty() {
                 break started.elapsed();
             }
@@ -268,7 +284,7 @@ impl ClusterGrading {
         let held_from = Instant::now();
         while held_from.elapsed() < sustain {
             tokio::time::sleep(POLL.min(sustain)).await;
-            let mut reasons = self.failing().await?;
+            let mut reasons = self.failing(started).await?;
             if !reasons.is_empty() {
                 reasons.insert(
                     0,

@@ -173,16 +173,18 @@ impl Env {
     }
 
     /// The session's tables for the analysis tools, served by the session's clock: a live
-    /// environment's recording so far, or the replayed dataset.
-    pub fn analysis(&self) -> anyhow::Result<analysis::Source> {
+    /// environment's recording so far, or the replayed dataset; none on a real cluster, which
+    /// keeps no recording.
+    pub fn analysis(&self) -> anyhow::Result<Option<analysis::Source>> {
         match self {
             Env::Live(env) => env
                 .analysis()
-                .context("the live environment keeps no recording"),
-            Env::Replay(r) => Ok(analysis::Source::dataset(&r.dataset)?.with_clock(r.replay.clock)),
-            Env::Kube(_) => {
-                anyhow::bail!("a session on a real cluster keeps no recording to analyse")
-            }
+                .context("the live environment keeps no recording")
+                .map(Some),
+            Env::Replay(r) => Ok(Some(
+                analysis::Source::dataset(&r.dataset)?.with_clock(r.replay.clock),
+            )),
+            Env::Kube(_) => Ok(None),
         }
     }
 

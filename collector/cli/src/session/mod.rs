@@ -218,7 +218,7 @@ async fn hand_over(
     let mcp_calls = Arc::new(AtomicU64::new(0));
     let mcp_targets = mcp::Targets {
         submit: Some(format!("{submit_url}/submit")),
-        analysis: Some(env.analysis()?),
+        analysis: env.analysis()?,
         ..mcp::Targets::new(
             kubeconfig.clone(),
             endpoints.prometheus.clone(),
