@@ -7,12 +7,12 @@
 use polars::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::cache::Derived;
 use crate::frame::{collect, ints, label, labels, nanos, number, strings_or_empty, within};
-use crate::params::{Window, de_f64, de_filters, de_names, de_usize, limit, served};
-use crate::query::{self, Query};
+use crate::params::{Window, de_f64, de_usize, served};
+use crate::query::{self, Query, SqlParams};
 use crate::{Error, Result, Source};
 use schemas::tables::Table;
 use schemas::tables::columns::alerts as c;
@@ -56,34 +56,8 @@ pub struct AnalysisParams {
     /// `snapshot` (default) or `activeAt`: what the window and the default order use.
     #[serde(default)]
     pub time_basis: Option<String>,
-    /// Exact-match column filters, e.g. {"state": "firing", "severity": "critical"}.
-    #[serde(default, deserialize_with = "de_filters")]
-    #[schemars(with = "Option<Map<String, Value>>")]
-    pub filters: Map<String, Value>,
-    /// Column or columns to group by.
-    #[serde(default, deserialize_with = "de_names")]
-    #[schemars(with = "Option<Vec<String>>")]
-    pub group_by: Vec<String>,
-    /// count (default), first, last, sum, mean, max, min.
-    #[serde(default)]
-    pub agg: Option<String>,
-    /// Column to sort by.
-    #[serde(default)]
-    pub sort_by: Option<String>,
-    /// Most rows returned (0 or absent = all).
-    #[serde(default, deserialize_with = "de_usize")]
-    #[schemars(with = "Option<u64>")]
-    pub limit: Option<usize>,
-    /// Rows skipped (paging).
-    #[serde(default, deserialize_with = "de_usize")]
-    #[schemars(with = "Option<u64>")]
-    pub offset: Option<usize>,
-    /// ISO 8601 start of the window.
-    #[serde(default)]
-    pub start_time: Option<String>,
-    /// ISO 8601 end of the window.
-    #[serde(default)]
-    pub end_time: Option<String>,
+    #[serde(flatten)]
+    pub asked: SqlParams,
 }
 
 /// Whether the window and order use `activeAt` rather than the observation time.
@@ -315,7 +289,7 @@ fn wide(source: &Source, window: &Window, by_active: bool) -> Result<DataFrame> 
 
 pub fn analysis(source: &Source, p: AnalysisParams) -> Result<Value> {
     let reading = source.reading();
-    let window = Window::parse(p.start_time.as_deref(), p.end_time.as_deref(), &reading)?;
+    let window = p.asked.window(&reading)?;
     let by_active = active_basis(p.time_basis.as_deref())?;
     let df = wide(source, &window, by_active)?;
     let names: Vec<String> = df
@@ -343,14 +317,8 @@ pub fn analysis(source: &Source, p: AnalysisParams) -> Result<Value> {
             wanted.to_string()
         }
     };
-    let agg = p.agg.as_deref().unwrap_or("count");
     let q = Query {
-        filters: &p.filters,
-        group_by: &p.group_by,
-        agg,
-        sort_by: p.sort_by.as_deref(),
-        offset: p.offset.unwrap_or(0),
-        limit: limit(p.limit),
+        asked: &p.asked,
         time_column: "_t",
         aggs: &["count", "first", "last", "sum", "mean", "max", "min"],
         numeric: &["value", "duration_active_min"],

@@ -6,13 +6,12 @@
 use polars::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::cache::Derived;
 use crate::frame::{collect, ints, nanos, strings, strings_or_empty, within};
 use crate::owners::Owners;
-use crate::params::{Window, de_filters, de_names, de_usize, limit};
-use crate::query::{self, Query};
+use crate::query::{self, Query, SqlParams};
 use crate::{Result, Source};
 use schemas::tables::Table;
 use schemas::tables::columns::events as c;
@@ -24,34 +23,9 @@ pub struct Params {
     /// Ignored: the events are the session's (accepted so ITBench prompts work).
     #[serde(default, rename = "events_file")]
     pub _events_file: Option<Value>,
-    /// Exact-match column filters, e.g. {"reason": "Unhealthy", "event_kind": "Warning"}.
-    #[serde(default, deserialize_with = "de_filters")]
-    #[schemars(with = "Option<Map<String, Value>>")]
-    pub filters: Map<String, Value>,
-    /// Column or columns to group by; `deployment` groups pods by their workload.
-    #[serde(default, deserialize_with = "de_names")]
-    #[schemars(with = "Option<Vec<String>>")]
-    pub group_by: Vec<String>,
-    /// count (default), first, last, nunique, list.
-    #[serde(default)]
-    pub agg: Option<String>,
-    /// Column to sort by (default: count for groups, event_time for rows).
-    #[serde(default)]
-    pub sort_by: Option<String>,
-    /// Most rows returned (0 or absent = all).
-    #[serde(default, deserialize_with = "de_usize")]
-    #[schemars(with = "Option<u64>")]
-    pub limit: Option<usize>,
-    /// Rows skipped (paging).
-    #[serde(default, deserialize_with = "de_usize")]
-    #[schemars(with = "Option<u64>")]
-    pub offset: Option<usize>,
-    /// ISO 8601 start of the window (on event_time).
-    #[serde(default)]
-    pub start_time: Option<String>,
-    /// ISO 8601 end of the window.
-    #[serde(default)]
-    pub end_time: Option<String>,
+    /// The query; `deployment` groups pods by their workload, the window is on event_time.
+    #[serde(flatten)]
+    pub asked: SqlParams,
 }
 
 /// Every event as ITBench's flat frame (kept until the events or the objects change).
@@ -117,7 +91,7 @@ fn frame(source: &Source, owners: &Owners) -> Result<DataFrame> {
 
 pub fn analysis(source: &Source, p: Params) -> Result<Value> {
     let reading = source.reading();
-    let window = Window::parse(p.start_time.as_deref(), p.end_time.as_deref(), &reading)?;
+    let window = p.asked.window(&reading)?;
     let df = within(&source.derived::<Flat>()?.0, "event_time", &window)?;
     let resolve = |wanted: &str| -> String {
         match wanted {
@@ -128,12 +102,7 @@ pub fn analysis(source: &Source, p: Params) -> Result<Value> {
         }
     };
     let q = Query {
-        filters: &p.filters,
-        group_by: &p.group_by,
-        agg: p.agg.as_deref().unwrap_or("count"),
-        sort_by: p.sort_by.as_deref(),
-        offset: p.offset.unwrap_or(0),
-        limit: limit(p.limit),
+        asked: &p.asked,
         time_column: "event_time",
         aggs: &["count", "first", "last", "nunique", "list"],
         numeric: &[],

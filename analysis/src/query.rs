@@ -6,18 +6,61 @@ use polars::prelude::*;
 use schemas::time::Reading;
 use serde_json::{Map, Value};
 
+use schemars::JsonSchema;
+use serde::Deserialize;
+
 use crate::frame::{collect, records};
-use crate::params::page;
+use crate::params::{Window, de_filters, de_names, de_usize, limit, page};
 use crate::{Error, Result};
 
-/// One query.
-pub struct Query<'a> {
-    pub filters: &'a Map<String, Value>,
-    pub group_by: &'a [String],
-    pub agg: &'a str,
-    pub sort_by: Option<&'a str>,
-    pub offset: usize,
+/// What an agent asks of a "works like SQL" tool: the parameters alert_analysis and
+/// event_analysis share (flattened into each tool's own).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SqlParams {
+    /// Exact-match column filters, e.g. {"state": "firing"} or {"event_kind": "Warning"}.
+    #[serde(default, deserialize_with = "de_filters")]
+    #[schemars(with = "Option<Map<String, Value>>")]
+    pub filters: Map<String, Value>,
+    /// Column or columns to group by.
+    #[serde(default, deserialize_with = "de_names")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub group_by: Vec<String>,
+    /// The aggregation (default count): the tool's description lists what it offers.
+    #[serde(default)]
+    pub agg: Option<String>,
+    /// Column to sort by.
+    #[serde(default)]
+    pub sort_by: Option<String>,
+    /// Most rows returned (0 or absent = all).
+    #[serde(default, deserialize_with = "de_usize")]
+    #[schemars(with = "Option<u64>")]
     pub limit: Option<usize>,
+    /// Rows skipped (paging).
+    #[serde(default, deserialize_with = "de_usize")]
+    #[schemars(with = "Option<u64>")]
+    pub offset: Option<usize>,
+    /// ISO 8601 start of the window.
+    #[serde(default)]
+    pub start_time: Option<String>,
+    /// ISO 8601 end of the window.
+    #[serde(default)]
+    pub end_time: Option<String>,
+}
+
+impl SqlParams {
+    /// The window the parameters name.
+    pub fn window(&self, reading: &Reading) -> Result<Window> {
+        Window::parse(
+            self.start_time.as_deref(),
+            self.end_time.as_deref(),
+            reading,
+        )
+    }
+}
+
+/// One query: what was asked, and what the table offers.
+pub struct Query<'a> {
+    pub asked: &'a SqlParams,
     /// What `first`/`last` order by, and what ungrouped rows are sorted by.
     pub time_column: &'a str,
     /// The aggregations this table offers, and the numeric columns `sum`/`mean`/`max`/`min` fold.
@@ -29,6 +72,20 @@ pub struct Query<'a> {
     pub listed: &'a [&'a str],
     /// Maps a column name an agent gives (a shortcut) to the frame's.
     pub resolve: &'a dyn Fn(&str) -> String,
+}
+
+impl Query<'_> {
+    fn agg(&self) -> &str {
+        self.asked.agg.as_deref().unwrap_or("count")
+    }
+
+    fn offset(&self) -> usize {
+        self.asked.offset.unwrap_or(0)
+    }
+
+    fn limit(&self) -> Option<usize> {
+        limit(self.asked.limit)
+    }
 }
 
 fn available(df: &DataFrame) -> String {
@@ -74,14 +131,15 @@ fn equals(df: &DataFrame, column: &str, value: &Value) -> Result<Expr> {
 /// Runs the query; the answer is ITBench's paged object.
 pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
     let mut lf = df.clone().lazy();
-    for (wanted, value) in q.filters {
+    for (wanted, value) in &q.asked.filters {
         let column = find(&df, q, wanted, "filter")?;
         lf = lf.filter(equals(&df, &column, value)?);
     }
-    if q.group_by.is_empty() {
+    if q.asked.group_by.is_empty() {
         return ungrouped(lf, &df, q, reading);
     }
     let groups: Vec<String> = q
+        .asked
         .group_by
         .iter()
         .map(|g| find(&df, q, g, "group"))
@@ -93,15 +151,15 @@ pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
         .map(|c| c.to_string())
         .filter(|c| !groups.contains(c) && !c.starts_with('_'))
         .collect();
-    if !q.aggs.contains(&q.agg) {
+    if !q.aggs.contains(&q.agg()) {
         return Err(Error::param(format!(
             "agg `{}`: expected one of {}",
-            q.agg,
+            q.agg(),
             q.aggs.join(", ")
         )));
     }
     let time = col(q.time_column);
-    let (grouped, default_sort) = match q.agg {
+    let (grouped, default_sort) = match q.agg() {
         "count" => (
             lf.group_by(keys.clone()).agg([len().alias("count")]),
             Some("count".to_string()),
@@ -114,7 +172,7 @@ pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
                         [time.clone()],
                         SortMultipleOptions::default().with_maintain_order(true),
                     );
-                    if q.agg == "first" {
+                    if q.agg() == "first" {
                         e.first()
                     } else {
                         e.last()
@@ -170,7 +228,12 @@ pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
             )
         }
     };
-    let sort_col = q.sort_by.map(|s| (q.resolve)(s)).or(default_sort);
+    let sort_col = q
+        .asked
+        .sort_by
+        .as_deref()
+        .map(|s| (q.resolve)(s))
+        .or(default_sort);
     let mut grouped = grouped;
     let schema = grouped.collect_schema()?;
     let mut by: Vec<Expr> = Vec::new();
@@ -193,12 +256,12 @@ pub fn run(df: DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
         ),
     )?;
     let rows = records(&sorted, q.time_columns, reading);
-    Ok(page(rows, q.offset, q.limit))
+    Ok(page(rows, q.offset(), q.limit()))
 }
 
 /// The filtered rows, sorted by `sort_by` (counts and durations largest first) or by time.
 fn ungrouped(lf: LazyFrame, df: &DataFrame, q: &Query<'_>, reading: &Reading) -> Result<Value> {
-    let (column, descending) = match q.sort_by {
+    let (column, descending) = match q.asked.sort_by.as_deref() {
         Some(s) => {
             let c = find(df, q, s, "sort")?;
             let numeric = df.column(&c)?.dtype().is_primitive_numeric();
@@ -216,5 +279,5 @@ fn ungrouped(lf: LazyFrame, df: &DataFrame, q: &Query<'_>, reading: &Reading) ->
         ),
     )?;
     let rows = records(&sorted, q.time_columns, reading);
-    Ok(page(rows, q.offset, q.limit))
+    Ok(page(rows, q.offset(), q.limit()))
 }

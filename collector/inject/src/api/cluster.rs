@@ -304,8 +304,12 @@ impl Cluster {
         )))
     }
 
-    /// Deletes the pods of an app service so that its controller starts new ones; how many.
-    pub async fn restart(&self, app: &AppSpec, service: &str) -> Result<usize> {
+    /// The pods API of an app's namespace, and the pods of one of its services.
+    async fn pods_of(
+        &self,
+        app: &AppSpec,
+        service: &str,
+    ) -> Result<(Api<DynamicObject>, Vec<DynamicObject>)> {
         let pods: Api<DynamicObject> = Api::namespaced_with(
             self.client.clone(),
             &app.namespace,
@@ -316,8 +320,14 @@ impl Cluster {
             .list(&ListParams::default().labels(&selector))
             .await
             .map_err(err(format!("listing the pods of {service}")))?;
+        Ok((pods, list.items))
+    }
+
+    /// Deletes the pods of an app service so that its controller starts new ones; how many.
+    pub async fn restart(&self, app: &AppSpec, service: &str) -> Result<usize> {
+        let (pods, items) = self.pods_of(app, service).await?;
         let mut n = 0;
-        for pod in list.items {
+        for pod in items {
             let Some(name) = pod.metadata.name else {
                 continue;
             };
@@ -334,18 +344,8 @@ impl Cluster {
     /// name that is not already terminating; its controller starts another. The pod's name, or
     /// `None` when the service has no running pod.
     pub async fn kill_one(&self, app: &AppSpec, service: &str) -> Result<Option<String>> {
-        let pods: Api<DynamicObject> = Api::namespaced_with(
-            self.client.clone(),
-            &app.namespace,
-            &resource("v1", "Pod", "pods"),
-        );
-        let selector = selector_text(&manifests::selector(app, service));
-        let list = pods
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(err(format!("listing the pods of {service}")))?;
-        let mut names: Vec<String> = list
-            .items
+        let (pods, items) = self.pods_of(app, service).await?;
+        let mut names: Vec<String> = items
             .into_iter()
             .filter(|p| p.metadata.deletion_timestamp.is_none())
             .filter_map(|p| p.metadata.name)
