@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::frame::{collect, ints, strings, strings_or_empty};
 use crate::owners::Owners;
 use crate::params::{ObjectId, Window, parse_duration, served};
-use crate::traces::{self, Trace, percentile};
+use crate::traces::{self, percentile};
 use crate::{Result, Source};
 use schemas::tables::Table;
 
@@ -94,14 +94,7 @@ pub fn change_points(source: &Source, p: ChangeParams) -> Result<Value> {
     let all = traces::load(source)?;
     let spans = all.within(window.start, window.end.map(|e| e + 1));
     let mut series: BTreeMap<String, BTreeMap<i64, Bucket>> = BTreeMap::new();
-    let mut start = 0;
-    while start < spans.len() {
-        let end = spans[start..]
-            .iter()
-            .position(|s| s.trace != spans[start].trace)
-            .map_or(spans.len(), |n| start + n);
-        let trace = Trace::new(spans[start..end].to_vec());
-        start = end;
+    for trace in traces::each_trace(&spans) {
         for (s, hop) in trace.spans.iter().zip(&trace.hop_service) {
             let own = matches!(&*s.kind, "server" | "consumer") && *hop == s.service;
             if !own && *hop == s.service {

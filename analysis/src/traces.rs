@@ -221,6 +221,16 @@ pub struct Trace<'a> {
     root: Option<usize>,
 }
 
+/// The traces of spans sorted by trace, one at a time.
+pub fn each_trace<'a, 's>(spans: &'s [&'a Span]) -> impl Iterator<Item = Trace<'a>> + 's
+where
+    'a: 's,
+{
+    spans
+        .chunk_by(|a, b| a.trace == b.trace)
+        .map(|one| Trace::new(one.to_vec()))
+}
+
 impl<'a> Trace<'a> {
     pub fn new(spans: Vec<&'a Span>) -> Trace<'a> {
         let index: HashMap<&str, usize> = spans
@@ -460,14 +470,7 @@ pub fn error_tree(source: &Source, p: Params) -> Result<Value> {
     let is_post = |t: i64| pivot.is_none_or(|p| t >= p);
     let mut paths: BTreeMap<String, PathStats> = BTreeMap::new();
     let mut ordinal = 0;
-    let mut start = 0;
-    while start < spans.len() {
-        let end = spans[start..]
-            .iter()
-            .position(|s| s.trace != spans[start].trace)
-            .map_or(spans.len(), |n| start + n);
-        let trace = Trace::new(spans[start..end].to_vec());
-        start = end;
+    for trace in each_trace(&spans) {
         let path = trace.path();
         if path.is_empty() {
             continue;
