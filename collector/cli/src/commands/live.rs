@@ -50,9 +50,10 @@ pub struct Args {
     /// Trial name of this run.
     #[arg(long, default_value = "1")]
     pub trial: String,
+    /// Seed of the simulated run, and of the noise schedule (with --env kube too).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Run without the problem's noise.
+    /// Run without the problem's noise (with --env kube: no pod is killed as noise).
     #[arg(long)]
     pub no_noise: bool,
     /// Virtual seconds per wall-clock second.

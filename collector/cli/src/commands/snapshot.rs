@@ -19,7 +19,8 @@ pub struct Args {
     /// Problem id (see `collector problems list`).
     #[arg(long)]
     pub problem: String,
-    /// Seed: the same seed gives the same dataset, byte for byte.
+    /// Seed: the same seed gives the same dataset, byte for byte (with --env kube: the same
+    /// noise schedule).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Length of the run, baseline included (e.g. `15m`, `3m`); the problem's own duration by
@@ -33,7 +34,7 @@ pub struct Args {
     /// Also load specs from this catalog directory.
     #[arg(long)]
     pub catalog: Option<PathBuf>,
-    /// Run without the problem's noise profile.
+    /// Run without the problem's noise profile (with --env kube: no pod is killed as noise).
     #[arg(long)]
     pub no_noise: bool,
     /// Prometheus scrape interval in seconds.
