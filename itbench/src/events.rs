@@ -10,7 +10,7 @@ use std::path::Path;
 use schemas::tables::{EventRow, Labels, Row};
 use serde_json::{Map, Value, json};
 
-use crate::logs::{COLUMNS, K8S_SCOPE, Record};
+use crate::logs::{COLUMNS, Record};
 use crate::tsv::{Reader, Writer, parse_time};
 use crate::{Error, Report, at};
 
@@ -208,16 +208,7 @@ pub fn write(path: &Path, events: impl Iterator<Item = EventRow>) -> Result<u64,
             ("k8s.resource.name".to_string(), "events".to_string()),
         ]
         .into();
-        let rec = Record {
-            time: e.time_ns,
-            severity: ("", 0),
-            service: "",
-            body: &body,
-            resource: &resource,
-            scope: (K8S_SCOPE, "1.0.0"),
-            attributes: &attributes,
-        };
-        w.row(rec.fields())?;
+        w.row(Record::k8s(e.time_ns, &body, &resource, &attributes).fields())?;
     }
     w.finish()
 }

@@ -50,7 +50,21 @@ pub struct Record<'a> {
     pub attributes: &'a Labels,
 }
 
-impl Record<'_> {
+impl<'a> Record<'a> {
+    /// A record as the k8sobjects receiver writes one (events, objects): no severity, no
+    /// service, its scope.
+    pub fn k8s(time: i64, body: &'a str, resource: &'a Labels, attributes: &'a Labels) -> Self {
+        Record {
+            time,
+            severity: ("", 0),
+            service: "",
+            body,
+            resource,
+            scope: (K8S_SCOPE, "1.0.0"),
+            attributes,
+        }
+    }
+
     pub fn fields(&self) -> [String; 17] {
         [
             nanos_text(self.time),

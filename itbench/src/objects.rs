@@ -13,7 +13,7 @@ use schemas::tables::{ChangeType, Labels, ObjectRow, Row};
 use serde_json::{Value, json};
 
 use crate::events::is_chaos;
-use crate::logs::{COLUMNS, K8S_SCOPE, Record};
+use crate::logs::{COLUMNS, Record};
 use crate::tsv::{Reader, Writer, parse_time};
 use crate::{Error, Report, at};
 
@@ -128,16 +128,7 @@ pub fn write(path: &Path, objects: impl Iterator<Item = ObjectRow>) -> Result<u6
             .map(|ns| ("k8s.namespace.name".to_string(), ns.clone()))
             .collect();
         let attributes: Labels = [("k8s.resource.name".to_string(), resource_name(&o.kind))].into();
-        let rec = Record {
-            time: o.observed_ns,
-            severity: ("", 0),
-            service: "",
-            body: &body,
-            resource: &resource,
-            scope: (K8S_SCOPE, "1.0.0"),
-            attributes: &attributes,
-        };
-        w.row(rec.fields())?;
+        w.row(Record::k8s(o.observed_ns, &body, &resource, &attributes).fields())?;
     }
     w.finish()
 }
