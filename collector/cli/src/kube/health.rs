@@ -11,6 +11,8 @@ use capture::http::HttpSource;
 use problems::HealthCondition;
 use serde_json::Value;
 
+use crate::live::mitigation;
+
 /// Health is judged over the last minute of traffic: four scrapes at Prometheus' default
 /// interval, so that a rate always has samples to work with (over two scrapes' worth, a window
 /// now and then holds one sample and the rate is empty).
@@ -146,9 +148,10 @@ pub struct Reading {
     pub firing: Vec<String>,
 }
 
-/// Why a reading is unhealthy, judged as the simulator's grader judges: the error ratio over the
-/// limit, a service's p99 half as much again above its baseline (and 50 ms more), the entry's
-/// p99 above the problem's limit, an alert firing that the problem does not exclude.
+/// Why a reading is unhealthy, judged as the simulator's grader judges
+/// ([`crate::live::mitigation`]): the error ratio over the limit, a service's p99 too far above
+/// its baseline or the entry's above the problem's limit, an alert firing that the problem does
+/// not excuse. No traffic at all is not health.
 pub fn reasons(
     now: &Reading,
     baseline_p99: &BTreeMap<String, f64>,
@@ -161,39 +164,23 @@ pub fn reasons(
             "no request reached {entry} in the last {}s (the load generator's traffic is gone)",
             now.window
         )),
-        Some(r) if r > health.max_error_ratio => out.push(format!(
-            "the error ratio at {entry} over {}s is {:.1}% (at most {:.1}% expected)",
+        Some(r) => out.extend(mitigation::error_ratio_reason(
+            &format!("the error ratio at {entry}"),
+            r,
             now.window,
-            r * 100.0,
-            health.max_error_ratio * 100.0
+            health,
         )),
-        Some(_) => {}
     }
-    for (service, base) in baseline_p99 {
-        let limit = (base * 1.5).max(base + 0.05);
-        if let Some(p99) = now.p99.get(service).filter(|p| **p > limit) {
-            out.push(format!(
-                "service {service}'s p99 latency is {:.0} ms (baseline {:.0} ms)",
-                p99 * 1000.0,
-                base * 1000.0
-            ));
-        }
-    }
-    if let (Some(max), Some(p99)) = (health.max_p99_latency, now.p99.get(entry))
-        && *p99 > max.as_secs_f64()
-    {
-        out.push(format!(
-            "service {entry}'s p99 latency is {:.0} ms (at most {max} expected)",
-            p99 * 1000.0
-        ));
-    }
-    if health.no_firing_alerts {
-        for name in &now.firing {
-            if !health.exclude_alerts.contains(name) {
-                out.push(format!("alert {name} is firing"));
-            }
-        }
-    }
+    out.extend(mitigation::latency_reasons(
+        &now.p99,
+        baseline_p99,
+        health,
+        entry,
+    ));
+    out.extend(mitigation::firing_reasons(
+        now.firing.iter().map(String::as_str),
+        health,
+    ));
     out
 }
 
@@ -217,7 +204,6 @@ pub fn firing(answer: &Value, ns: &str) -> Vec<String> {
 pub struct PromHealth {
     source: HttpSource,
     queries: Queries,
-    ns: String,
 }
 
 impl PromHealth {
@@ -225,7 +211,6 @@ impl PromHealth {
         Ok(PromHealth {
             source: HttpSource::new("prometheus", base)?,
             queries: Queries::new(ns, entry),
-            ns: ns.to_string(),
         })
     }
 
@@ -250,7 +235,7 @@ impl PromHealth {
             window,
             error_ratio: samples(&ratio, "").values().next().copied(),
             p99: self.p99(window).await?,
-            firing: firing(&alerts, &self.ns),
+            firing: firing(&alerts, &self.queries.ns),
         })
     }
 }

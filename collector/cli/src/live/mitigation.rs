@@ -124,15 +124,75 @@ fn instant_health(sim: &Sim, health: &HealthCondition) -> Vec<String> {
     if health.all_pods_ready {
         out.extend(unready_pods(&sim.world, ns));
     }
-    if health.no_firing_alerts {
-        for (name, labels) in sim.firing_alerts() {
-            let ours = labels.get("namespace").is_none_or(|n| n == ns);
-            if ours && !health.exclude_alerts.iter().any(|a| a == name) {
-                out.push(format!("alert {name} is firing"));
-            }
+    let ours = sim
+        .firing_alerts()
+        .into_iter()
+        .filter(|(_, labels)| labels.get("namespace").is_none_or(|n| n == ns))
+        .map(|(name, _)| name);
+    out.extend(firing_reasons(ours, health));
+    out
+}
+
+/// The firing alerts (of the app's namespace) the problem does not excuse, when it asks for none.
+pub fn firing_reasons<'a>(
+    firing: impl IntoIterator<Item = &'a str>,
+    health: &HealthCondition,
+) -> Vec<String> {
+    if !health.no_firing_alerts {
+        return vec![];
+    }
+    firing
+        .into_iter()
+        .filter(|name| !health.exclude_alerts.iter().any(|a| a == name))
+        .map(|name| format!("alert {name} is firing"))
+        .collect()
+}
+
+/// Services whose p99 latency (seconds, by service) is well above their baseline (half as much
+/// again, and 50 ms more), or the entry service above the problem's own limit. The same
+/// judgement for a simulated fork and for a cluster's Prometheus.
+pub fn latency_reasons(
+    p99: &BTreeMap<String, f64>,
+    baseline: &BTreeMap<String, f64>,
+    health: &HealthCondition,
+    entry: &str,
+) -> Vec<String> {
+    let mut out = vec![];
+    for (service, base) in baseline {
+        let limit = (base * 1.5).max(base + 0.05);
+        if let Some(now) = p99.get(service).filter(|now| **now > limit) {
+            out.push(format!(
+                "service {service}'s p99 latency is {:.0} ms (baseline {:.0} ms)",
+                now * 1000.0,
+                base * 1000.0
+            ));
         }
     }
+    if let (Some(max), Some(now)) = (health.max_p99_latency, p99.get(entry))
+        && *now > max.as_secs_f64()
+    {
+        out.push(format!(
+            "service {entry}'s p99 latency is {:.0} ms (at most {max} expected)",
+            now * 1000.0
+        ));
+    }
     out
+}
+
+/// `what`'s error ratio over `secs`, when it is over the problem's limit.
+pub fn error_ratio_reason(
+    what: &str,
+    ratio: f64,
+    secs: u64,
+    health: &HealthCondition,
+) -> Option<String> {
+    (ratio > health.max_error_ratio).then(|| {
+        format!(
+            "{what} over {secs}s is {:.1}% (at most {:.1}% expected)",
+            ratio * 100.0,
+            health.max_error_ratio * 100.0
+        )
+    })
 }
 
 /// The app's pods that are not running and ready (terminating and completed ones aside), each
@@ -174,37 +234,19 @@ impl Probe {
         }
     }
 
-    /// Services whose p99 latency over the last slice is well above their baseline (half as
-    /// much again, and 50 ms more), or above the problem's own limit for the entry service.
+    /// Services whose mean p99 latency over the last slice is too high ([`latency_reasons`]).
     fn latency_over(&self, health: &HealthCondition, entry: &str) -> Vec<String> {
         let from = self.p99.len().saturating_sub(SLICE_SECS as usize);
-        let mean = |service: &str| {
-            let seen: Vec<f64> = self.p99[from..]
-                .iter()
-                .filter_map(|m| m.get(service).copied())
-                .collect();
-            (!seen.is_empty()).then(|| seen.iter().sum::<f64>() / seen.len() as f64)
-        };
-        let mut out = vec![];
-        for (service, base) in &self.baseline_p99 {
-            let limit = (base * 1.5).max(base + 0.05);
-            if let Some(now) = mean(service).filter(|now| *now > limit) {
-                out.push(format!(
-                    "service {service}'s p99 latency is {:.0} ms (baseline {:.0} ms)",
-                    now * 1000.0,
-                    base * 1000.0
-                ));
-            }
+        let mut seen: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
+        for (service, p99) in self.p99[from..].iter().flatten() {
+            let s = seen.entry(service).or_default();
+            *s = (s.0 + p99, s.1 + 1);
         }
-        if let (Some(max), Some(now)) = (health.max_p99_latency, mean(entry))
-            && now > max.as_secs_f64()
-        {
-            out.push(format!(
-                "service {entry}'s p99 latency is {:.0} ms (at most {max} expected)",
-                now * 1000.0
-            ));
-        }
-        out
+        let mean = seen
+            .into_iter()
+            .map(|(service, (sum, n))| (service.to_string(), sum / n as f64))
+            .collect();
+        latency_reasons(&mean, &self.baseline_p99, health, entry)
     }
 
     fn elapsed(&self) -> i64 {
@@ -233,12 +275,11 @@ impl Probe {
         } else {
             1.0
         };
-        (ratio > health.max_error_ratio).then(|| {
-            format!(
-                "the load generator's error ratio over {SLICE_SECS}s is {:.1}% (at most {:.1}% expected)",
-                ratio * 100.0,
-                health.max_error_ratio * 100.0
-            )
-        })
+        error_ratio_reason(
+            "the load generator's error ratio",
+            ratio,
+            SLICE_SECS as u64,
+            health,
+        )
     }
 }
