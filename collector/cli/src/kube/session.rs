@@ -53,17 +53,14 @@ pub struct KubeTarget {
 
 /// A problem in effect on a cluster, behind the agent's proxy.
 pub struct OnCluster {
-    pub problem: ProblemSpec,
-    pub app: AppSpec,
     pub endpoints: Endpoints,
     /// When the faults were in effect.
     pub onset_ns: i64,
-    injector: Arc<Injector>,
+    /// The cluster, the problem and its app, and how to grade a mitigation of it.
+    graded: ClusterGrading,
     active: Vec<Active>,
     proxy: Proxy,
     audit: mpsc::Receiver<AuditEvent>,
-    settle_within: Duration,
-    prometheus: Option<(PromHealth, BTreeMap<String, f64>)>,
     noise: Option<NoiseRun>,
 }
 
@@ -125,10 +122,7 @@ impl OnCluster {
             }
         };
         let noise_plan = match target.noise_seed {
-            Some(seed) => {
-                let window = problems::Dur::from_millis(target.noise_window.as_millis() as u64);
-                noise::plan(catalog, problem, &app, seed, window)?
-            }
+            Some(seed) => noise::plan(catalog, problem, &app, seed, target.noise_window)?,
             None => vec![],
         };
         let journal = inject::journal::Journal::open(&target.journal)?;
@@ -160,24 +154,34 @@ impl OnCluster {
             loki: target.loki.clone().unwrap_or_default(),
         };
         Ok(OnCluster {
-            problem: problem.clone(),
-            app,
             endpoints,
             onset_ns,
-            injector,
+            graded: ClusterGrading {
+                injector,
+                problem: problem.clone(),
+                app,
+                settle_within: target.settle_within,
+                prometheus,
+            },
             active,
             proxy,
             audit,
-            settle_within: target.settle_within,
-            prometheus,
             noise,
         })
+    }
+
+    pub fn problem(&self) -> &ProblemSpec {
+        &self.graded.problem
+    }
+
+    pub fn app(&self) -> &AppSpec {
+        &self.graded.app
     }
 
     /// The problem's ground truth, timed from the injection.
     pub fn ground_truth(&self) -> schemas::GroundTruth {
         let start = chrono::DateTime::<chrono::Utc>::from_timestamp_nanos(self.onset_ns);
-        self.problem.ground_truth(&self.app.namespace, start)
+        self.problem().ground_truth(&self.app().namespace, start)
     }
 
     /// What to grade the mitigation on; the noise ends here (it exists to mislead a diagnosis,
@@ -186,13 +190,7 @@ impl OnCluster {
         if let Some(n) = &self.noise {
             n.stop();
         }
-        ClusterGrading {
-            injector: self.injector.clone(),
-            problem: self.problem.clone(),
-            app: self.app.clone(),
-            settle_within: self.settle_within,
-            prometheus: self.prometheus.clone(),
-        }
+        self.graded.clone()
     }
 
     /// Stops the noise and the proxy and reverts the faults (newest first); what the agent
@@ -201,7 +199,7 @@ impl OnCluster {
     pub async fn stop(self) -> anyhow::Result<(Vec<AuditEvent>, Option<Played>)> {
         let played = self.noise.as_ref().map(NoiseRun::stop);
         self.proxy.stop();
-        let reverted = faults::revert_all(&self.injector, self.active)
+        let reverted = faults::revert_all(&self.graded.injector, self.active)
             .await
             .context("reverting the faults (run `collector recover`)")?;
         for kept in reverted.iter().flat_map(|r| r.kept()) {

@@ -130,28 +130,15 @@ impl Env {
         match self {
             Env::Live(env) => env.problem.id.clone(),
             Env::Replay(r) => r.truth.problem_id.clone(),
-            Env::Kube(k) => k.problem.id.clone(),
+            Env::Kube(k) => k.problem().id.clone(),
         }
     }
 
     pub fn app(&self) -> AppInfo {
         match self {
-            Env::Live(env) => {
-                let app = env.app();
-                AppInfo {
-                    app_name: app.name.clone(),
-                    namespaces: vec![app.namespace.clone()],
-                    namespace: app.namespace,
-                    descriptions: app.description.trim().to_string(),
-                }
-            }
+            Env::Live(env) => AppInfo::of(&env.app()),
             Env::Replay(r) => r.app.clone(),
-            Env::Kube(k) => AppInfo {
-                app_name: k.app.name.clone(),
-                namespaces: vec![k.app.namespace.clone()],
-                namespace: k.app.namespace.clone(),
-                descriptions: k.app.description.trim().to_string(),
-            },
+            Env::Kube(k) => AppInfo::of(k.app()),
         }
     }
 
@@ -165,7 +152,7 @@ impl Env {
             },
             Env::Replay(r) => r.truth.clone(),
             Env::Kube(k) => judge::truth::LoadedTruth {
-                problem_id: k.problem.id.clone(),
+                problem_id: k.problem().id.clone(),
                 truth: k.ground_truth(),
                 origin: "the problem on the cluster".into(),
             },

@@ -29,6 +29,18 @@ pub struct AppInfo {
     pub descriptions: String,
 }
 
+impl AppInfo {
+    /// What the catalog says of an app the session runs.
+    pub fn of(app: &problems::AppSpec) -> AppInfo {
+        AppInfo {
+            app_name: app.name.clone(),
+            namespaces: vec![app.namespace.clone()],
+            namespace: app.namespace.clone(),
+            descriptions: app.description.trim().to_string(),
+        }
+    }
+}
+
 /// One accepted submission, as the session receives it.
 #[derive(Debug)]
 pub struct Submission {
