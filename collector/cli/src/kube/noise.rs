@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use inject::api::Cluster;
-use problems::{AppSpec, Catalog, Dur, NoiseKind, PlannedNoise, ProblemSpec};
+use problems::{AppSpec, Catalog, NoiseKind, PlannedNoise, ProblemSpec};
 use schemas::ground_truth::NoiseEvent;
 use schemas::time::real_now_ns;
 use serde::Serialize;
@@ -36,24 +36,17 @@ pub struct NotPlayed {
     pub why: String,
 }
 
-/// The problem's noise schedule over `window` from `seed` (empty when the problem has none).
+/// The problem's noise schedule over `window` from `seed`, as the simulator schedules it (empty
+/// when the problem has none).
 pub fn plan(
     catalog: &Catalog,
     problem: &ProblemSpec,
     app: &AppSpec,
     seed: u64,
-    window: Dur,
+    window: Duration,
 ) -> anyhow::Result<Vec<PlannedNoise>> {
-    let injections: Vec<(problems::FaultSpec, bool)> = problem
-        .injections()
-        .map(|(f, decoy)| (f.clone(), decoy))
-        .collect();
-    let opts = crate::run::problem::Options {
-        seed,
-        ..Default::default()
-    };
-    let secs = (window.as_millis() / 1000) as i64;
-    crate::run::problem::noise_schedule(catalog, problem, app, &opts, &injections, secs)
+    let secs = window.as_secs() as i64;
+    crate::run::problem::noise_schedule(catalog, problem, app, seed, secs)
 }
 
 /// A schedule being played from a start instant, until stopped.

@@ -73,7 +73,7 @@ pub fn snapshot(
             problem,
             app,
             seed,
-            Dur::from_millis(baseline.as_millis() + hold.as_millis()),
+            baseline.to_std() + hold.to_std(),
         )?,
         None => vec![],
     };

@@ -200,7 +200,11 @@ impl ProblemRun {
                 actions.push((at + scaled(d, scale).max(1), Action::Revert(i)));
             }
         }
-        let noise_plan = noise_schedule(catalog, problem, app, opts, &injections, total_secs)?;
+        let noise_plan = if opts.no_noise {
+            vec![]
+        } else {
+            noise_schedule(catalog, problem, app, opts.seed, total_secs)?
+        };
         for (i, n) in noise_plan.iter().enumerate() {
             actions.push(((n.start.as_millis() / 1000) as i64, Action::NoiseOn(i)));
             actions.push(((n.end.as_millis() / 1000) as i64, Action::NoiseOff(i)));
@@ -428,16 +432,16 @@ fn app_of<'c>(catalog: &'c Catalog, problem: &ProblemSpec) -> anyhow::Result<&'c
     })
 }
 
-/// The noise events of the run, on services other than the faults' targets when the profile asks.
+/// The problem's noise over a run of `total_secs` from `seed`, on services other than the faults'
+/// targets when the profile asks (the same schedule on the simulator and on a cluster).
 pub(crate) fn noise_schedule(
     catalog: &Catalog,
     problem: &ProblemSpec,
     app: &AppSpec,
-    opts: &Options,
-    injections: &[(problems::FaultSpec, bool)],
+    seed: u64,
     total_secs: i64,
 ) -> anyhow::Result<Vec<problems::noise::PlannedNoise>> {
-    if opts.no_noise || problem.noise == problems::noise::NO_NOISE {
+    if problem.noise == problems::noise::NO_NOISE {
         return Ok(vec![]);
     }
     let profile: &NoiseProfile = catalog.noise(&problem.noise).with_context(|| {
@@ -447,8 +451,8 @@ pub(crate) fn noise_schedule(
         )
     })?;
     let avoid: Vec<&str> = if profile.avoid_fault_targets {
-        injections
-            .iter()
+        problem
+            .injections()
             .flat_map(|(f, _)| f.primitive.targets())
             .filter_map(|t| match t {
                 Target::Service(s) => Some(s),
@@ -470,7 +474,7 @@ pub(crate) fn noise_schedule(
         .map(|s| s.name.as_str())
         .filter(|s| !avoid.contains(s))
         .collect();
-    Ok(profile.schedule(opts.seed, Dur::from_secs(total_secs as u64), &candidates))
+    Ok(profile.schedule(seed, Dur::from_secs(total_secs as u64), &candidates))
 }
 
 /// Runs `problem` to its end and hands every row to `sink`; `progress` gets (simulated seconds
