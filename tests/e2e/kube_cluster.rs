@@ -297,23 +297,15 @@ fn a_snapshot_on_a_cluster_captures_the_fault_and_leaves_the_cluster_as_it_was()
     let l = live::up_app("hotel-reservation", &[]);
     let before = state(&l.kubeconfig, live::NS);
     let out_dir = l.tmp.path().join("snap");
-    let out = Command::new(binary("collector"))
-        .args([
-            "snapshot",
-            "--env",
-            "kube",
-            "--json",
-            "--problem",
-            "hotel-geo-target-port",
-        ])
-        .args(["--baseline", "3s", "--hold", "6s", "--kubeconfig"])
-        .arg(&l.kubeconfig)
-        .arg("--journal")
-        .arg(l.tmp.path().join("journal"))
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = e2e::cluster::snapshot(
+        &l.kubeconfig,
+        "hotel-geo-target-port",
+        ("3s", "6s"),
+        &l.tmp.path().join("journal"),
+        &out_dir,
+    )
+    .output()
+    .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["kept"], serde_json::json!([]), "{report}");

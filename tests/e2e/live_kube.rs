@@ -275,25 +275,9 @@ fn noise_is_played_on_the_cluster_and_recorded_for_the_evaluator() {
     // A snapshot of 22 s: both disturbances of the first period fall in its first 10 s, the
     // second period would not end inside it.
     let snap = work.path().join("snap");
-    let o = Command::new(e2e::binary("collector"))
-        .args([
-            "snapshot",
-            "--env",
-            "kube",
-            "--json",
-            "--problem",
-            PROBLEM,
-            "--seed",
-            "5",
-        ])
-        .args(["--baseline", "2s", "--hold", "20s", "--kubeconfig"])
-        .arg(&l.kubeconfig)
-        .arg("--journal")
-        .arg(&journal)
-        .arg("--catalog")
+    let o = cluster::snapshot(&l.kubeconfig, PROBLEM, ("2s", "20s"), &journal, &snap)
+        .args(["--seed", "5", "--catalog"])
         .arg(&catalog)
-        .arg("--out")
-        .arg(&snap)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", e2e::text(&o));

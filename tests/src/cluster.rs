@@ -10,6 +10,26 @@ use std::process::Command;
 use inject::api::object::{content, diff};
 use serde_json::Value;
 
+/// `collector snapshot --env kube --json` of `problem` on the cluster of `kubeconfig` for
+/// `baseline` then `hold`, its journal in `journal`, written to `out`.
+pub fn snapshot(
+    kubeconfig: &Path,
+    problem: &str,
+    (baseline, hold): (&str, &str),
+    journal: &Path,
+    out: &Path,
+) -> Command {
+    let mut c = Command::new(crate::binary("collector"));
+    c.args(["snapshot", "--env", "kube", "--json", "--problem", problem])
+        .args(["--baseline", baseline, "--hold", hold, "--kubeconfig"])
+        .arg(kubeconfig)
+        .arg("--journal")
+        .arg(journal)
+        .arg("--out")
+        .arg(out);
+    c
+}
+
 /// The kinds of the app's namespace a fault touches, as kubectl names them.
 pub const KINDS: &str = "deployments,statefulsets,services,configmaps,resourcequotas,networkpolicies,serviceaccounts,roles,rolebindings";
 
