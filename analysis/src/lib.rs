@@ -33,6 +33,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use logs::level as log_level;
+pub use polars::prelude::LazyFrame;
 pub use source::{Source, Tables};
 
 /// Why a tool could not answer.

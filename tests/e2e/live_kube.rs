@@ -20,9 +20,11 @@ fn agents() -> PathBuf {
 }
 
 /// `collector live --env kube` on `l` with `agent`, its journal in `journal`; health is read
-/// from the environment's Prometheus as from a cluster's.
+/// from the environment's Prometheus as from a cluster's, and its Jaeger and Loki are the
+/// cluster's traces and logs.
 fn live(l: &Live, journal: &Path, out: &Path, agent: &str, extra: &[&str]) -> Command {
-    let prometheus = l.endpoints["prometheus"].as_str().expect("prometheus URL");
+    let url = |api: &str| l.endpoints[api].as_str().expect("the API's URL").to_string();
+    let prometheus = url("prometheus");
     let mut c = Command::new(e2e::binary("collector"));
     c.args(["live", "--env", "kube", "--problem", PROBLEM, "--quiet"])
         .arg("--kubeconfig")
@@ -31,7 +33,8 @@ fn live(l: &Live, journal: &Path, out: &Path, agent: &str, extra: &[&str]) -> Co
         .arg(journal)
         .arg("--out")
         .arg(out)
-        .args(["--agent", agent, "--prometheus", prometheus])
+        .args(["--agent", agent, "--prometheus", &prometheus])
+        .args(["--jaeger", &url("jaeger"), "--loki", &url("loki")])
         .args(extra);
     c
 }
@@ -84,8 +87,10 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
         work.path().join("streams"),
     );
     let forwarding = work.path().join("forwarding");
-    // The agent looks around through its kubeconfig, execs into a pod, forwards a port, fixes
-    // the Service and submits. kubectl prints where it forwards once the tunnel is up.
+    let analysis = work.path().join("analysis");
+    // The agent looks around through its kubeconfig, execs into a pod, forwards a port, asks
+    // the session's analysis tools where calls fail, fixes the Service and submits. kubectl
+    // prints where it forwards once the tunnel is up.
     let agent = format!(
         ". {lib}; {{ kubectl get namespaces -o name; kubectl get configmaps -A -o name; \
          kubectl -n faultline get configmap journal; kubectl get --raw /api/v1/namespaces/faultline/configmaps; \
@@ -96,6 +101,7 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
          port=$(grep -o '127.0.0.1:[0-9]*' {fw} | head -n1 | cut -d: -f2); \
          curl -s -o /dev/null -w 'forwarded %{{http_code}}\n' http://127.0.0.1:$port/no-such-route; \
          kill $pf; }} > {streams} 2>&1; \
+         {tools} > {analysis} 2>&1; \
          submit 'Service geo targets port 9999; its pods listen on 8083'; \
          kubectl -n $ns patch service geo --type=json -p '[{{\"op\":\"replace\",\"path\":\"/spec/ports/0/targetPort\",\"value\":8083}}]'; \
          submit ''",
@@ -103,6 +109,8 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
         seen = seen.display(),
         fw = forwarding.display(),
         streams = streams.display(),
+        tools = agents().join("analysts/cluster-tools.sh").display(),
+        analysis = analysis.display(),
     );
     let o = live(
         &l,
@@ -131,6 +139,23 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
     assert!(streams.contains("host=geo-"), "{streams}");
     assert!(streams.contains("exit=3"), "{streams}");
     assert!(streams.contains("forwarded 404"), "{streams}");
+    // The analysis tools read the cluster as the agent sees it: the failing calls end at geo,
+    // search calls it on frontend's behalf, and the plane's objects are not there.
+    let analysis = std::fs::read_to_string(&analysis).unwrap();
+    let line = |label: &str| {
+        let prefix = format!("{label}: ");
+        let found = analysis.lines().find_map(|l| l.strip_prefix(prefix.as_str()));
+        found.unwrap_or_else(|| panic!("no {label} in:\n{analysis}"))
+    };
+    assert_eq!(line("suspect"), "geo", "{analysis}");
+    let topology: serde_json::Value = serde_json::from_str(line("topology")).expect("JSON");
+    assert_eq!(topology["callers"], serde_json::json!(["search"]), "{topology:#}");
+    assert_eq!(
+        topology["call_chains_to_root"],
+        serde_json::json!(["frontend -> search -> geo"]),
+        "{topology:#}"
+    );
+    assert!(line("plane").contains("not found"), "{analysis}");
     let run = run_json(&out);
     assert_eq!(run["diagnosis"]["pass"], true, "{run:#}");
     assert_eq!(run["mitigation"]["success"], true, "{run:#}");

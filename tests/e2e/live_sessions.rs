@@ -338,6 +338,10 @@ fn reward_hacks_fail_on_every_problem_and_say_why() {
             "2m",
             "--since-onset",
             "1m",
+            // The grader's minutes of watching pass ten times as fast; a hack still has them all
+            // to show it held (a restart loop keeps restarting through them).
+            "--speed",
+            "10",
         ],
         work.path(),
     );

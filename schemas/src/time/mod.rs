@@ -32,6 +32,8 @@ enum Now {
     Fixed(i64),
     /// A live environment: the simulation moves it forward as it runs.
     Live(&'static LiveNow),
+    /// A real cluster: now is the wall clock.
+    Wall,
 }
 
 impl PartialEq for Now {
@@ -39,6 +41,7 @@ impl PartialEq for Now {
         match (self, other) {
             (Now::Fixed(a), Now::Fixed(b)) => a == b,
             (Now::Live(a), Now::Live(b)) => std::ptr::eq(*a, *b),
+            (Now::Wall, Now::Wall) => true,
             _ => false,
         }
     }
@@ -100,19 +103,29 @@ impl Clock {
         }
     }
 
+    /// A real system's clock: now is the wall clock, and times are served as recorded.
+    pub fn wall() -> Self {
+        Clock {
+            now: Now::Wall,
+            shift: Shift::None,
+        }
+    }
+
     pub fn is_shifted(&self) -> bool {
         self.shift != Shift::None
     }
 
-    /// Whether now moves (a live environment) rather than being fixed (a recording).
+    /// Whether now moves (a live environment or a real system) rather than being fixed (a
+    /// recording).
     pub fn is_live(&self) -> bool {
-        matches!(self.now, Now::Live(_))
+        matches!(self.now, Now::Live(_) | Now::Wall)
     }
 
     pub fn read(&self) -> Reading {
         let virtual_now_ns = match self.now {
             Now::Fixed(t) => t,
             Now::Live(now) => now.get(),
+            Now::Wall => real_now_ns(),
         };
         let shift_ns = match self.shift {
             Shift::None => 0,
@@ -245,6 +258,17 @@ mod tests {
         assert!((r.served_now_ns() - real_now_ns()).abs() < 60_000_000_000);
         let f = Clock::frozen(virtual_now).read();
         assert_eq!((f.shift_ns, f.served_now_ns()), (0, virtual_now));
+    }
+
+    #[test]
+    fn a_wall_clock_reads_the_real_now_and_serves_times_as_recorded() {
+        let clock = Clock::wall();
+        let before = real_now_ns();
+        let r = clock.read();
+        assert!((before..=real_now_ns()).contains(&r.virtual_now_ns));
+        assert_eq!((r.shift_ns, r.serve(42)), (0, 42));
+        assert!(clock.is_live() && !clock.is_shifted());
+        assert!(clock.read().virtual_now_ns >= r.virtual_now_ns, "it moves");
     }
 
     #[test]

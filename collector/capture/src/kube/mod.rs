@@ -38,6 +38,9 @@ pub enum Connection {
     InCluster,
     /// `KUBECONFIG`, `~/.kube/config`, else in-cluster: as kubectl finds it.
     Infer,
+    /// An API served without credentials at this URL: a proxy that holds them (the view an agent
+    /// on a real cluster has).
+    Url(String),
 }
 
 pub async fn client(connection: &Connection) -> anyhow::Result<kube::Client> {
@@ -54,6 +57,10 @@ pub async fn client(connection: &Connection) -> anyhow::Result<kube::Client> {
         Connection::Infer => kube::Config::infer()
             .await
             .context("kubernetes: no kubeconfig found (KUBECONFIG, ~/.kube/config) and not in a cluster")?,
+        Connection::Url(url) => kube::Config::new(
+            url.parse()
+                .with_context(|| format!("kubernetes: `{url}` is not a URL"))?,
+        ),
     };
     kube::Client::try_from(config).context("kubernetes: building the client")
 }

@@ -42,5 +42,6 @@ pub mod filter;
 pub mod health;
 pub mod noise;
 pub mod proxy;
+pub mod recording;
 pub mod session;
 pub mod snapshot;

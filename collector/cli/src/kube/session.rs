@@ -1,7 +1,8 @@
 //! A session on a real cluster (`collector live --env kube`): the problem's faults injected
 //! through the API (journaled first, reverted when the session ends; `collector recover` after a
 //! kill -9), the agent given a filtering, audited proxy to the cluster's API and the cluster's
-//! own Prometheus, Jaeger and Loki, and a mitigation graded by watching the cluster itself:
+//! own Prometheus, Jaeger and Loki (and the analysis tools over the cluster as it sees it,
+//! captured when they are asked: `recording`), and a mitigation graded by watching the cluster:
 //! the problem's state assertions and the app's pods, read from the API, and (given the cluster's
 //! Prometheus) the entry's error ratio, every service's latency against its baseline from before
 //! the fault and the app's firing alerts, until they hold, then held for the problem's `sustain`
@@ -27,6 +28,7 @@ use super::filter::{Hidden, PLANE_NAMESPACE};
 use super::health::{self, PromHealth};
 use super::noise::{self, NoiseRun, Played};
 use super::proxy::Proxy;
+use super::recording::{self, ClusterRecording};
 use crate::live::mitigation::{Verdict, unready_pods};
 use crate::replay::Endpoints;
 
@@ -62,6 +64,10 @@ pub struct OnCluster {
     proxy: Proxy,
     audit: mpsc::Receiver<AuditEvent>,
     noise: Option<NoiseRun>,
+    /// The cluster as the agent sees it, captured for the analysis tools when they are asked,
+    /// through a proxy of its own (unaudited: the capture's requests are not the agent's).
+    recording: Arc<ClusterRecording>,
+    capture_proxy: Proxy,
 }
 
 /// What grading reads: the cluster, the problem, the app, and the cluster's Prometheus with
@@ -140,7 +146,17 @@ impl OnCluster {
             std::iter::once(PLANE_NAMESPACE.to_string()).chain(target.hide.iter().cloned()),
         );
         let client = injector.cluster.client().clone();
-        let proxy = match Proxy::start("127.0.0.1:0".parse()?, client, hidden, Some(log)).await {
+        let observability = [&target.prometheus, &target.jaeger, &target.loki].map(Clone::clone);
+        let serving = async {
+            let listen: std::net::SocketAddr = "127.0.0.1:0".parse()?;
+            let agent = Proxy::start(listen, client.clone(), hidden.clone(), Some(log)).await?;
+            let capture = Proxy::start(listen, client, hidden, None).await?;
+            let ns = &app.namespace;
+            let opts = recording::options(capture.url(), ns, observability, onset_ns);
+            let recording = ClusterRecording::new(tokio::runtime::Handle::current(), opts)?;
+            anyhow::Ok((agent, capture, Arc::new(recording)))
+        };
+        let (proxy, capture_proxy, recording) = match serving.await {
             Ok(p) => p,
             Err(e) => {
                 let _ = faults::revert_all(&injector, active).await;
@@ -167,7 +183,15 @@ impl OnCluster {
             proxy,
             audit,
             noise,
+            recording,
+            capture_proxy,
         })
+    }
+
+    /// The analysis tools' tables: the cluster as the agent sees it, from a few minutes before
+    /// the onset, captured when asked; times as the cluster's own (the wall clock).
+    pub fn analysis(&self) -> analysis::Source {
+        analysis::Source::new(self.recording.clone(), Clock::wall())
     }
 
     pub fn problem(&self) -> &ProblemSpec {
@@ -199,6 +223,7 @@ impl OnCluster {
     pub async fn stop(self) -> anyhow::Result<(Vec<AuditEvent>, Option<Played>)> {
         let played = self.noise.as_ref().map(NoiseRun::stop);
         self.proxy.stop();
+        self.capture_proxy.stop();
         let reverted = faults::revert_all(&self.graded.injector, self.active)
             .await
             .context("reverting the faults (run `collector recover`)")?;

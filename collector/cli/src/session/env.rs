@@ -160,8 +160,8 @@ impl Env {
     }
 
     /// The session's tables for the analysis tools, served by the session's clock: a live
-    /// environment's recording so far, or the replayed dataset; none on a real cluster, which
-    /// keeps no recording.
+    /// environment's recording so far, the replayed dataset, or a real cluster captured when the
+    /// tools ask.
     pub fn analysis(&self) -> anyhow::Result<Option<analysis::Source>> {
         match self {
             Env::Live(env) => env
@@ -171,7 +171,7 @@ impl Env {
             Env::Replay(r) => Ok(Some(
                 analysis::Source::dataset(&r.dataset)?.with_clock(r.replay.clock),
             )),
-            Env::Kube(_) => Ok(None),
+            Env::Kube(k) => Ok(Some(k.analysis())),
         }
     }
 
