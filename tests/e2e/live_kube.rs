@@ -23,7 +23,12 @@ fn agents() -> PathBuf {
 /// from the environment's Prometheus as from a cluster's, and its Jaeger and Loki are the
 /// cluster's traces and logs.
 fn live(l: &Live, journal: &Path, out: &Path, agent: &str, extra: &[&str]) -> Command {
-    let url = |api: &str| l.endpoints[api].as_str().expect("the API's URL").to_string();
+    let url = |api: &str| {
+        l.endpoints[api]
+            .as_str()
+            .expect("the API's URL")
+            .to_string()
+    };
     let prometheus = url("prometheus");
     let mut c = Command::new(e2e::binary("collector"));
     c.args(["live", "--env", "kube", "--problem", PROBLEM, "--quiet"])
@@ -144,12 +149,18 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
     let analysis = std::fs::read_to_string(&analysis).unwrap();
     let line = |label: &str| {
         let prefix = format!("{label}: ");
-        let found = analysis.lines().find_map(|l| l.strip_prefix(prefix.as_str()));
+        let found = analysis
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()));
         found.unwrap_or_else(|| panic!("no {label} in:\n{analysis}"))
     };
     assert_eq!(line("suspect"), "geo", "{analysis}");
     let topology: serde_json::Value = serde_json::from_str(line("topology")).expect("JSON");
-    assert_eq!(topology["callers"], serde_json::json!(["search"]), "{topology:#}");
+    assert_eq!(
+        topology["callers"],
+        serde_json::json!(["search"]),
+        "{topology:#}"
+    );
     assert_eq!(
         topology["call_chains_to_root"],
         serde_json::json!(["frontend -> search -> geo"]),

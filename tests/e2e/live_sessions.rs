@@ -301,58 +301,77 @@ fn every_reference_fix_passes_through_a_session() {
     );
 }
 
+/// `collector eval` of one scripted hack on `problems`, into `work/board-<hack>`.
+fn eval_hack(work: &Path, hack: &str, problems: &[String]) {
+    let agents = format!("hacks-{hack}.toml");
+    let script = agents_dir().join(format!("hacks/{hack}.sh"));
+    let toml = format!(
+        "[[agents]]\nname = \"{hack}\"\ncommand = \"{}\"\n",
+        script.display()
+    );
+    std::fs::write(work.join(&agents), toml).unwrap();
+    let out = collector(
+        &[
+            "eval",
+            "--agents",
+            &agents,
+            "--problems",
+            &problems.join(","),
+            "--jobs",
+            "6",
+            "--out",
+            &format!("board-{hack}"),
+            "--time-limit",
+            "2m",
+            "--since-onset",
+            "1m",
+        ],
+        work,
+    );
+    assert!(out.status.success(), "{hack}: {}", e2e::text(&out));
+}
+
 #[test]
 fn reward_hacks_fail_on_every_problem_and_say_why() {
     need_tools();
     let catalog = problems::Catalog::builtin().expect("the built-in catalog");
     let work = tempfile::tempdir().expect("a temporary directory");
-    let hacks = [
+    let problems: Vec<String> = catalog.problems().map(|p| p.id.clone()).collect();
+    // Every problem meets one of the four mitigation hacks (in turn, so each hack meets a
+    // quarter of the catalog across every application), and the answer-hunter, whose finds
+    // depend on each problem's objects and names, meets them all. Every hack on every problem
+    // took 16 minutes of CI's 45.
+    let mitigation = [
         "restart-loop",
         "scale-zero",
         "delete-workloads",
         "silence-alerts",
-        "truth-hunt",
     ];
-    let toml: String = hacks
+    // The restart loop meets the problem whose reasons are read below.
+    let looped = "hotel-geo-target-port";
+    let shift = problems
         .iter()
-        .map(|h| {
-            format!(
-                "[[agents]]\nname = \"{h}\"\ncommand = \"{}\"\n",
-                agents_dir().join(format!("hacks/{h}.sh")).display()
-            )
+        .position(|p| p == looped)
+        .expect("in the catalog");
+    let mut plan: Vec<(&str, Vec<String>)> = mitigation
+        .iter()
+        .enumerate()
+        .map(|(i, hack)| {
+            let turn = |k: &usize| (k + 4 - shift % 4) % 4 == i;
+            let ids = problems.iter().enumerate().filter(|(k, _)| turn(k));
+            (*hack, ids.map(|(_, id)| id.clone()).collect())
         })
         .collect();
-    std::fs::write(work.path().join("hacks.toml"), toml).unwrap();
-    let out = collector(
-        &[
-            "eval",
-            "--agents",
-            "hacks.toml",
-            "--problems",
-            "*",
-            "--jobs",
-            "6",
-            "--out",
-            "board",
-            "--time-limit",
-            "2m",
-            "--since-onset",
-            "1m",
-            // The grader's minutes of watching pass ten times as fast; a hack still has them all
-            // to show it held (a restart loop keeps restarting through them).
-            "--speed",
-            "10",
-        ],
-        work.path(),
-    );
-    assert!(out.status.success(), "{}", e2e::text(&out));
-    let problems: Vec<String> = catalog.problems().map(|p| p.id.clone()).collect();
+    plan.push(("truth-hunt", problems.clone()));
     let mut passes = Vec::new();
-    for hack in hacks {
-        for id in &problems {
+    let mut runs = 0;
+    for (hack, ids) in &plan {
+        eval_hack(work.path(), hack, ids);
+        for id in ids {
+            runs += 1;
             let dir = work
                 .path()
-                .join("board")
+                .join(format!("board-{hack}"))
                 .join(hack)
                 .join(id)
                 .join("noise-1");
@@ -377,17 +396,14 @@ fn reward_hacks_fail_on_every_problem_and_say_why() {
     }
     assert!(
         passes.is_empty(),
-        "{} of {} hack runs passed:\n{}",
+        "{} of {runs} hack runs passed:\n{}",
         passes.len(),
-        hacks.len() * problems.len(),
         passes.join("\n")
     );
     // A loop is failed as a loop.
-    let run = read_json(
-        &work
-            .path()
-            .join("board/restart-loop/hotel-geo-target-port/noise-1/run.json"),
-    );
+    let run = read_json(&work.path().join(format!(
+        "board-restart-loop/restart-loop/{looped}/noise-1/run.json"
+    )));
     assert!(
         run["mitigation"]["reasons"][0]
             .as_str()
@@ -395,7 +411,7 @@ fn reward_hacks_fail_on_every_problem_and_say_why() {
             .starts_with("restart loop"),
         "{run:#}"
     );
-    let board = read_json(&work.path().join("board/board/board.json"));
+    let board = read_json(&work.path().join("board-restart-loop/board/board.json"));
     assert!(board.to_string().contains("restart-loop"), "{board}");
 }
 

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod commands;
+pub mod conceal;
 pub mod env;
 pub mod eval;
 pub mod kube;
@@ -68,6 +69,18 @@ pub enum Command {
     Snapshot(snapshot::Args),
     /// Run many problems and seeds in parallel, with an index.
     Sweep(sweep::Args),
+}
+
+impl Cli {
+    /// Whether the command starts agents that could read problem ids off its command line
+    /// (see [`conceal`]).
+    pub fn names_problems(&self) -> bool {
+        match &self.command {
+            Command::Live(args) => args.problem.is_some(),
+            Command::Eval(_) => true,
+            _ => false,
+        }
+    }
 }
 
 /// Runs a parsed command line.

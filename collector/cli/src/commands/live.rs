@@ -1,7 +1,6 @@
 //! `collector live`: one agent session on a live problem (diagnose, then mitigate) or on a
 //! replayed dataset (diagnose), written as a run directory that `judge` reads.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -23,14 +22,14 @@ Exit codes: 0 the session ran to its end (grades in OUT/run.json); 1 error; 130 
 )]
 pub struct Args {
     /// Problem id to run live (see `collector problems list`).
-    #[arg(long, conflicts_with = "dataset", required_unless_present_any = ["dataset", "args_from"])]
+    #[arg(long, conflicts_with = "dataset", required_unless_present = "dataset")]
     pub problem: Option<String>,
     /// A dataset directory to replay for a diagnosis-only session (its ground_truth.json beside it).
     #[arg(long)]
     pub dataset: Option<PathBuf>,
     /// The agent: a shell command line.
-    #[arg(long, required_unless_present = "args_from")]
-    pub agent: Option<String>,
+    #[arg(long)]
+    pub agent: String,
     /// The agent's name in records and leaderboards.
     #[arg(long, default_value = "agent")]
     pub agent_name: String,
@@ -45,8 +44,8 @@ pub struct Args {
     #[arg(long, default_value = "20m")]
     pub time_limit: Dur,
     /// The run directory to write (must not exist).
-    #[arg(long, value_parser = schemas::paths::output_dir, required_unless_present = "args_from")]
-    pub out: Option<PathBuf>,
+    #[arg(long, value_parser = schemas::paths::output_dir)]
+    pub out: PathBuf,
     /// Trial name of this run.
     #[arg(long, default_value = "1")]
     pub trial: String,
@@ -89,9 +88,6 @@ pub struct Args {
     /// Also load specs from this catalog directory.
     #[arg(long)]
     pub catalog: Option<PathBuf>,
-    /// The command line, read back from this file (see `conceal`).
-    #[arg(long, hide = true)]
-    pub args_from: Option<PathBuf>,
 }
 
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
@@ -102,11 +98,6 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let args = match &args.args_from {
-        Some(file) => revealed(file)?,
-        None if args.problem.is_some() => return conceal(),
-        None => args,
-    };
     let catalog = load_catalog(args.catalog.as_deref())?;
     let problem = |id: &str| -> anyhow::Result<Box<problems::ProblemSpec>> {
         let p = catalog.problem(id).with_context(|| {
@@ -153,13 +144,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = SessionOptions {
         agent: AgentSpec {
             name: args.agent_name.clone(),
-            command: args.agent.clone().context("--agent is required")?,
+            command: args.agent.clone(),
             env: args.agent_env.clone(),
             prompt,
         },
         target,
         time_limit: Duration::from_millis(args.time_limit.as_millis()),
-        out: args.out.clone().context("--out is required")?,
+        out: args.out.clone(),
         trial: args.trial.clone(),
         echo: !args.quiet,
         judging: Judging::from_env()?,
@@ -195,50 +186,4 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", session::summary(&run, &opts.out));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Keeps the problem id out of the process list while the agent runs: the command line is
-/// written to a private file and this process re-executes itself (same PID, so the caller's shell
-/// and signals are unaffected) with only that file's name, which it reads and deletes at once. An
-/// agent listing processes then sees `collector live --args-from /tmp/...` and nothing more.
-fn conceal() -> anyhow::Result<ExitCode> {
-    use std::io::Write;
-    use std::os::unix::process::CommandExt;
-    let argv: Vec<OsString> = std::env::args_os().collect();
-    let mut file = tempfile::Builder::new()
-        .prefix(".session-")
-        .tempfile()
-        .context("writing the session's arguments")?;
-    let encoded = serde_json::to_vec(
-        &argv
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect::<Vec<_>>(),
-    )?;
-    file.write_all(&encoded)?;
-    let (_, path) = file.keep().context("keeping the session's arguments")?;
-    let exe = std::env::current_exe().context("finding this executable")?;
-    let err = std::process::Command::new(exe)
-        .arg("live")
-        .arg("--args-from")
-        .arg(&path)
-        .exec();
-    let _ = std::fs::remove_file(&path);
-    Err(err).context("re-executing collector to keep the problem out of the process list")
-}
-
-/// Reads back (and deletes) the command line `conceal` wrote.
-fn revealed(file: &std::path::Path) -> anyhow::Result<Args> {
-    use clap::Parser;
-    let text = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let _ = std::fs::remove_file(file);
-    let argv: Vec<String> = serde_json::from_slice(&text)
-        .with_context(|| format!("{}: not a saved command line", file.display()))?;
-    match crate::Cli::try_parse_from(argv)?.command {
-        crate::Command::Live(args) if args.args_from.is_none() => Ok(*args),
-        _ => anyhow::bail!(
-            "{}: not a saved `collector live` command line",
-            file.display()
-        ),
-    }
 }

@@ -81,12 +81,10 @@ impl ClusterRecording {
         let runtime = &self.runtime;
         // A thread of its own: the tools run on one of the runtime's blocking threads, where
         // the runtime cannot be entered again.
-        let captured = std::thread::scope(|s| {
-            s.spawn(|| runtime.block_on(capture::capture(&opts)))
-                .join()
-        })
-        .map_err(|_| Error::Data("the cluster's capture stopped".into()))?
-        .map_err(|e| Error::Data(format!("capturing the cluster: {e:#}")))?;
+        let captured =
+            std::thread::scope(|s| s.spawn(|| runtime.block_on(capture::capture(&opts))).join())
+                .map_err(|_| Error::Data("the cluster's capture stopped".into()))?
+                .map_err(|e| Error::Data(format!("capturing the cluster: {e:#}")))?;
         for gap in &captured.log_gaps {
             tracing::debug!("cluster capture: {gap:?}");
         }

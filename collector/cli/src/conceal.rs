@@ -1,0 +1,60 @@
+//! Keeps the problem ids out of the process list while agents run. An agent runs as the same user
+//! as `collector`, so it can read `collector`'s command line (`ps`, `/proc/PPID/cmdline`): `live
+//! --problem ID` or `eval --problems IDS` would hand it the answer. The commands that start agents
+//! write their command line to a private file and re-execute this binary (same PID, so the
+//! caller's shell and signals are unaffected) with only that file's name, which the new image
+//! reads and deletes before anything else. An agent listing processes sees
+//! `collector --args-from /tmp/.session-...` and nothing more.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+
+use anyhow::Context;
+
+/// The hidden form of the command line: `collector --args-from FILE`.
+const FLAG: &str = "--args-from";
+
+/// This process's command line: as given, or read back (and deleted) from the file the hidden
+/// form names. The second value says whether it was concealed already.
+pub fn argv() -> anyhow::Result<(Vec<OsString>, bool)> {
+    let given: Vec<OsString> = std::env::args_os().collect();
+    match given.as_slice() {
+        [_, flag, file] if flag == FLAG => Ok((read(Path::new(file))?, true)),
+        _ => Ok((given, false)),
+    }
+}
+
+fn read(file: &Path) -> anyhow::Result<Vec<OsString>> {
+    let text = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let _ = std::fs::remove_file(file);
+    let argv: Vec<String> = serde_json::from_slice(&text)
+        .with_context(|| format!("{}: not a saved command line", file.display()))?;
+    Ok(argv.into_iter().map(OsString::from).collect())
+}
+
+/// Re-executes this binary with `argv` hidden in a private file; returns only if that fails.
+pub fn reexec(argv: &[OsString]) -> anyhow::Error {
+    let run = || -> anyhow::Result<std::io::Error> {
+        let mut file = tempfile::Builder::new()
+            .prefix(".session-")
+            .tempfile()
+            .context("writing the command line to a private file")?;
+        let text: Vec<String> = argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        file.write_all(&serde_json::to_vec(&text)?)?;
+        let (_, path) = file.keep().context("keeping the command line's file")?;
+        let exe = std::env::current_exe().context("finding this executable")?;
+        let err = std::process::Command::new(exe).arg(FLAG).arg(&path).exec();
+        let _ = std::fs::remove_file(&path);
+        Ok(err)
+    };
+    match run() {
+        Ok(err) => anyhow::Error::new(err),
+        Err(e) => e,
+    }
+    .context("re-executing collector to keep the problems out of the process list")
+}
