@@ -4,12 +4,7 @@
 # error tree around it and the suspect it names; then the topology around that suspect and an
 # entity of the injection plane. Prints each answer for the test to read; submits nothing.
 set -eu
-mcp() {
-  npx --no -- @modelcontextprotocol/inspector@2.12.0 --cli --format json -q \
-    --transport http --server-url "$FAULTLINE_MCP_URL" \
-    --method tools/call --tool-name "$1" --tool-args-json "$2"
-}
-text() { jq -r '(.content // .result.content)[0].text'; }
+. "$(dirname "$0")/../mcp.sh"
 suspect=""
 # The fault has just been injected: its failing traffic is what the tools wait for.
 for _ in $(seq 40); do

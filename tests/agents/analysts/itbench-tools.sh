@@ -4,12 +4,7 @@
 # (service_change_points), reads the trace error tree around that instant and submits the
 # root-cause suspect it names. Each answer is printed for the test to read.
 set -eu
-mcp() {
-  npx --no -- @modelcontextprotocol/inspector@2.12.0 --cli --format json -q \
-    --transport http --server-url "$FAULTLINE_MCP_URL" \
-    --method tools/call --tool-name "$1" --tool-args-json "$2"
-}
-text() { jq -r '(.content // .result.content)[0].text'; }
+. "$(dirname "$0")/../mcp.sh"
 summary=$(mcp alert_summary '{"base_dir": "alerts/"}' | text)
 printf 'alert_summary: %s\n' "$(printf '%s' "$summary" | jq -c .)"
 points=$(mcp service_change_points '{}' | text)
