@@ -1,6 +1,7 @@
 //! Keeps the problem ids out of the process list while agents run. An agent runs as the same user
 //! as `collector`, so it can read `collector`'s command line (`ps`, `/proc/PPID/cmdline`): `live
-//! --problem ID` or `eval --problems IDS` would hand it the answer. The commands that start agents
+//! --problem ID`, `eval --problems IDS` or a replayed dataset's path would hand it the answer (or
+//! a hint). The commands that start agents
 //! write their command line to a private file and re-execute this binary (same PID, so the
 //! caller's shell and signals are unaffected) with only that file's name, which the new image
 //! reads and deletes before anything else. An agent listing processes sees

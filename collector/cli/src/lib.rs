@@ -72,14 +72,10 @@ pub enum Command {
 }
 
 impl Cli {
-    /// Whether the command starts agents that could read problem ids off its command line
-    /// (see [`conceal`]).
-    pub fn names_problems(&self) -> bool {
-        match &self.command {
-            Command::Live(args) => args.problem.is_some(),
-            Command::Eval(_) => true,
-            _ => false,
-        }
+    /// Whether the command starts agents, who could read what it runs off its command line
+    /// (problem ids, a dataset's path): see [`conceal`].
+    pub fn starts_agents(&self) -> bool {
+        matches!(self.command, Command::Live(_) | Command::Eval(_))
     }
 }
 

@@ -17,7 +17,7 @@ fn main() -> ExitCode {
         Err(err) => return failed(err),
     };
     let cli = collector::Cli::parse_from(&argv);
-    if cli.names_problems() && !concealed {
+    if cli.starts_agents() && !concealed {
         return failed(collector::conceal::reexec(&argv));
     }
     // `collector problems list | head -1`: a closed stdout ends the command quietly.
