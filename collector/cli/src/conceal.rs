@@ -37,25 +37,29 @@ fn read(file: &Path) -> anyhow::Result<Vec<OsString>> {
 
 /// Re-executes this binary with `argv` hidden in a private file; returns only if that fails.
 pub fn reexec(argv: &[OsString]) -> anyhow::Error {
-    let run = || -> anyhow::Result<std::io::Error> {
-        let mut file = tempfile::Builder::new()
-            .prefix(".session-")
-            .tempfile()
-            .context("writing the command line to a private file")?;
-        let text: Vec<String> = argv
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        file.write_all(&serde_json::to_vec(&text)?)?;
-        let (_, path) = file.keep().context("keeping the command line's file")?;
-        let exe = std::env::current_exe().context("finding this executable")?;
-        let err = std::process::Command::new(exe).arg(FLAG).arg(&path).exec();
-        let _ = std::fs::remove_file(&path);
-        Ok(err)
-    };
-    match run() {
-        Ok(err) => anyhow::Error::new(err),
+    let failed = match save(argv) {
+        Ok(path) => {
+            let exe = std::env::current_exe().context("finding this executable");
+            let err = exe.map(|exe| std::process::Command::new(exe).arg(FLAG).arg(&path).exec());
+            let _ = std::fs::remove_file(&path);
+            err.map_or_else(|e| e, anyhow::Error::new)
+        }
         Err(e) => e,
-    }
-    .context("re-executing collector to keep the problems out of the process list")
+    };
+    failed.context("re-executing collector to keep the problems out of the process list")
+}
+
+/// Writes `argv` to a private file (readable by this user only) that outlives this image.
+fn save(argv: &[OsString]) -> anyhow::Result<std::path::PathBuf> {
+    let mut file = tempfile::Builder::new()
+        .prefix(".session-")
+        .tempfile()
+        .context("writing the command line to a private file")?;
+    let text: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    file.write_all(&serde_json::to_vec(&text)?)?;
+    let (_, path) = file.keep().context("keeping the command line's file")?;
+    Ok(path)
 }

@@ -16,6 +16,8 @@ use datasets::Dataset;
 use schemas::tables::Table;
 use schemas::time::real_now_ns;
 
+use super::session::KubeTarget;
+
 /// How old a capture may be and still answer: the tool calls of one question (an agent asks
 /// several in a row) share one capture, and a later question sees the cluster as it is then.
 pub const FRESH: Duration = Duration::from_secs(15);
@@ -124,15 +126,15 @@ impl std::fmt::Debug for ClusterRecording {
     }
 }
 
-/// The cluster as an agent sees it, captured on demand: [`ClusterRecording`] over a proxy that
-/// hides what the agent's proxy hides, from [`BEFORE_ONSET`] before `onset_ns`.
+/// The cluster as an agent sees it, captured on demand: [`ClusterRecording`] through the proxy
+/// at `api_url` (hiding what the agent's proxy hides) and the target's own Prometheus, Jaeger
+/// and Loki, from [`BEFORE_ONSET`] before `onset_ns`.
 pub fn options(
     api_url: String,
     namespace: &str,
-    observability: [Option<String>; 3],
+    target: &KubeTarget,
     onset_ns: i64,
 ) -> capture::Options {
-    let [prometheus, jaeger, loki] = observability;
     let since_ns = onset_ns - BEFORE_ONSET.as_nanos() as i64;
     capture::Options {
         kubernetes: capture::kube::Connection::Url(api_url),
@@ -140,9 +142,9 @@ pub fn options(
             namespaces: [namespace.to_string()].into(),
             ..Default::default()
         },
-        prometheus,
-        jaeger,
-        loki,
+        prometheus: target.prometheus.clone(),
+        jaeger: target.jaeger.clone(),
+        loki: target.loki.clone(),
         window: capture::Window {
             since_ns,
             until_ns: since_ns + 1,

@@ -146,13 +146,12 @@ impl OnCluster {
             std::iter::once(PLANE_NAMESPACE.to_string()).chain(target.hide.iter().cloned()),
         );
         let client = injector.cluster.client().clone();
-        let observability = [&target.prometheus, &target.jaeger, &target.loki].map(Clone::clone);
         let serving = async {
             let listen: std::net::SocketAddr = "127.0.0.1:0".parse()?;
             let agent = Proxy::start(listen, client.clone(), hidden.clone(), Some(log)).await?;
             let capture = Proxy::start(listen, client, hidden, None).await?;
             let ns = &app.namespace;
-            let opts = recording::options(capture.url(), ns, observability, onset_ns);
+            let opts = recording::options(capture.url(), ns, target, onset_ns);
             let recording = ClusterRecording::new(tokio::runtime::Handle::current(), opts)?;
             anyhow::Ok((agent, capture, Arc::new(recording)))
         };
