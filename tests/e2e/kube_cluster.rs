@@ -37,7 +37,9 @@ fn pods(l: &live::Live) -> Vec<(String, String, String)> {
 #[test]
 fn unreadable_logs_are_gaps_and_the_rest_is_captured() {
     const SICK: &str = "kind-worker2";
-    let l = live::up_real_speed("astro-kubelet-down", &[]);
+    // Without noise: a noise pod kill would replace the pod on the stopped node between kubectl
+    // listing it and asking for its logs.
+    let l = live::up_real_speed("astro-kubelet-down", &["--no-noise"]);
     let at_start = pods(&l);
     let (ns, pod, _) = at_start
         .iter()

@@ -248,7 +248,9 @@ async fn first_pod(pods: &Api<Pod>, service: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_execs_and_forwards_a_port() {
-    let l = live::up("hotel-geo-target-port", &[]);
+    // Without noise: a noise pod kill would replace a pod between listing it and exec or
+    // port-forward to it by name.
+    let l = live::up("hotel-geo-target-port", &["--no-noise"]);
     let client = client(&l).await;
     let pods: Api<Pod> = Api::namespaced(client, NS);
 

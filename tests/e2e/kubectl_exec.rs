@@ -8,7 +8,9 @@ use std::process::{Command, Output, Stdio};
 
 use e2e::live::{GEO_PORT_FIX, Live, NS, up};
 
-/// The first pod of a workload, by name prefix.
+/// The first pod of a workload, by name prefix. A test that holds the name across calls starts
+/// its environment without noise (`--no-noise`): a noise pod kill would replace the pod, under a
+/// new name, between kubectl naming it and using it.
 fn pod(l: &Live, workload: &str) -> String {
     let names = l.ok(&["-n", NS, "get", "pods", "-o", "name"]);
     names
@@ -54,7 +56,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn exec_streams_and_exit_codes_are_what_kubectl_shows() {
-    let l = up("hotel-geo-target-port", &[]);
+    let l = up("hotel-geo-target-port", &["--no-noise"]);
     let frontend = pod(&l, "frontend");
     let o = exec(
         &l,
@@ -103,7 +105,7 @@ fn exec_streams_and_exit_codes_are_what_kubectl_shows() {
 
 #[test]
 fn a_probe_from_inside_sees_the_fault_and_then_the_fix() {
-    let l = up("hotel-geo-target-port", &[]);
+    let l = up("hotel-geo-target-port", &["--no-noise"]);
     let frontend = pod(&l, "frontend");
     let probe = ["curl", "-sS", "--max-time", "3", "http://geo:8083/"];
     let o = exec(&l, &frontend, &probe);
@@ -133,7 +135,7 @@ fn a_probe_from_inside_sees_the_fault_and_then_the_fix() {
 
 #[test]
 fn the_database_cli_mends_a_revoked_role() {
-    let l = up("hotel-geo-mongo-auth-revoked", &[]);
+    let l = up("hotel-geo-mongo-auth-revoked", &["--no-noise"]);
     let mongo = pod(&l, "mongodb-geo");
     let script = l.ok(&[
         "-n",
@@ -179,7 +181,7 @@ fn the_database_cli_mends_a_revoked_role() {
 
 #[test]
 fn hostile_commands_are_bounded_and_the_server_keeps_answering() {
-    let l = up("hotel-geo-target-port", &[]);
+    let l = up("hotel-geo-target-port", &["--no-noise"]);
     let frontend = pod(&l, "frontend");
     let o = exec(&l, &frontend, &["sh", "-c", "yes"]);
     assert!(o.stdout.len() <= 4 << 20, "{} bytes", o.stdout.len());
@@ -197,7 +199,7 @@ fn hostile_commands_are_bounded_and_the_server_keeps_answering() {
 
 #[test]
 fn refusals_are_the_apiservers() {
-    let l = up("hotel-geo-target-port", &[]);
+    let l = up("hotel-geo-target-port", &["--no-noise"]);
     let geo = pod(&l, "geo");
     let e = l.fails(&["-n", NS, "exec", &geo, "-c", "nope", "--", "ls"]);
     assert!(e.contains("container nope is not valid for pod"), "{e}");
@@ -262,7 +264,9 @@ fn curl(port: u16, path: &str) -> Output {
 
 #[test]
 fn port_forward_reaches_the_program_and_shows_the_fault() {
-    let l = up("hotel-geo-target-port", &[]);
+    // Without noise: kubectl's tunnel holds the pod it resolved the Service to, and a noise pod
+    // kill would end it between two requests.
+    let l = up("hotel-geo-target-port", &["--no-noise"]);
     // A pod of the frontend, through its Service: its routes answer as the program does.
     let f = port_forward(&l, "svc/frontend", 5000);
     let o = curl(
@@ -354,7 +358,7 @@ fn kubectl_run_probes_from_inside_and_cleans_up() {
 
 #[test]
 fn an_interactive_shell_and_a_debug_copy_work_like_a_cluster() {
-    let l = up("hotel-geo-target-port", &[]);
+    let l = up("hotel-geo-target-port", &["--no-noise"]);
     // `kubectl run -i -- sh`: kubectl attaches to the main process; stdin lines run in order and
     // `exit 5` ends the container, the pod and kubectl with that status.
     let o = with_stdin(
@@ -423,7 +427,7 @@ fn an_interactive_shell_and_a_debug_copy_work_like_a_cluster() {
 /// debugger's output is its log.
 #[test]
 fn an_ephemeral_debugger_joins_the_running_pod() {
-    let l = up("hotel-geo-target-port", &[]);
+    let l = up("hotel-geo-target-port", &["--no-noise"]);
     let frontend = pod(&l, "frontend");
     let field = |path: &str| {
         l.ok(&[

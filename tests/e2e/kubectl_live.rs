@@ -73,7 +73,9 @@ fn kubectl_fixes_a_wrong_target_port_and_the_endpoints_follow() {
 
 #[test]
 fn kubectl_writes_of_every_shape_change_the_live_cluster() {
-    let l = up("hotel-profile-oom", &[]);
+    // Without noise: a noise pod kill would replace the geo pod between kubectl listing it and
+    // the test deleting it by name.
+    let l = up("hotel-profile-oom", &["--no-noise"]);
     // auth can-i: a SelfSubjectAccessReview sent as protobuf; the operator may do anything.
     assert_eq!(
         ok(&l, &["-n", NS, "auth", "can-i", "delete", "pods"]).trim(),

@@ -58,7 +58,9 @@ const SEARCH_SLICES: [&str; 8] = [
 
 #[test]
 fn endpoint_slices_follow_the_service_and_describe_shows_them() {
-    let l = live::up("hotel-geo-target-port", &[]);
+    // Without noise: a noise pod kill would replace the search pod, and its address in the
+    // slice, between the slice read and describe.
+    let l = live::up("hotel-geo-target-port", &["--no-noise"]);
     let slices = slices_of(&l, "search");
     assert_eq!(slices.len(), 1, "{slices:?}");
     let slice = &slices[0];
@@ -165,7 +167,9 @@ fn endpoint_slices_follow_the_service_and_describe_shows_them() {
 
 #[test]
 fn cordon_drain_and_uncordon_move_pods_off_a_node() {
-    let l = live::up("hotel-geo-target-port", &[]);
+    // Without noise: the pods on the node are named before the drain, and only the drain may
+    // replace them.
+    let l = live::up("hotel-geo-target-port", &["--no-noise"]);
     let node = "kind-worker";
     let before = pods_wide(&l);
     let victims: Vec<String> = before

@@ -155,7 +155,9 @@ fn last_tool_result(request: &Value) -> String {
 
 fn investigate(stream: bool) {
     require_kubectl();
-    let l = live::up("hotel-geo-target-port", &[]);
+    // Without noise: a noise pod kill would replace a pod between the agent's `kubectl get pods`
+    // and the test's own list, whose first pod the agent's output must show.
+    let l = live::up("hotel-geo-target-port", &["--no-noise"]);
     let llm = llm(investigation());
     let (submit_url, submitted) = submit_server(&llm.rt);
     let prometheus = l.endpoints["prometheus"]

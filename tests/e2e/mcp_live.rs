@@ -158,7 +158,9 @@ const SREGYM_TOOLS: &[&str] = &[
 
 #[test]
 fn the_inspector_lists_and_calls_every_api_over_stdio() {
-    let l = up("hotel-geo-target-port", &[]);
+    // Without noise: a noise pod kill would replace a pod between the tool listing the pods and
+    // kubectl listing them.
+    let l = up("hotel-geo-target-port", &["--no-noise"]);
     let argv = mcp_argv(&l);
     let stdio = Server::Stdio(&argv);
     let names = tool_names(&stdio);
@@ -296,7 +298,9 @@ fn over_http_a_write_changes_the_object_a_pipe_is_refused_and_rollback_undoes() 
 
 #[test]
 fn third_party_mcp_servers_read_our_apis_unmodified() {
-    let l = up("hotel-geo-target-port", &[]);
+    // Without noise: a noise pod kill would replace a pod between the server listing the pods and
+    // kubectl listing them.
+    let l = up("hotel-geo-target-port", &["--no-noise"]);
 
     // mcp-server-kubernetes lists the pods real kubectl lists.
     let kubeconfig = l.kubeconfig.display().to_string();

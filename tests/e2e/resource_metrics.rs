@@ -44,7 +44,9 @@ fn top_nodes(k: &Kubectl) -> BTreeMap<String, Option<(i64, i64, i64)>> {
 
 #[test]
 fn kubectl_top_in_a_live_environment_shows_the_saturated_node() {
-    let l = up("hotel-node-cpu-stress", &[]);
+    // Without noise: a noise pod kill would replace a pod between `kubectl top pods` and the
+    // list of running pods it is compared with.
+    let l = up("hotel-node-cpu-stress", &["--no-noise"]);
     let k = l.client();
     // The stressors take all four cores of kind-worker; the other nodes have room.
     let nodes = top_nodes(&k);

@@ -12,8 +12,8 @@
 
 use std::time::Instant;
 
-use collector::run::snapshot::{self, Options};
 use problems::{Catalog, Dur};
+use runner::snapshot::{self, Options};
 
 // The same allocator as the `collector` binary, so the figures are what users get.
 #[global_allocator]

@@ -1,6 +1,9 @@
-//! The `collector` command line over faultline's simulator ([`sim`]), APIs ([`apis`]) and capture
-//! ([`capture`]): one module per subcommand in [`commands`], each with its own `Args` and `run`; the
-//! problem runner ([`run`]: snapshot, sweep and their checks) and the replay server ([`replay`]).
+//! The `collector` command line: argument parsing, printing and exit codes, one module per
+//! subcommand in [`commands`], each with its own `Args` and `run`, over the libraries that do the
+//! work: the problem runner ([`runner`]), live environments ([`live`]), replay ([`apis::replay`]),
+//! real clusters ([`realcluster`]), sessions and evaluation boards ([`session`]), capture
+//! ([`capture`]). [`conceal`] keeps the command line of a command that starts agents out of their
+//! sight.
 
 use std::process::ExitCode;
 
@@ -8,13 +11,6 @@ use clap::{Parser, Subcommand};
 
 pub mod commands;
 pub mod conceal;
-pub mod env;
-pub mod eval;
-pub mod kube;
-pub mod live;
-pub mod replay;
-pub mod run;
-pub mod session;
 
 use commands::{
     capture, dataset, env as env_cmd, eval as eval_cmd, live as live_cmd, problems, snapshot, sweep,

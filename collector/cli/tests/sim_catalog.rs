@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use collector::run::snapshot::{self, Options};
 use problems::{Catalog, Dur};
+use runner::snapshot::{self, Options};
 use sim::{Sim, SimConfig, faults};
 
 /// Short runs keep CI within budget; problems keep their proportions.

@@ -34,7 +34,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub exclude_labels: Vec<LabelPattern>,
     #[command(flatten)]
-    pub observability: crate::kube::Observability,
+    pub observability: super::cluster::ObservabilityArgs,
     /// Capture for this long from now (e.g. `15m`): the watch runs live.
     #[arg(long, conflicts_with_all = ["since", "until"])]
     pub duration: Option<Dur>,

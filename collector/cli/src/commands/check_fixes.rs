@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use indicatif::{ProgressBar, ProgressStyle};
 use problems::{Catalog, ProblemSpec};
 
-use crate::live::LiveOptions;
-use crate::live::proof::{self, FixProof};
+use live::LiveOptions;
+use live::proof::{self, FixProof};
 
 pub fn run(
     catalog: &Catalog,

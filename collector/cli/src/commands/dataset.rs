@@ -1,7 +1,6 @@
 //! `collector dataset inspect | validate | export | import`: a dataset's tables, its checks, its
 //! rows as JSON Lines or CSV, and ITBench snapshots in and out.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -9,7 +8,7 @@ use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
 use clap::{Subcommand, ValueEnum};
 use datasets::Dataset;
-use datasets::export::{Format, export};
+use datasets::export::{self, Format, export};
 use schemas::tables::Table;
 
 #[derive(Debug, clap::Args)]
@@ -405,7 +404,7 @@ fn export_tables(
             export(&ds, *table, fmt, std::io::stdout().lock())?;
         }
         ([table], Some(path)) if !path.is_dir() => {
-            let rows = export_file(&ds, *table, fmt, &path)?;
+            let rows = export::to_file(&ds, *table, fmt, &path)?;
             eprintln!("wrote {rows} rows to {}", path.display());
         }
         (_, Some(out_dir)) if out_dir.as_os_str() == "-" => {
@@ -414,88 +413,14 @@ fn export_tables(
                  directory for several"
             )
         }
-        (_, Some(out_dir)) => export_dir(&ds, &tables, fmt, ext, &out_dir)?,
+        (_, Some(out_dir)) => {
+            for (file, rows) in export::to_dir(&ds, &tables, fmt, ext, &out_dir)? {
+                eprintln!("wrote {rows} rows to {}", file.display());
+            }
+        }
         (_, None) => {
             bail!("several tables need --out DIR (one file per table); or pick one with --table")
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Exports several tables into `out_dir`, one file each. They are written in a hidden sibling
-/// directory first: a new `out_dir` appears whole (one rename); into an existing one each file
-/// is moved once every file is complete. A failed or killed export leaves no partial set.
-fn export_dir(
-    ds: &Dataset,
-    tables: &[Table],
-    fmt: Format,
-    ext: &str,
-    out_dir: &Path,
-) -> anyhow::Result<()> {
-    let name = out_dir
-        .file_name()
-        .with_context(|| format!("{} is not a directory name", out_dir.display()))?
-        .to_string_lossy()
-        .into_owned();
-    let parent = match out_dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(parent)
-        .with_context(|| format!("cannot create {}", parent.display()))?;
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".{name}.partial-"))
-        .tempdir_in(parent)
-        .with_context(|| format!("cannot create a directory in {}", parent.display()))?;
-    let mut written = Vec::new();
-    for table in tables {
-        let file = format!("{}.{ext}", table.name());
-        let rows = export_file(ds, *table, fmt, &staging.path().join(&file))?;
-        written.push((file, rows));
-    }
-    if out_dir.exists() {
-        for (file, _) in &written {
-            std::fs::rename(staging.path().join(file), out_dir.join(file))
-                .with_context(|| format!("cannot move {file} into {}", out_dir.display()))?;
-        }
-    } else {
-        let kept = staging.keep();
-        if let Err(e) = std::fs::rename(&kept, out_dir) {
-            let _ = std::fs::remove_dir_all(&kept);
-            return Err(e)
-                .with_context(|| format!("cannot move the export to {}", out_dir.display()));
-        }
-    }
-    for (file, rows) in written {
-        eprintln!("wrote {rows} rows to {}", out_dir.join(file).display());
-    }
-    Ok(())
-}
-
-/// Exports into a temporary sibling and renames it into place when complete.
-fn export_file(ds: &Dataset, table: Table, fmt: Format, path: &Path) -> anyhow::Result<u64> {
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} is not a file name", path.display()))?;
-    let tmp = path.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
-    let file =
-        std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    let mut writer = std::io::BufWriter::new(file);
-    let result = export(ds, table, fmt, &mut writer).and_then(|rows| {
-        writer
-            .flush()
-            .map_err(|e| datasets::DatasetError::io(&tmp, e))?;
-        Ok(rows)
-    });
-    match result {
-        Ok(rows) => {
-            std::fs::rename(&tmp, path)
-                .with_context(|| format!("cannot move {} into place", path.display()))?;
-            Ok(rows)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e.into())
-        }
-    }
 }

@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::GroupVersionKind;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::snapshot::load_catalog;
 
@@ -60,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         let cluster = inject::api::Cluster::connect(args.kubeconfig.as_deref()).await?;
         for o in &objects {
-            let (what, outcome) = apply(cluster.client(), o).await?;
+            let (what, outcome) = realcluster::deploy::apply(cluster.client(), o).await?;
             if args.json {
                 println!("{}", json!({"object": what, "outcome": outcome}));
             } else {
@@ -70,43 +68,4 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Creates an object, or merges its fields into the one that exists; (`kind/name`, outcome).
-async fn apply(client: &kube::Client, o: &Value) -> anyhow::Result<(String, &'static str)> {
-    let api_version = o["apiVersion"].as_str().unwrap_or_default();
-    let kind = o["kind"].as_str().unwrap_or_default();
-    let name = o["metadata"]["name"].as_str().unwrap_or_default();
-    let what = format!("{}/{name}", kind.to_lowercase());
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    let (resource, caps) = kube::discovery::pinned_kind(client, &gvk)
-        .await
-        .with_context(|| format!("{what}: the cluster does not serve {api_version} {kind}"))?;
-    let api: Api<DynamicObject> = match (caps.scope, o["metadata"]["namespace"].as_str()) {
-        (kube::discovery::Scope::Namespaced, Some(ns)) => {
-            Api::namespaced_with(client.clone(), ns, &resource)
-        }
-        _ => Api::all_with(client.clone(), &resource),
-    };
-    let body: DynamicObject =
-        serde_json::from_value(o.clone()).with_context(|| format!("{what}: not an object"))?;
-    let params = PostParams {
-        field_manager: Some("faultline-deploy".into()),
-        ..Default::default()
-    };
-    match api.create(&params, &body).await {
-        Ok(_) => Ok((what, "created")),
-        Err(kube::Error::Api(s)) if s.code == 409 => {
-            let params = PatchParams {
-                field_manager: Some("faultline-deploy".into()),
-                ..Default::default()
-            };
-            api.patch(name, &params, &Patch::Merge(o))
-                .await
-                .with_context(|| format!("{what}: merging into the existing object"))?;
-            Ok((what, "configured"))
-        }
-        Err(e) => Err(e).with_context(|| format!("{what}: the cluster refuses it")),
-    }
 }

@@ -10,8 +10,8 @@ use anyhow::Context;
 use problems::Dur;
 
 use super::snapshot::load_catalog;
-use crate::live::{LiveEnv, LiveOptions};
-use crate::replay::write_file;
+use apis::replay::write_file;
+use live::{LiveEnv, LiveOptions};
 
 #[derive(Debug, clap::Args)]
 #[command(

@@ -11,8 +11,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use problems::Dur;
 
 use super::snapshot::load_catalog;
-use crate::eval::{self, EvalOptions, Mode, plan};
-use crate::session::Judging;
+use session::Judging;
+use session::eval::{self, EvalOptions, plan};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -36,7 +36,7 @@ pub struct Args {
     pub noise: std::vec::Vec<bool>,
     /// Live sessions (diagnose and mitigate) or replayed datasets (diagnose only).
     #[arg(long, value_enum, default_value = "live")]
-    pub mode: Mode,
+    pub mode: ModeArg,
     /// Sessions at once.
     #[arg(long, short = 'j', default_value_t = 4)]
     pub jobs: usize,
@@ -66,6 +66,13 @@ pub struct Args {
     pub catalog: Option<PathBuf>,
 }
 
+/// `--mode`: what a cell runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    Live,
+    Replay,
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let catalog = load_catalog(args.catalog.as_deref())?;
     let agents = plan::read_agents(&args.agents)?;
@@ -86,7 +93,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         problems,
         runs: args.runs,
         noise: args.noise.clone(),
-        mode: args.mode,
+        mode: match args.mode {
+            ModeArg::Live => eval::Mode::Live,
+            ModeArg::Replay => eval::Mode::Replay,
+        },
         jobs: args.jobs,
         out: args.out.clone(),
         time_limit: Duration::from_millis(args.time_limit.as_millis()),

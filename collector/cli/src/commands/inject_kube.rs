@@ -12,7 +12,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use super::inject::JournalArg;
 use super::snapshot::load_catalog;
-use crate::kube::faults;
+use realcluster::faults;
 
 /// Exit code when a revert left someone else's later change as found (reported).
 pub const EXIT_KEPT: u8 = 3;

@@ -9,8 +9,8 @@ use anyhow::Context;
 use problems::Dur;
 
 use super::snapshot::load_catalog;
-use crate::kube::session::KubeTarget;
-use crate::session::{self, AgentSpec, Judging, SessionOptions, Target};
+use realcluster::session::KubeTarget;
+use session::{self, AgentSpec, Judging, SessionOptions, Target};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -74,7 +74,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "sim")]
     pub env: super::snapshot::EnvKind,
     #[command(flatten)]
-    pub cluster: crate::kube::ClusterArgs,
+    pub cluster: super::cluster::ClusterArgs,
     /// With --env kube: a namespace the agent must not see (repeatable), beside `faultline`.
     #[arg(long = "hide-namespace")]
     pub hide_namespaces: Vec<String>,
@@ -111,9 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             problem: problem(id)?,
             cluster: KubeTarget {
                 kubeconfig: args.cluster.kubeconfig.clone(),
-                prometheus: args.cluster.observability.prometheus.clone(),
-                jaeger: args.cluster.observability.jaeger.clone(),
-                loki: args.cluster.observability.loki.clone(),
+                observability: args.cluster.observability.options(),
                 journal: args.cluster.journal.journal.clone(),
                 hide: args.hide_namespaces.clone(),
                 settle_within: args.settle_within.to_std(),

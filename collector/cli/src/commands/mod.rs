@@ -3,6 +3,7 @@
 pub mod analyze;
 pub mod capture;
 mod check_fixes;
+pub mod cluster;
 pub mod dataset;
 pub mod deploy;
 pub mod env;

@@ -1,7 +1,7 @@
 //! `collector problems list | show | validate | check-fixes | catalog-md`: the problem catalog from the command
 //! line. The logic lives in the `problems` crate; this module only parses arguments and prints.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -87,7 +87,7 @@ pub enum ProblemsCommand {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         ProblemsCommand::List { pattern, dir, json } => {
-            let catalog = load(dir.as_deref())?;
+            let catalog = super::snapshot::load_catalog(dir.as_deref())?;
             let found = catalog
                 .problems_matching(&pattern)
                 .map_err(anyhow::Error::msg)?;
@@ -123,7 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ProblemsCommand::Show { id, dir, json } => {
-            let catalog = load(dir.as_deref())?;
+            let catalog = super::snapshot::load_catalog(dir.as_deref())?;
             let Some(p) = catalog.problem(&id) else {
                 eprintln!("error: no problem `{id}` (see `collector problems list`)");
                 return Ok(ExitCode::from(crate::EXIT_FAILURE));
@@ -176,7 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             dir,
             json,
         } => {
-            let catalog = load(dir.as_deref())?;
+            let catalog = super::snapshot::load_catalog(dir.as_deref())?;
             let selected: Vec<_> = catalog
                 .problems_matching(&pattern)
                 .map_err(anyhow::Error::msg)?
@@ -199,24 +199,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
                 return Ok(ExitCode::SUCCESS);
             }
-            write_atomic(&out, &text)?;
+            datasets::write_atomically(&out, text.as_bytes())
+                .with_context(|| format!("writing {}", out.display()))?;
             println!("wrote {}", out.display());
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-fn load(dir: Option<&Path>) -> anyhow::Result<Catalog> {
-    Ok(match dir {
-        Some(d) => Catalog::builtin_with_dir(d)?,
-        None => Catalog::builtin()?,
-    })
-}
-
-/// Writes to a temporary sibling, then renames it into place.
-fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
-    let tmp = path.with_extension("md.tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming into {}", path.display()))?;
-    Ok(())
 }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::replay::{Replay, ReplayOptions, write_file};
+use apis::replay::{Replay, ReplayOptions, write_file};
 
 #[derive(Debug, clap::Args)]
 #[command(

@@ -8,7 +8,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use problems::{Catalog, Dur};
 
-use crate::run::snapshot::{self, Options, Report};
+use runner::snapshot::{self, Options, Report};
 use sim::SimConfig;
 
 #[derive(Debug, clap::Args)]
@@ -52,7 +52,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "sim")]
     pub env: EnvKind,
     #[command(flatten)]
-    pub kube: crate::kube::snapshot::KubeOptions,
+    pub kube: super::cluster::KubeSnapshotArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -138,13 +138,13 @@ fn on_cluster(
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("out/{}-kube", problem.id)));
-    let run = crate::kube::snapshot::Run {
+    let run = realcluster::snapshot::Run {
         catalog,
         problem,
         app,
         noise_seed: (!args.no_noise).then_some(args.seed),
     };
-    let report = crate::kube::snapshot::snapshot(&args.kube, &run, &out, !args.json)?;
+    let report = realcluster::snapshot::snapshot(&args.kube.options(), &run, &out, !args.json)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use indicatif::{ProgressBar, ProgressStyle};
 use problems::Dur;
 
-use crate::run::snapshot::Options;
-use crate::run::sweep;
+use runner::snapshot::Options;
+use runner::sweep;
 
 #[derive(Debug, clap::Args)]
 #[command(

@@ -29,17 +29,15 @@ use super::health::{self, PromHealth};
 use super::noise::{self, NoiseRun, Played};
 use super::proxy::Proxy;
 use super::recording::{self, ClusterRecording};
-use crate::live::mitigation::{Verdict, unready_pods};
-use crate::replay::Endpoints;
+use apis::replay::Endpoints;
+use live::mitigation::{Verdict, unready_pods};
 
 /// The cluster a session runs on.
 #[derive(Debug, Clone)]
 pub struct KubeTarget {
     /// Its kubeconfig (current context); KUBECONFIG, ~/.kube/config or in-cluster when absent.
     pub kubeconfig: Option<PathBuf>,
-    pub prometheus: Option<String>,
-    pub jaeger: Option<String>,
-    pub loki: Option<String>,
+    pub observability: super::Observability,
     /// The undo journal's directory.
     pub journal: PathBuf,
     /// Namespaces the agent does not see, beside the injection plane's own.
@@ -103,7 +101,7 @@ impl OnCluster {
                 app.name
             );
         }
-        let prometheus = match &target.prometheus {
+        let prometheus = match &target.observability.prometheus {
             Some(_) if target.settle_within.as_secs() < health::WINDOW_SECS => {
                 anyhow::bail!(
                     "--settle-within {}s is shorter than the {}s of traffic health is judged on \
@@ -164,9 +162,9 @@ impl OnCluster {
         };
         let endpoints = Endpoints {
             kubernetes: proxy.url(),
-            prometheus: target.prometheus.clone().unwrap_or_default(),
-            jaeger: target.jaeger.clone().unwrap_or_default(),
-            loki: target.loki.clone().unwrap_or_default(),
+            prometheus: target.observability.prometheus.clone().unwrap_or_default(),
+            jaeger: target.observability.jaeger.clone().unwrap_or_default(),
+            loki: target.observability.loki.clone().unwrap_or_default(),
         };
         Ok(OnCluster {
             endpoints,

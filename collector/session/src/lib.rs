@@ -1,4 +1,5 @@
-//! A session (`collector live`): one agent, one problem, start to finish. The environment starts
+//! Sessions: one agent, one problem, start to finish ([`Session`]; `collector live` runs one, and
+//! [`eval`] schedules many into a board). The environment starts
 //! (a live problem, or a dataset replayed as if it were happening now), the agent is handed its
 //! task, a kubeconfig, the URLs of the APIs and of the submission API, and runs in its own process
 //! group under a time limit. Its diagnosis is judged as soon as it is submitted; its mitigation is
@@ -15,6 +16,7 @@
 pub mod agent;
 mod diagnosis;
 pub mod env;
+pub mod eval;
 pub mod prompt;
 pub mod record;
 pub mod stages;
@@ -28,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use apis::replay::Endpoints;
 use chrono::Utc;
 use problems::Catalog;
 use schemas::AgentOutput;
@@ -37,12 +40,13 @@ use schemas::run_result::{
 };
 use tokio::sync::mpsc;
 
-use agent::{Agent, Launch};
+pub use agent::{CommandLauncher, Exit, Launcher, RunningAgent};
 pub use diagnosis::Judging;
 pub use env::Target;
 use env::{Ended, Env};
 pub use record::{RUN_FILE, summary};
-use stages::{Progress, Stage};
+use stages::Progress;
+pub use stages::Stage;
 use submit::{Submission, SubmitState};
 
 /// The ground truth's file name in a run (and beside a dataset).
@@ -100,54 +104,353 @@ struct Log {
     submissions: Vec<record::SubmittedStep>,
 }
 
-/// Runs one session to its end and writes the run. `interrupt` resolving (Ctrl-C) ends the session
-/// early: the agent is ended and the environment stopped, but no `run.json` is written, so the
-/// unfinished run is never read as a result. Returns the record written.
+/// Runs one session to its end with the agent's command line as its process and writes the run.
+/// `interrupt` resolving (Ctrl-C) ends the session early: the agent is ended and the environment
+/// stopped, but no `run.json` is written, so the unfinished run is never read as a result. Returns
+/// the record written.
 pub async fn run(
     catalog: &Catalog,
     opts: &SessionOptions,
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<RunResult> {
-    let started_at = Utc::now();
-    let dir = staging_dir(&opts.out, opts.staging.as_deref())?;
-    let workdir = tempfile::Builder::new()
-        .prefix("agent-")
-        .tempdir()
-        .context("creating the agent's working directory")?;
-    let env = Env::start(catalog, &opts.target, &dir).await?;
-    let result = drive(&env, opts, &dir, workdir.path(), interrupt).await;
-    let ended = env.stop(&dir).await;
-    let (end, mut log, first_error) = match result {
-        Ok(done) => (Some(done.0), done.1, None),
-        Err(e) => (None, Log::default(), Some(e)),
+    let launcher = agent::CommandLauncher {
+        command: opts.agent.command.clone(),
+        echo: opts.echo,
     };
-    let ended = ended?;
-    if let Some(e) = first_error {
-        return Err(e);
+    Session::start(catalog, opts.clone())
+        .await?
+        .run(&launcher, interrupt)
+        .await
+}
+
+/// One session, driven step by step: [`Session::start`] brings the environment up and prepares
+/// what the agent is handed ([`Session::handover`]); [`Session::launch`] starts the agent;
+/// [`Session::wait`] follows its submissions until every stage is in, the agent ends, its time
+/// runs out or `interrupt` resolves; [`Session::finish`] grades, stops the environment, writes
+/// the records and publishes the run. A session that is not finished is ended with
+/// [`Session::abort`], which stops the environment (a real cluster's faults are reverted).
+pub struct Session {
+    opts: SessionOptions,
+    started_at: chrono::DateTime<Utc>,
+    /// The run's staging directory (see [`staging_dir`]).
+    dir: PathBuf,
+    /// The agent's own directory (its task and kubeconfig, nothing else), removed when the session
+    /// is dropped.
+    _workdir: tempfile::TempDir,
+    /// `None` once stopped.
+    env: Option<Env>,
+    servers: Servers,
+    progress: Arc<Mutex<Progress>>,
+    submissions: mpsc::Receiver<Submission>,
+    handover: Handover,
+    mcp_calls: Arc<AtomicU64>,
+    llm_usage: Arc<apis::llm_proxy::UsageCounter>,
+    truth: Arc<judge::truth::LoadedTruth>,
+    agent: Option<Box<dyn RunningAgent>>,
+    /// When the agent was started.
+    t0: Option<Instant>,
+    /// How waiting ended, with why when the agent did not submit every stage.
+    waited: Option<(SessionEnd, Option<String>)>,
+    log: Log,
+}
+
+/// What an agent is handed: its task, its directory, its environment and the session's
+/// endpoints. A [`Launcher`] starts the agent from it.
+#[derive(Debug, Clone)]
+pub struct Handover {
+    /// The task, rendered from the prompt template (also in `workdir/prompt.md`).
+    pub prompt: String,
+    /// The agent's working directory, holding `prompt.md` and `kubeconfig`.
+    pub workdir: PathBuf,
+    /// The agent's environment (on top of what the launcher passes through).
+    pub env: Vec<(String, String)>,
+    /// The Kubernetes, Prometheus, Jaeger and Loki APIs.
+    pub endpoints: Endpoints,
+    /// The submission API's base URL (`POST {submit_url}/submit`).
+    pub submit_url: String,
+    /// The session's MCP server (Streamable HTTP).
+    pub mcp_url: String,
+    /// Where the agent's output streams are stored in the run.
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+impl Session {
+    /// Starts the environment, the submission API, the MCP server (and the LLM proxy when
+    /// asked), and writes what the agent will be handed.
+    pub async fn start(catalog: &Catalog, opts: SessionOptions) -> anyhow::Result<Session> {
+        let started_at = Utc::now();
+        let dir = staging_dir(&opts.out, opts.staging.as_deref())?;
+        let workdir = tempfile::Builder::new()
+            .prefix("agent-")
+            .tempdir()
+            .context("creating the agent's working directory")?;
+        let env = Env::start(catalog, &opts.target, &dir).await?;
+        let mut servers = Servers::default();
+        let progress = Arc::new(Mutex::new(Progress::new(env.mitigates())));
+        let (tx, submissions) = mpsc::channel(4);
+        let app = env.app();
+        let submit_state = Arc::new(SubmitState {
+            progress: progress.clone(),
+            app: app.clone(),
+            submissions: tx,
+        });
+        let handed = match servers.serve(submit::router(submit_state)).await {
+            Ok(submit_url) => {
+                hand_over(
+                    &env,
+                    &opts,
+                    &app,
+                    &submit_url,
+                    (&dir, workdir.path()),
+                    &mut servers,
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        let (handover, mcp_calls, llm_usage) = match handed {
+            Ok(h) => h,
+            Err(e) => {
+                drop(servers);
+                if let Err(stop) = env.stop(&dir).await {
+                    tracing::warn!("stopping the environment: {stop:#}");
+                }
+                return Err(e);
+            }
+        };
+        let truth = Arc::new(env.truth());
+        Ok(Session {
+            opts,
+            started_at,
+            dir,
+            _workdir: workdir,
+            env: Some(env),
+            servers,
+            progress,
+            submissions,
+            handover,
+            mcp_calls,
+            llm_usage,
+            truth,
+            agent: None,
+            t0: None,
+            waited: None,
+            log: Log::default(),
+        })
     }
-    let Some(end) = end else {
-        bail!("the session ended without a result")
-    };
-    if end.reason == SessionEnd::Interrupted {
-        bail!(
-            "interrupted: the agent was ended and the environment stopped; what was recorded is in {} (unfinished: no {})",
-            dir.display(),
-            record::RUN_FILE
-        );
+
+    /// What the agent is handed.
+    pub fn handover(&self) -> &Handover {
+        &self.handover
     }
-    let run = finish(opts, &dir, started_at, end, &mut log, ended).await?;
-    std::fs::rename(&dir, &opts.out).with_context(|| {
-        format!(
-            "moving the finished run from {} to {}",
-            dir.display(),
-            opts.out.display()
+
+    /// The stage the session waits for (`Done` once every stage is submitted).
+    pub fn stage(&self) -> Stage {
+        lock(&self.progress).stage()
+    }
+
+    /// Starts the agent; the session's clock (time to diagnose, time to mitigate, the time
+    /// limit) starts with it.
+    pub fn launch(&mut self, launcher: &dyn Launcher) -> anyhow::Result<()> {
+        anyhow::ensure!(self.agent.is_none(), "the agent was launched already");
+        self.agent = Some(launcher.launch(&self.handover)?);
+        self.t0 = Some(Instant::now());
+        lock(&self.progress).start();
+        Ok(())
+    }
+
+    /// Follows the agent's submissions until every stage is submitted, the agent ends, its time
+    /// limit is reached or `interrupt` resolves; returns how it ended.
+    pub async fn wait(
+        &mut self,
+        interrupt: impl Future<Output = ()>,
+    ) -> anyhow::Result<SessionEnd> {
+        let (Some(agent), Some(t0), Some(env)) = (self.agent.as_mut(), self.t0, self.env.as_ref())
+        else {
+            bail!("the agent was not launched");
+        };
+        let remaining = self.opts.time_limit.saturating_sub(t0.elapsed());
+        let limit = tokio::time::sleep(remaining);
+        tokio::pin!(limit, interrupt);
+        let waited = loop {
+            tokio::select! {
+                Some(s) = self.submissions.recv() => {
+                    on_submission(env, &self.opts, &self.dir, &mut self.log, s, t0, &self.truth);
+                    if lock(&self.progress).finished() {
+                        break (SessionEnd::Submitted, None);
+                    }
+                }
+                exit = agent.wait() => {
+                    let exit = exit.context("waiting for the agent")?;
+                    break if exit.success {
+                        (SessionEnd::AgentExited, Some("the agent exited before submitting every stage".to_string()))
+                    } else {
+                        (SessionEnd::AgentFailed, Some(format!("the agent failed: {}", exit.description)))
+                    };
+                }
+                () = &mut limit => break (SessionEnd::TimeLimit, Some(format!("time limit of {:?} reached", self.opts.time_limit))),
+                () = &mut interrupt => break (SessionEnd::Interrupted, Some("interrupted".into())),
+            }
+        };
+        let reason = waited.0;
+        self.waited = Some(waited);
+        Ok(reason)
+    }
+
+    /// Launches the agent, waits for it and finishes the session; the environment is stopped
+    /// whatever happens.
+    pub async fn run(
+        mut self,
+        launcher: &dyn Launcher,
+        interrupt: impl Future<Output = ()>,
+    ) -> anyhow::Result<RunResult> {
+        let followed = match self.launch(launcher) {
+            Ok(()) => self.wait(interrupt).await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        match followed {
+            Ok(()) => self.finish().await,
+            Err(e) => {
+                self.abort().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Grades what is left to grade, ends the agent, stops the environment, writes the
+    /// trajectory and `run.json`, and moves the run to its place. An interrupted session is
+    /// stopped without a `run.json` and answers an error.
+    pub async fn finish(mut self) -> anyhow::Result<RunResult> {
+        let Some(env) = self.env.take() else {
+            bail!("the session was stopped already")
+        };
+        let concluded = self.conclude(&env).await;
+        let ended = env.stop(&self.dir).await;
+        let end = concluded?;
+        let ended = ended?;
+        if end.reason == SessionEnd::Interrupted {
+            bail!(
+                "interrupted: the agent was ended and the environment stopped; what was recorded is in {} (unfinished: no {})",
+                self.dir.display(),
+                record::RUN_FILE
+            );
+        }
+        let run = finish(
+            &self.opts,
+            &self.dir,
+            self.started_at,
+            end,
+            &mut self.log,
+            ended,
         )
-    })?;
-    // The staging area goes once nothing is left in it (other sessions may be writing there).
-    if let Some(staging) = dir.parent() {
-        let _ = std::fs::remove_dir(staging);
+        .await?;
+        std::fs::rename(&self.dir, &self.opts.out).with_context(|| {
+            format!(
+                "moving the finished run from {} to {}",
+                self.dir.display(),
+                self.opts.out.display()
+            )
+        })?;
+        // The staging area goes once nothing is left in it (other sessions may be writing there).
+        if let Some(staging) = self.dir.parent() {
+            let _ = std::fs::remove_dir(staging);
+        }
+        Ok(run)
     }
-    Ok(run)
+
+    /// Ends the agent and stops the environment without grading or writing a result.
+    pub async fn abort(mut self) {
+        if let Some(agent) = self.agent.take()
+            && let Err(e) = agent.end(GRACE).await
+        {
+            tracing::warn!("ending the agent: {e:#}");
+        }
+        self.servers = Servers::default();
+        if let Some(env) = self.env.take()
+            && let Err(e) = env.stop(&self.dir).await
+        {
+            tracing::warn!("stopping the environment: {e:#}");
+        }
+    }
+
+    /// After waiting: grades the mitigation (a pending one on the world as it stands now) while
+    /// the agent is ended, and says how the agent's part ended.
+    async fn conclude(&mut self, env: &Env) -> anyhow::Result<End> {
+        let (reason, error) = self.waited.take().unwrap_or((
+            SessionEnd::Interrupted,
+            Some("the session was not followed".into()),
+        ));
+        lock(&self.progress).tear_down();
+        let t0 = self.t0.unwrap_or_else(Instant::now);
+        // A mitigation not submitted is graded as the world stands when the agent's time is over.
+        let pending_fork = match (&self.log.mitigation, reason) {
+            (None, r) if r != SessionEnd::Interrupted => env.grading().map(|g| (g, t0.elapsed())),
+            _ => None,
+        };
+        let mut agent = self.agent.take();
+        if reason == SessionEnd::Submitted
+            && let Some(agent) = agent.as_mut()
+        {
+            // Time to read the last answer and leave on its own, as a finished agent does.
+            let _ = tokio::time::timeout(AFTER_LAST_SUBMISSION, agent.wait()).await;
+        }
+        // The agent is ended while the mitigation is graded: the fork no longer needs it.
+        let end_agent = async {
+            match agent {
+                Some(agent) => agent.end(GRACE).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let (status, mitigation) =
+            tokio::join!(end_agent, grade_mitigation(&mut self.log, pending_fork));
+        if let Some(exit) = status? {
+            tracing::debug!("agent ended: {}", exit.description);
+        }
+        self.servers = Servers::default();
+        let mitigation = mitigation?;
+        let ttm = mitigation
+            .as_ref()
+            .filter(|(m, _)| m.success)
+            .map(|(_, at)| at.as_secs_f64());
+        let (problem_id, seed, noise, mode) = match &self.opts.target {
+            Target::Live {
+                problem,
+                seed,
+                no_noise,
+                ..
+            } => (
+                problem.id.clone(),
+                Some(*seed),
+                Some(!no_noise),
+                RunMode::Live,
+            ),
+            Target::Replay { .. } => (env.problem_id(), None, None, RunMode::Replay),
+            Target::Kube { problem, .. } => (problem.id.clone(), None, None, RunMode::Live),
+        };
+        // Tokens measured by the proxy, when the agent's model calls went through it, else what
+        // the agent reported on submit.
+        let measured = self.llm_usage.snapshot();
+        if measured.steps > 0 || measured.input_tokens > 0 {
+            self.log.usage = Some(measured);
+        }
+        Ok(End {
+            mcp_requests: self.mcp_calls.load(Ordering::Relaxed),
+            reason,
+            error: if reason == SessionEnd::Submitted {
+                None
+            } else {
+                error
+            },
+            mitigation: mitigation.map(|(m, _)| m),
+            ttm,
+            prompt: self.handover.prompt.clone(),
+            mode,
+            problem_id,
+            seed,
+            noise,
+        })
+    }
 }
 
 /// How the agent's part ended.
@@ -192,16 +495,8 @@ impl Drop for Servers {
     }
 }
 
-/// What the agent is handed, and what counts its use of the session's MCP server and LLM proxy.
-struct Handed {
-    launch: Launch,
-    prompt: String,
-    mcp_calls: Arc<AtomicU64>,
-    llm_usage: Arc<apis::llm_proxy::UsageCounter>,
-}
-
 /// Writes the agent's kubeconfig and task, serves the MCP server (and the LLM proxy when asked),
-/// and puts together the agent's command and environment.
+/// and puts together the agent's environment; with the counters of its MCP and LLM use.
 async fn hand_over(
     env: &Env,
     opts: &SessionOptions,
@@ -209,7 +504,7 @@ async fn hand_over(
     submit_url: &str,
     dirs: (&Path, &Path),
     servers: &mut Servers,
-) -> anyhow::Result<Handed> {
+) -> anyhow::Result<(Handover, Arc<AtomicU64>, Arc<apis::llm_proxy::UsageCounter>)> {
     let (dir, workdir) = dirs;
     let endpoints = env.endpoints();
     let kubeconfig = workdir.join("kubeconfig");
@@ -264,7 +559,7 @@ async fn hand_over(
             "FAULTLINE_PROMPT_FILE".into(),
             workdir.join("prompt.md").display().to_string(),
         ),
-        ("FAULTLINE_MCP_URL".into(), mcp_url),
+        ("FAULTLINE_MCP_URL".into(), mcp_url.clone()),
     ];
     let llm_usage = Arc::new(apis::llm_proxy::UsageCounter::new());
     if let Some(upstream) = &opts.llm_upstream {
@@ -282,132 +577,17 @@ async fn hand_over(
     }
     agent_env.extend(opts.agent.env.iter().cloned());
     agent_env.push(("FAULTLINE_PROMPT".into(), prompt_text.clone()));
-    let launch = Launch {
-        command: agent::resolve_program(&opts.agent.command, &std::env::current_dir()?),
-        cwd: workdir.to_path_buf(),
+    let handover = Handover {
+        prompt: prompt_text,
+        workdir: workdir.to_path_buf(),
         env: agent_env,
+        endpoints: endpoints.clone(),
+        submit_url: submit_url.to_string(),
+        mcp_url,
         stdout: dir.join("agent.stdout"),
         stderr: dir.join("agent.stderr"),
-        echo: opts.echo,
     };
-    Ok(Handed {
-        launch,
-        prompt: prompt_text,
-        mcp_calls,
-        llm_usage,
-    })
-}
-
-/// Serves the submission API, runs the agent, follows its submissions until the session ends, and
-/// grades what is left to grade.
-async fn drive(
-    env: &Env,
-    opts: &SessionOptions,
-    dir: &Path,
-    workdir: &Path,
-    interrupt: impl Future<Output = ()>,
-) -> anyhow::Result<(End, Log)> {
-    let mut servers = Servers::default();
-    let progress = Arc::new(Mutex::new(Progress::new(env.mitigates())));
-    let (tx, mut submissions) = mpsc::channel(4);
-    let app = env.app();
-    let submit_state = Arc::new(SubmitState {
-        progress: progress.clone(),
-        app: app.clone(),
-        submissions: tx,
-    });
-    let submit_url = servers.serve(submit::router(submit_state)).await?;
-    let Handed {
-        launch,
-        prompt: prompt_text,
-        mcp_calls,
-        llm_usage,
-    } = hand_over(env, opts, &app, &submit_url, (dir, workdir), &mut servers).await?;
-    let mut agent = Agent::spawn(&launch)?;
-    let t0 = Instant::now();
-    lock(&progress).start();
-    let mut log = Log::default();
-    let truth = Arc::new(env.truth());
-    let limit = tokio::time::sleep(opts.time_limit);
-    tokio::pin!(limit, interrupt);
-    let (reason, error) = loop {
-        tokio::select! {
-            Some(s) = submissions.recv() => {
-                on_submission(env, opts, dir, &mut log, s, t0, &truth);
-                if lock(&progress).finished() {
-                    break (SessionEnd::Submitted, None);
-                }
-            }
-            status = agent.wait() => {
-                let status = status.context("waiting for the agent")?;
-                break if status.success() {
-                    (SessionEnd::AgentExited, Some("the agent exited before submitting every stage".to_string()))
-                } else {
-                    (SessionEnd::AgentFailed, Some(format!("the agent failed: {}", agent::describe(&status))))
-                };
-            }
-            () = &mut limit => break (SessionEnd::TimeLimit, Some(format!("time limit of {:?} reached", opts.time_limit))),
-            () = &mut interrupt => break (SessionEnd::Interrupted, Some("interrupted".into())),
-        }
-    };
-    lock(&progress).tear_down();
-    // A mitigation not submitted is graded as the world stands when the agent's time is over.
-    let pending_fork = match (&log.mitigation, reason) {
-        (None, r) if r != SessionEnd::Interrupted => env.grading().map(|g| (g, t0.elapsed())),
-        _ => None,
-    };
-    if reason == SessionEnd::Submitted {
-        // Time to read the last answer and leave on its own, as a finished agent does.
-        let _ = tokio::time::timeout(AFTER_LAST_SUBMISSION, agent.wait()).await;
-    }
-    // The agent is ended while the mitigation is graded: the fork no longer needs it.
-    let (status, mitigation) =
-        tokio::join!(agent.end(GRACE), grade_mitigation(&mut log, pending_fork));
-    tracing::debug!("agent ended: {}", agent::describe(&status?));
-    drop(servers);
-    let mitigation = mitigation?;
-    let ttm = mitigation
-        .as_ref()
-        .filter(|(m, _)| m.success)
-        .map(|(_, at)| at.as_secs_f64());
-    let (problem_id, seed, noise, mode) = match &opts.target {
-        Target::Live {
-            problem,
-            seed,
-            no_noise,
-            ..
-        } => (
-            problem.id.clone(),
-            Some(*seed),
-            Some(!no_noise),
-            RunMode::Live,
-        ),
-        Target::Replay { .. } => (env.problem_id(), None, None, RunMode::Replay),
-        Target::Kube { problem, .. } => (problem.id.clone(), None, None, RunMode::Live),
-    };
-    // Tokens measured by the proxy, when the agent's model calls went through it, else what the
-    // agent reported on submit.
-    let measured = llm_usage.snapshot();
-    if measured.steps > 0 || measured.input_tokens > 0 {
-        log.usage = Some(measured);
-    }
-    let end = End {
-        mcp_requests: mcp_calls.load(Ordering::Relaxed),
-        reason,
-        error: if reason == SessionEnd::Submitted {
-            None
-        } else {
-            error
-        },
-        mitigation: mitigation.map(|(m, _)| m),
-        ttm,
-        prompt: prompt_text,
-        mode,
-        problem_id,
-        seed,
-        noise,
-    };
-    Ok((end, log))
+    Ok((handover, mcp_calls, llm_usage))
 }
 
 /// Records a submission; the agent's request is answered once it is recorded (for a mitigation,

@@ -18,15 +18,12 @@ use super::faults;
 use super::noise::{self, NoiseRun};
 
 /// The real cluster a snapshot runs on (`--env kube`).
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone)]
 pub struct KubeOptions {
-    #[command(flatten)]
-    pub cluster: super::ClusterArgs,
-    /// With --env kube: how long the healthy cluster is captured before the faults.
-    #[arg(long, default_value = "1m")]
+    pub cluster: super::ClusterAccess,
+    /// How long the healthy cluster is captured before the faults.
     pub baseline: Dur,
-    /// With --env kube: how long the faults stay in effect (captured) before they are reverted.
-    #[arg(long, default_value = "5m")]
+    /// How long the faults stay in effect (captured) before they are reverted.
     pub hold: Dur,
 }
 
@@ -77,7 +74,7 @@ pub fn snapshot(
         )?,
         None => vec![],
     };
-    let journal = opts.journal.open()?;
+    let journal = inject::journal::Journal::open(&opts.journal)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
         let cluster = Cluster::connect(opts.kubeconfig.as_deref()).await?;

@@ -11,7 +11,7 @@ use capture::http::HttpSource;
 use problems::HealthCondition;
 use serde_json::Value;
 
-use crate::live::mitigation;
+use live::mitigation;
 
 /// Health is judged over the last minute of traffic: four scrapes at Prometheus' default
 /// interval, so that a rate always has samples to work with (over two scrapes' worth, a window
@@ -149,7 +149,7 @@ pub struct Reading {
 }
 
 /// Why a reading is unhealthy, judged as the simulator's grader judges
-/// ([`crate::live::mitigation`]): the error ratio over the limit, a service's p99 too far above
+/// ([`live::mitigation`]): the error ratio over the limit, a service's p99 too far above
 /// its baseline or the entry's above the problem's limit, an alert firing that the problem does
 /// not excuse. No traffic at all is not health.
 pub fn reasons(

@@ -434,7 +434,7 @@ fn app_of<'c>(catalog: &'c Catalog, problem: &ProblemSpec) -> anyhow::Result<&'c
 
 /// The problem's noise over a run of `total_secs` from `seed`, on services other than the faults'
 /// targets when the profile asks (the same schedule on the simulator and on a cluster).
-pub(crate) fn noise_schedule(
+pub fn noise_schedule(
     catalog: &Catalog,
     problem: &ProblemSpec,
     app: &AppSpec,

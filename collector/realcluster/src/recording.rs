@@ -142,9 +142,9 @@ pub fn options(
             namespaces: [namespace.to_string()].into(),
             ..Default::default()
         },
-        prometheus: target.prometheus.clone(),
-        jaeger: target.jaeger.clone(),
-        loki: target.loki.clone(),
+        prometheus: target.observability.prometheus.clone(),
+        jaeger: target.observability.jaeger.clone(),
+        loki: target.observability.loki.clone(),
         window: capture::Window {
             since_ns,
             until_ns: since_ns + 1,

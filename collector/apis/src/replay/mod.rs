@@ -1,4 +1,4 @@
-//! `collector replay`: serve a recorded dataset through the APIs agents use at a virtual now, shifted
+//! A recorded dataset served (what `collector replay` runs): serve a recorded dataset through the APIs agents use at a virtual now, shifted
 //! so that it looks live unless asked to stay frozen.
 //!
 //! Each API gets its own listener (the Kubernetes, Prometheus and Jaeger path spaces overlap under
@@ -12,14 +12,16 @@ use std::sync::Arc;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::env::load_dataset;
-use apis::audit::Api;
-use apis::audit::layer::{AuditLog, AuditSink, audited};
-use apis::jaeger::{self, JaegerFacade};
-use apis::kube::feed::ObjectFeed;
-use apis::kube::{KubeFacade, router as kube_router};
-use apis::loki::{self, LokiFacade};
-use apis::prometheus;
+use crate::audit::Api;
+use crate::audit::layer::{AuditLog, AuditSink, audited};
+use crate::jaeger::{self, JaegerFacade};
+use crate::kube::feed::ObjectFeed;
+use crate::kube::{KubeFacade, router as kube_router};
+use crate::loki::{self, LokiFacade};
+use crate::prometheus;
+use observations::load_dataset;
+
+pub mod observations;
 use schemas::time::Clock;
 
 #[derive(Debug, Clone)]
@@ -33,7 +35,7 @@ pub struct ReplayOptions {
     /// unless `--frozen`).
     pub time_shift: bool,
     /// What one request to the APIs may cost.
-    pub limits: apis::limits::Limits,
+    pub limits: crate::limits::Limits,
 }
 
 /// Where each API listens.
@@ -254,7 +256,7 @@ async fn serve(
 /// Binds `base` with its port moved by `offset` (or a free port when the base port is 0). The
 /// four APIs take four consecutive ports: a base too close to 65535 is refused rather than
 /// wrapped around to ports 0, 1, 2.
-pub(crate) async fn bind(base: SocketAddr, offset: u16) -> anyhow::Result<TcpListener> {
+pub async fn bind(base: SocketAddr, offset: u16) -> anyhow::Result<TcpListener> {
     let mut addr = base;
     if base.port() != 0 {
         let port = base.port().checked_add(offset).with_context(|| {

@@ -1,4 +1,4 @@
-//! `collector eval`: agents × problems × runs × noise, each cell one session (`crate::session`),
+//! `collector eval`: agents × problems × runs × noise, each cell one session ([`crate::run`]),
 //! several at once. A finished cell is a run directory holding `run.json` (sessions publish a run
 //! by renaming it into place), so an evaluation killed at any point resumes by running the cells
 //! that have none; what a killed session left half-written sits in `<out>/.unfinished/` and is
@@ -16,12 +16,13 @@ use futures_util::StreamExt;
 use problems::{Catalog, Dur};
 use tokio::sync::watch;
 
-use crate::run::problem::Options as RunOptions;
-use crate::session::{self, AgentSpec, Judging, SessionOptions, Target};
+use crate as session;
+use crate::{AgentSpec, Judging, SessionOptions, Target};
 use plan::{AgentEntry, Cell};
+use runner::problem::Options as RunOptions;
 
 /// Live sessions (diagnose and mitigate) or replayed datasets (diagnose).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Live,
     Replay,
@@ -218,7 +219,7 @@ async fn record_datasets(
                 no_noise: !noise,
                 ..RunOptions::default()
             };
-            crate::run::snapshot::snapshot(&catalog, spec, &run, &dir, &mut |_, _| {})
+            runner::snapshot::snapshot(&catalog, spec, &run, &dir, &mut |_, _| {})
                 .with_context(|| format!("recording {}", dir.display()))?;
             Ok(())
         })

@@ -46,7 +46,7 @@ pub fn plan(
     window: Duration,
 ) -> anyhow::Result<Vec<PlannedNoise>> {
     let secs = window.as_secs() as i64;
-    crate::run::problem::noise_schedule(catalog, problem, app, seed, secs)
+    runner::problem::noise_schedule(catalog, problem, app, seed, secs)
 }
 
 /// A schedule being played from a start instant, until stopped.

@@ -13,11 +13,11 @@ use apis::audit::layer::AuditSink;
 use problems::{Catalog, Dur, ProblemSpec};
 
 use super::submit::AppInfo;
-use crate::kube::session::{ClusterGrading, KubeTarget, OnCluster};
-use crate::live::mitigation::{self, Verdict};
-use crate::live::{LiveEnv, LiveOptions};
-use crate::replay::{Endpoints, Replay, ReplayOptions};
-use crate::run::problem::ProblemRun;
+use apis::replay::{Endpoints, Replay, ReplayOptions};
+use live::mitigation::{self, Verdict};
+use live::{LiveEnv, LiveOptions};
+use realcluster::session::{ClusterGrading, KubeTarget, OnCluster};
+use runner::problem::ProblemRun;
 
 /// What the session runs against.
 #[derive(Debug, Clone)]

@@ -29,14 +29,14 @@ use anyhow::{Context, bail};
 use problems::{Catalog, Dur, ProblemSpec};
 use schemas::time::{Clock, LiveNow, real_now_ns};
 
-use crate::replay::Endpoints;
-use crate::run::problem::{Options, ProblemRun};
 use apis::audit::layer::{AuditLog, AuditSink, audited};
 use apis::audit::{Api, AuditEvent};
 use apis::jaeger::{self, JaegerFacade};
 use apis::kube::{KubeFacade, router as kube_router};
 use apis::loki::{self, LokiFacade};
 use apis::prometheus;
+use apis::replay::Endpoints;
+use runner::problem::{Options, ProblemRun};
 use sim::util::NS_PER_SEC;
 pub use stores::LiveStores;
 use writes::LiveCluster;
@@ -132,7 +132,7 @@ impl LiveEnv {
         };
         // The history ends at the wall clock's now: a container's `date`, its log lines and
         // its HTTP answers tell the same time as the API.
-        let onset = crate::run::problem::onset_secs(problem, &run_opts)?;
+        let onset = runner::problem::onset_secs(problem, &run_opts)?;
         let history = onset + (opts.since_onset.as_millis() / 1000) as i64;
         run_opts.start_ns = Some(real_now_ns() - history * NS_PER_SEC);
         let mut run = if opts.bare {
@@ -451,7 +451,7 @@ async fn listen(
     let mut urls = Vec::new();
     let mut servers = Vec::new();
     for (i, router) in routers.into_iter().enumerate() {
-        let listener = crate::replay::bind(listen, i as u16).await?;
+        let listener = apis::replay::bind(listen, i as u16).await?;
         let local = listener.local_addr()?;
         urls.push(format!("http://{local}"));
         // With the peer's address, which audit events record.

@@ -14,7 +14,7 @@ use sim::objects::key;
 use sim::shell::process::Process;
 use sim::shell::{self, EnterError, Limits, Output, Session, http};
 
-use crate::run::problem::ProblemRun;
+use runner::problem::ProblemRun;
 
 /// The containers of the running world.
 pub struct LiveContainers {

@@ -1,4 +1,6 @@
-//! The agent under evaluation: a shell command line started in its own process group, in its own
+//! The agent under evaluation, as the session sees it: something a [`Launcher`] starts from what
+//! the session hands over, that the session can wait for and end ([`RunningAgent`]). The launcher
+//! of today, [`CommandLauncher`], runs a shell command line in its own process group, in its own
 //! working directory, with the session's environment; its stdout and stderr are stored as they
 //! come (and echoed when asked). Ending it ends the whole group, so nothing it started lingers.
 
@@ -7,6 +9,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
+use futures_util::future::BoxFuture;
 use rustix::process::{Pid, Signal};
 use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::{Child, Command};
@@ -16,7 +19,70 @@ use tokio::task::JoinHandle;
 /// credentials are not the agent's business.
 const WITHHELD_PREFIXES: [&str; 2] = ["FAULTLINE_", "JUDGE_"];
 
-/// How to start the agent.
+/// Starts an agent from what the session hands over: a process, a sandboxed process, a harness's
+/// trial, a connection of an external driver.
+pub trait Launcher: Send + Sync {
+    fn launch(&self, handover: &crate::Handover) -> anyhow::Result<Box<dyn RunningAgent>>;
+}
+
+/// A started agent.
+pub trait RunningAgent: Send {
+    /// Resolves when the agent ends on its own.
+    fn wait(&mut self) -> BoxFuture<'_, anyhow::Result<Exit>>;
+    /// Ends the agent (asking first, then forcing after `grace`), once what it wrote is stored.
+    fn end(self: Box<Self>, grace: Duration) -> BoxFuture<'static, anyhow::Result<Exit>>;
+}
+
+/// How an agent ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    pub success: bool,
+    /// As a record says it (`exit status 3`, `killed by signal 9`).
+    pub description: String,
+}
+
+impl Exit {
+    pub fn of(status: &ExitStatus) -> Exit {
+        Exit {
+            success: status.success(),
+            description: describe(status),
+        }
+    }
+}
+
+/// Runs the agent's command line with `sh -c` in the handed-over directory and environment.
+#[derive(Debug, Clone)]
+pub struct CommandLauncher {
+    pub command: String,
+    /// Also copy its output to this process's stderr.
+    pub echo: bool,
+}
+
+impl Launcher for CommandLauncher {
+    fn launch(&self, handover: &crate::Handover) -> anyhow::Result<Box<dyn RunningAgent>> {
+        let launch = Launch {
+            command: resolve_program(&self.command, &std::env::current_dir()?),
+            cwd: handover.workdir.clone(),
+            env: handover.env.clone(),
+            stdout: handover.stdout.clone(),
+            stderr: handover.stderr.clone(),
+            echo: self.echo,
+        };
+        Ok(Box::new(Agent::spawn(&launch)?))
+    }
+}
+
+impl RunningAgent for Agent {
+    fn wait(&mut self) -> BoxFuture<'_, anyhow::Result<Exit>> {
+        Box::pin(async move { Ok(Exit::of(&Agent::wait(self).await?)) })
+    }
+
+    fn end(self: Box<Self>, grace: Duration) -> BoxFuture<'static, anyhow::Result<Exit>> {
+        Box::pin(async move { Ok(Exit::of(&Agent::end(*self, grace).await?)) })
+    }
+}
+
+/// How to start the agent's process.
 #[derive(Debug, Clone)]
 pub struct Launch {
     /// Run with `sh -c`.

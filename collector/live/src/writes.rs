@@ -16,7 +16,7 @@ use sim::world::World;
 use sim::writes::{DeleteOptions, Propagation};
 
 use super::stores::LiveStores;
-use crate::run::problem::ProblemRun;
+use runner::problem::ProblemRun;
 
 /// The running world, behind the Kubernetes API.
 pub struct LiveCluster {

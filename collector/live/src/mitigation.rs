@@ -12,7 +12,7 @@ use problems::{HealthCondition, ProblemSpec};
 use serde::Serialize;
 use sim::Sim;
 
-use crate::run::problem::ProblemRun;
+use runner::problem::ProblemRun;
 
 /// The longest a fixed system may take to recover (rollouts, back-offs, rescheduling).
 pub const SETTLE_MAX_SECS: i64 = 600;
