@@ -142,9 +142,9 @@ pub fn options(
             namespaces: [namespace.to_string()].into(),
             ..Default::default()
         },
-        prometheus: target.observability.prometheus.clone(),
-        jaeger: target.observability.jaeger.clone(),
-        loki: target.observability.loki.clone(),
+        prometheus: target.cluster.observability.prometheus.clone(),
+        jaeger: target.cluster.observability.jaeger.clone(),
+        loki: target.cluster.observability.loki.clone(),
         window: capture::Window {
             since_ns,
             until_ns: since_ns + 1,

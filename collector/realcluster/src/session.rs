@@ -9,7 +9,6 @@
 //! (a relapse inside the window fails).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
@@ -35,11 +34,8 @@ use live::mitigation::{Verdict, unready_pods};
 /// The cluster a session runs on.
 #[derive(Debug, Clone)]
 pub struct KubeTarget {
-    /// Its kubeconfig (current context); KUBECONFIG, ~/.kube/config or in-cluster when absent.
-    pub kubeconfig: Option<PathBuf>,
-    pub observability: super::Observability,
-    /// The undo journal's directory.
-    pub journal: PathBuf,
+    /// Where the cluster is reached, its observability, the undo journal.
+    pub cluster: super::ClusterAccess,
     /// Namespaces the agent does not see, beside the injection plane's own.
     pub hide: Vec<String>,
     /// How long a fixed cluster may take to settle (rollouts, restarts) before the mitigation
@@ -92,7 +88,7 @@ impl OnCluster {
             .app(&problem.application)
             .with_context(|| format!("no application `{}` in the catalog", problem.application))?
             .clone();
-        let cluster = Cluster::connect(target.kubeconfig.as_deref()).await?;
+        let cluster = Cluster::connect(target.cluster.kubeconfig.as_deref()).await?;
         let ns_path = format!("/api/v1/namespaces/{}", app.namespace);
         if get(cluster.client(), &ns_path).await.is_err() {
             anyhow::bail!(
@@ -101,7 +97,7 @@ impl OnCluster {
                 app.name
             );
         }
-        let prometheus = match &target.observability.prometheus {
+        let prometheus = match &target.cluster.observability.prometheus {
             Some(_) if target.settle_within.as_secs() < health::WINDOW_SECS => {
                 anyhow::bail!(
                     "--settle-within {}s is shorter than the {}s of traffic health is judged on \
@@ -129,7 +125,7 @@ impl OnCluster {
             Some(seed) => noise::plan(catalog, problem, &app, seed, target.noise_window)?,
             None => vec![],
         };
-        let journal = inject::journal::Journal::open(&target.journal)?;
+        let journal = inject::journal::Journal::open(&target.cluster.journal)?;
         let injector = Arc::new(Injector { cluster, journal });
         let active = faults::inject_all(&injector, problem, &app, &[]).await?;
         let onset_ns = real_now_ns();
@@ -162,9 +158,24 @@ impl OnCluster {
         };
         let endpoints = Endpoints {
             kubernetes: proxy.url(),
-            prometheus: target.observability.prometheus.clone().unwrap_or_default(),
-            jaeger: target.observability.jaeger.clone().unwrap_or_default(),
-            loki: target.observability.loki.clone().unwrap_or_default(),
+            prometheus: target
+                .cluster
+                .observability
+                .prometheus
+                .clone()
+                .unwrap_or_default(),
+            jaeger: target
+                .cluster
+                .observability
+                .jaeger
+                .clone()
+                .unwrap_or_default(),
+            loki: target
+                .cluster
+                .observability
+                .loki
+                .clone()
+                .unwrap_or_default(),
         };
         Ok(OnCluster {
             endpoints,

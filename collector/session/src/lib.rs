@@ -195,20 +195,12 @@ impl Session {
             app: app.clone(),
             submissions: tx,
         });
-        let handed = match servers.serve(submit::router(submit_state)).await {
-            Ok(submit_url) => {
-                hand_over(
-                    &env,
-                    &opts,
-                    &app,
-                    &submit_url,
-                    (&dir, workdir.path()),
-                    &mut servers,
-                )
-                .await
-            }
-            Err(e) => Err(e),
-        };
+        let handed = async {
+            let submit_url = servers.serve(submit::router(submit_state)).await?;
+            let dirs = (dir.as_path(), workdir.path());
+            hand_over(&env, &opts, &app, &submit_url, dirs, &mut servers).await
+        }
+        .await;
         let (handover, mcp_calls, llm_usage) = match handed {
             Ok(h) => h,
             Err(e) => {
@@ -305,12 +297,13 @@ impl Session {
         launcher: &dyn Launcher,
         interrupt: impl Future<Output = ()>,
     ) -> anyhow::Result<RunResult> {
-        let followed = match self.launch(launcher) {
-            Ok(()) => self.wait(interrupt).await.map(|_| ()),
-            Err(e) => Err(e),
-        };
+        let followed = async {
+            self.launch(launcher)?;
+            self.wait(interrupt).await
+        }
+        .await;
         match followed {
-            Ok(()) => self.finish().await,
+            Ok(_) => self.finish().await,
             Err(e) => {
                 self.abort().await;
                 Err(e)
@@ -336,7 +329,7 @@ impl Session {
                 record::RUN_FILE
             );
         }
-        let run = finish(
+        let run = write_records(
             &self.opts,
             &self.dir,
             self.started_at,
@@ -660,7 +653,7 @@ async fn grade_mitigation(
 }
 
 /// Writes the records of a finished session: trajectory, then `run.json`.
-async fn finish(
+async fn write_records(
     opts: &SessionOptions,
     dir: &Path,
     started_at: chrono::DateTime<Utc>,

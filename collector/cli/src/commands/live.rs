@@ -110,9 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Some(id), _) if kube => Target::Kube {
             problem: problem(id)?,
             cluster: KubeTarget {
-                kubeconfig: args.cluster.kubeconfig.clone(),
-                observability: args.cluster.observability.options(),
-                journal: args.cluster.journal.journal.clone(),
+                cluster: args.cluster.access(),
                 hide: args.hide_namespaces.clone(),
                 settle_within: args.settle_within.to_std(),
                 noise_seed: (!args.no_noise).then_some(args.seed),
