@@ -50,6 +50,10 @@ pub trait ContainerExec: Send + Sync {
 const IDLE: Duration = Duration::from_secs(30 * 60);
 /// Largest payload of one message.
 const FRAME: usize = 32 * 1024;
+/// A container runtime takes tens of milliseconds to start an exec'd process, and clients count
+/// on it: client-go reads the socket while it is still creating its streams and drops a frame for
+/// a stream it has not created yet. Output sent at once would race that and be lost now and then.
+const PROCESS_START: Duration = Duration::from_millis(50);
 
 /// Serves one exec or attach request. The pod and container are checked before the upgrade: a
 /// client that falls back to SPDY after a refused WebSocket (kubectl) gets the same refusal.
@@ -102,6 +106,7 @@ async fn stream(
     options: Options,
 ) {
     let mut chunk = call(&session, |s| s.start()).await;
+    chunk.wait = chunk.wait.max(PROCESS_START);
     loop {
         if send(&mut socket, &options, &mut chunk).await.is_err() {
             return;
