@@ -184,6 +184,7 @@ fn geo_session(out: &std::path::Path) -> (Catalog, SessionOptions, String) {
         judging: Judging::default(),
         staging: None,
         llm_upstream: None,
+        isolation: Default::default(),
     };
     (catalog, opts, diagnosis)
 }
