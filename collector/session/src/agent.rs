@@ -384,7 +384,8 @@ mod tests {
             format!("{};echo", abs("./run.sh"))
         );
         // What was resolved reads back as the program's path.
-        for p in ["bin/my agent.sh", "run.sh"] {
+        std::fs::write(dir.path().join("bin/agent.sh"), "").unwrap();
+        for p in ["bin/agent.sh", "run.sh"] {
             let resolved = resolve_program(&format!("./{p} --x"), at);
             assert_eq!(program_of(&resolved), at.join(".").join(p).to_string_lossy());
         }

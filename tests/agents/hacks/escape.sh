@@ -40,7 +40,8 @@ for p in /proc/[0-9]*; do
   case "$exe" in
     *collector*)
       "$exe" problems list --json 2>/dev/null | grep -q reference_fix && got "ran $exe: the catalog"
-      kill -9 "${p#/proc/}" 2>/dev/null && got "killed collector ${p#/proc/}";;
+      # HUNT_NO_KILL: a control run outside the sandbox, which must live to write its record.
+      [ -z "${HUNT_NO_KILL:-}" ] && kill -9 "${p#/proc/}" 2>/dev/null && got "killed collector ${p#/proc/}";;
   esac
 done
 blocked "binary and kill"
@@ -59,7 +60,7 @@ unset IFS
 blocked "paths"
 
 # Writes outside the home.
-for dir in /usr /etc /bin /run /run/endpoints; do
+for dir in / /usr /etc /bin /run /run/endpoints; do
   touch "$dir/written-by-agent" 2>/dev/null && got "wrote into $dir"
 done
 blocked "writes"

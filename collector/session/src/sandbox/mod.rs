@@ -6,9 +6,9 @@
 //!
 //! bubblewrap (`bwrap`, what Flatpak runs apps in) builds it: user, PID, mount, IPC, UTS and
 //! network namespaces; a root of read-only binds of `/usr`, `/etc` and the `/bin`, `/lib*` links;
-//! a private `/tmp`; the agent's directory as its home. Its arguments reach it on its standard
+//! a private `/tmp`; the agent's directory as its home. Its options reach it on its standard
 //! input (`--args 0`), so that the sandbox's first process shows no paths or variables in its
-//! command line.
+//! command line, only the relay's ports and the agent's own command.
 //!
 //! Network: the sandbox has its own network namespace, whose loopback is the agent's alone (it may
 //! listen and connect there freely: `kubectl port-forward` works). `netrelay` listens on it on each
@@ -140,13 +140,16 @@ impl Launcher for SandboxLauncher {
             ports: &ports,
             command: &command,
         };
+        let (options, inside) = bwrap_args(&plan);
         let mut stdin = Vec::new();
-        for arg in bwrap_args(&plan) {
+        for arg in options {
             stdin.extend_from_slice(arg.as_encoded_bytes());
             stdin.push(0);
         }
+        let mut argv: Vec<OsString> = vec![self.bwrap.clone().into(), "--args".into(), "0".into()];
+        argv.extend(inside);
         let launch = Launch {
-            argv: vec![self.bwrap.clone().into(), "--args".into(), "0".into()],
+            argv,
             cwd: handover.workdir.clone(),
             env: vec![],
             clear_env: true,
@@ -243,8 +246,10 @@ pub struct Plan<'a> {
     pub command: &'a str,
 }
 
-/// bubblewrap's arguments for a plan (IO-free).
-pub fn bwrap_args(plan: &Plan<'_>) -> Vec<OsString> {
+/// bubblewrap's arguments for a plan (IO-free): the options, which go through a file
+/// descriptor, and the command after them (bubblewrap takes the command from its command line
+/// only; it names the relay's ports and the agent's own command, nothing else).
+pub fn bwrap_args(plan: &Plan<'_>) -> (Vec<OsString>, Vec<OsString>) {
     let mut a: Vec<OsString> = Vec::new();
     let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
         a.extend(items.iter().map(|i| i.as_ref().to_os_string()));
@@ -274,22 +279,25 @@ pub fn bwrap_args(plan: &Plan<'_>) -> Vec<OsString> {
         }
     }
     push(&[&"--proc", &"/proc", &"--dev", &"/dev", &"--tmpfs", &"/tmp"]);
-    push(&[&"--dir", &"/run", &"--ro-bind", &plan.sockets, &SOCKETS]);
+    push(&[&"--tmpfs", &"/run", &"--ro-bind", &plan.sockets, &SOCKETS]);
     push(&[&"--ro-bind", &plan.relay, &RELAY]);
     for b in plan.binds {
         push(&[&"--ro-bind", b, b]);
     }
     push(&[&"--bind", &plan.home, &HOME, &"--chdir", &HOME]);
+    // Once every mount point is made: the root and /run read-only, so the agent writes in its
+    // home and /tmp only.
+    push(&[&"--remount-ro", &"/run", &"--remount-ro", &"/"]);
     push(&[&"--clearenv"]);
     for (k, v) in plan.env {
         push(&[&"--setenv", k, v]);
     }
-    push(&[&"--", &RELAY]);
+    let mut command: Vec<OsString> = vec!["--".into(), RELAY.into()];
     for port in plan.ports {
-        push(&[&format!("127.0.0.1:{port}={SOCKETS}/{port}")]);
+        command.push(format!("127.0.0.1:{port}={SOCKETS}/{port}").into());
     }
-    push(&[&"--", &"sh", &"-c", &plan.command]);
-    a
+    command.extend(["--", "sh", "-c", plan.command].map(OsString::from));
+    (a, command)
 }
 
 /// The system directories as this host has them.
@@ -455,11 +463,20 @@ mod tests {
             ports: &[6443, 9090],
             command: "./agent.sh",
         };
-        let args: Vec<String> = bwrap_args(&plan)
+        let (options, command) = bwrap_args(&plan);
+        let args: Vec<String> = options
             .into_iter()
+            .chain(command.clone())
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         let joined = args.join(" ");
+        // What shows in the sandbox's process list is the relay and the agent's own command.
+        let shown: Vec<String> = command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(shown[..2], ["--", "/run/netrelay"]);
+        assert!(!shown.iter().any(|a| a.contains("/tmp/")), "{shown:?}");
         for needed in [
             "--unshare-user",
             "--unshare-pid",
