@@ -113,8 +113,9 @@ fn escape(work: &Path, agents: &Path, sandboxed: bool, name: &str) -> (Value, St
     if sandboxed {
         args.extend_from_slice(&["--sandbox", "--agent-bind", &bind]);
     } else {
-        // Outside the sandbox it would kill the session itself.
-        args.extend_from_slice(&["--agent-env", "HUNT_NO_KILL=1"]);
+        // Outside the sandbox it only reads: its kill and writes would reach the session itself,
+        // every process named collector on the machine, and the checkout.
+        args.extend_from_slice(&["--agent-env", "HUNT_READ_ONLY=1"]);
     }
     let output = collector(&args);
     assert!(output.status.success(), "{}", e2e::text(&output));

@@ -4,7 +4,8 @@
 # HUNT_PATHS (a checkout, a catalog, an earlier run, a journal: the test names them), another
 # server's port (HUNT_PORT), writes outside its home, killing whatever runs the session, and the
 # session's binary run for the catalog's answers. Each attempt prints `GOT: what` when it worked,
-# `blocked: what` when it did not; then it submits a guess and leaves.
+# `blocked: what` when it did not; then it submits a guess and leaves. With HUNT_READ_ONLY (a
+# control run outside the sandbox) it only reads.
 . "$(dirname "$0")/../lib.sh"
 set +e
 got() { echo "GOT: $*"; }
@@ -40,8 +41,9 @@ for p in /proc/[0-9]*; do
   case "$exe" in
     *collector*)
       "$exe" problems list --json 2>/dev/null | grep -q reference_fix && got "ran $exe: the catalog"
-      # HUNT_NO_KILL: a control run outside the sandbox, which must live to write its record.
-      [ -z "${HUNT_NO_KILL:-}" ] && kill -9 "${p#/proc/}" 2>/dev/null && got "killed collector ${p#/proc/}";;
+      # HUNT_READ_ONLY: a control run outside the sandbox, which must neither end the session
+      # nor write into the paths it finds.
+      [ -z "${HUNT_READ_ONLY:-}" ] && kill -9 "${p#/proc/}" 2>/dev/null && got "killed collector ${p#/proc/}";;
   esac
 done
 blocked "binary and kill"
@@ -54,14 +56,14 @@ for path in $HUNT_PATHS; do
     got "path $path exists"
     find "$path" -maxdepth 3 -name 'ground_truth.json' 2>/dev/null | head -1 | grep -q . && got "ground truth under $path"
   fi
-  touch "$path/written-by-agent" 2>/dev/null && got "wrote into $path"
+  [ -z "${HUNT_READ_ONLY:-}" ] && touch "$path/written-by-agent" 2>/dev/null && got "wrote into $path"
 done
 unset IFS
 blocked "paths"
 
 # Writes outside the home.
 for dir in / /usr /etc /bin /run /run/endpoints; do
-  touch "$dir/written-by-agent" 2>/dev/null && got "wrote into $dir"
+  [ -z "${HUNT_READ_ONLY:-}" ] && touch "$dir/written-by-agent" 2>/dev/null && got "wrote into $dir"
 done
 blocked "writes"
 
