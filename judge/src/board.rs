@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use schemas::run_result::RunResult;
+use schemas::run_result::{AgentSandbox, RunResult};
 use schemas::verdict::{JudgeResults, JudgedItem, RunFacts, VerdictStatus};
 use serde::Serialize;
 
@@ -105,6 +105,8 @@ pub struct BoardRun {
     pub ttm_secs: Option<f64>,
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// Where the agent ran, when its record says.
+    pub agent_sandbox: Option<AgentSandbox>,
     /// Where it was read from.
     pub source: String,
 }
@@ -127,6 +129,7 @@ impl BoardRun {
             self.ttm_secs = f.ttm_secs;
             self.input_tokens = f.agent_usage.as_ref().map(|u| u.input_tokens);
             self.output_tokens = f.agent_usage.as_ref().map(|u| u.output_tokens);
+            self.agent_sandbox = f.agent_sandbox;
         }
         self
     }
@@ -144,6 +147,7 @@ impl BoardRun {
             ttm_secs: None,
             input_tokens: None,
             output_tokens: None,
+            agent_sandbox: None,
             source,
         }
     }
@@ -279,6 +283,8 @@ pub struct BoardRow {
     pub pass_at_k: PassAtK,
     /// How many runs' diagnosis each source decided.
     pub decided_by: BTreeMap<DecidedBy, usize>,
+    /// Runs whose agent ran without the sandbox (`--no-sandbox`): it could have read the answers.
+    pub unsandboxed: usize,
 }
 
 /// The whole board (`board.json`).
@@ -286,6 +292,8 @@ pub struct BoardRow {
 pub struct Board {
     /// Runs per source of their diagnosis pass, over the whole board.
     pub decided_by: BTreeMap<DecidedBy, usize>,
+    /// Runs whose agent ran without the sandbox, over the whole board.
+    pub unsandboxed: usize,
     pub rows: Vec<BoardRow>,
 }
 
@@ -379,7 +387,13 @@ fn row(agent: &str, noise: Option<bool>, runs: &[&BoardRun], k: usize) -> BoardR
             problems,
         },
         decided_by,
+        unsandboxed: unsandboxed(runs.iter().copied()),
     }
+}
+
+fn unsandboxed<'a>(runs: impl Iterator<Item = &'a BoardRun>) -> usize {
+    runs.filter(|r| r.agent_sandbox == Some(AgentSandbox::None))
+        .count()
 }
 
 /// The board of `runs`, one row per (agent, noise). `k` for pass@k defaults to the fewest trials
@@ -411,7 +425,11 @@ pub fn build(runs: &[BoardRun], k: Option<usize>) -> anyhow::Result<Board> {
     for r in runs {
         *decided_by.entry(r.decided_by).or_insert(0) += 1;
     }
-    Ok(Board { decided_by, rows })
+    Ok(Board {
+        decided_by,
+        unsandboxed: unsandboxed(runs.iter()),
+        rows,
+    })
 }
 
 /// One sentence on what decided the diagnoses of the board.
@@ -428,6 +446,27 @@ pub fn provenance(board: &Board) -> String {
         .map(|(d, n)| format!("{n} by {}", names(d)))
         .collect();
     format!("diagnosis pass: {}", parts.join("; "))
+}
+
+/// The board's warning when some agents ran without the sandbox: their scores may come from
+/// reading the answers, not from doing the work.
+pub fn sandbox_warning(board: &Board) -> Option<String> {
+    if board.unsandboxed == 0 {
+        return None;
+    }
+    let agents: BTreeSet<&str> = board
+        .rows
+        .iter()
+        .filter(|r| r.unsandboxed > 0)
+        .map(|r| r.agent.as_str())
+        .collect();
+    let agents: Vec<&str> = agents.into_iter().collect();
+    Some(format!(
+        "warning: {} runs ({}) had no agent sandbox (--no-sandbox): those agents could read the \
+         answers, so their scores are not comparable with sandboxed runs'",
+        board.unsandboxed,
+        agents.join(", ")
+    ))
 }
 
 fn pct(r: &Rate) -> String {
@@ -494,6 +533,10 @@ pub fn text(board: &Board) -> String {
         );
     }
     s.push_str(&provenance(board));
+    if let Some(w) = sandbox_warning(board) {
+        s.push('\n');
+        s.push_str(&w);
+    }
     s
 }
 
@@ -537,6 +580,9 @@ pub fn html_section(board: &Board) -> String {
     }
     t.push_str("</tbody></table>");
     let _ = write!(t, r#"<p class="meta">{}</p>"#, esc(&provenance(board)));
+    if let Some(w) = sandbox_warning(board) {
+        let _ = write!(t, r#"<p class="warning">{}</p>"#, esc(&w));
+    }
     let agents: BTreeSet<&str> = board.rows.iter().map(|r| r.agent.as_str()).collect();
     let _ = write!(
         t,

@@ -343,7 +343,7 @@ pub fn page(lb: Option<&Leaderboard>, board: Option<&Board>) -> String {
     }
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#111;background:#fff}table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}td:nth-child(2),th:nth-child(2){text-align:left}h1{font-size:22px}h2{font-size:17px;margin-top:28px}.meta{color:#555}";
+const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#111;background:#fff}table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}td:nth-child(2),th:nth-child(2){text-align:left}h1{font-size:22px}h2{font-size:17px;margin-top:28px}.meta{color:#555}.warning{color:#a40000;font-weight:bold}";
 
 pub fn html(lb: &Leaderboard) -> String {
     leaderboard_html(lb, "")

@@ -80,6 +80,20 @@ pub struct RunResult {
     /// Files of the run beside this one (trajectory, agent output streams, dataset), relative paths.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub files: std::collections::BTreeMap<String, String>,
+    /// Where the agent ran; absent in runs recorded before sandboxes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_sandbox: Option<AgentSandbox>,
+}
+
+/// Where an agent's process ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentSandbox {
+    /// In faultline's sandbox (bubblewrap namespaces): it could see nothing of the benchmark.
+    Bubblewrap,
+    /// Beside `collector`, as its user (`--no-sandbox`): it could have read the answers, so its
+    /// scores are not comparable with sandboxed runs'.
+    None,
 }
 
 /// Why a session ended.

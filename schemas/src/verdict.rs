@@ -208,6 +208,8 @@ pub struct RunFacts {
     pub mitigation: Option<MitigationRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_usage: Option<AgentUsage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_sandbox: Option<crate::run_result::AgentSandbox>,
 }
 
 impl RunFacts {
@@ -221,6 +223,7 @@ impl RunFacts {
             ttm_secs: run.ttm_secs,
             mitigation: run.mitigation.clone(),
             agent_usage: run.agent_usage.clone(),
+            agent_sandbox: run.agent_sandbox,
         }
     }
 }

@@ -39,6 +39,9 @@ fn live(l: &Live, journal: &Path, out: &Path, agent: &str, extra: &[&str]) -> Co
         .arg("--out")
         .arg(out)
         .args(["--agent", agent, "--prometheus", &prometheus])
+        // The agent runs sandboxed, as by default, with the scripts' directory to read.
+        .arg("--agent-bind")
+        .arg(agents())
         .args(["--jaeger", &url("jaeger"), "--loki", &url("loki")])
         .args(extra);
     c
@@ -70,6 +73,16 @@ fn plane(l: &Live) {
     }
 }
 
+/// What the agent printed under `=== NAME` in its stored output, up to the next such line.
+fn section(out: &Path, name: &str) -> String {
+    let stdout = std::fs::read_to_string(out.join("agent.stdout")).expect("agent.stdout");
+    let header = format!("=== {name}");
+    let mut lines = stdout.lines().skip_while(|l| *l != header);
+    assert!(lines.next().is_some(), "no {header} in:\n{stdout}");
+    let body: Vec<&str> = lines.take_while(|l| !l.starts_with("=== ")).collect();
+    body.join("\n")
+}
+
 fn run_json(out: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(out.join("run.json")).expect("run.json");
     serde_json::from_str(&text).expect("run.json is JSON")
@@ -85,37 +98,28 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
     plane(&l);
     let before = cluster::state(&l.kubeconfig, NS);
     let work = tempfile::tempdir().unwrap();
-    let (journal, out, seen, streams) = (
-        work.path().join("journal"),
-        work.path().join("run"),
-        work.path().join("seen"),
-        work.path().join("streams"),
-    );
-    let forwarding = work.path().join("forwarding");
-    let analysis = work.path().join("analysis");
-    // The agent looks around through its kubeconfig, execs into a pod, forwards a port, asks
-    // the session's analysis tools where calls fail, fixes the Service and submits. kubectl
-    // prints where it forwards once the tunnel is up.
+    let (journal, out) = (work.path().join("journal"), work.path().join("run"));
+    // The agent looks around through its kubeconfig, execs into a pod, forwards a port on its own
+    // loopback, asks the session's analysis tools where calls fail, fixes the Service and
+    // submits; it writes what it saw in its home and prints it at the end. kubectl prints where
+    // it forwards once the tunnel is up.
     let agent = format!(
         ". {lib}; {{ kubectl get namespaces -o name; kubectl get configmaps -A -o name; \
          kubectl -n faultline get configmap journal; kubectl get --raw /api/v1/namespaces/faultline/configmaps; \
-         kubectl -n $ns get svc geo -o jsonpath='{{.spec.ports[0].targetPort}}'; }} > {seen} 2>&1; \
+         kubectl -n $ns get svc geo -o jsonpath='{{.spec.ports[0].targetPort}}'; echo; }} > seen 2>&1; \
          {{ kubectl -n $ns exec deploy/geo -- sh -c 'echo host=$(hostname); exit 3'; echo exit=$?; \
-         kubectl -n $ns port-forward svc/frontend :5000 > {fw} 2>&1 & pf=$!; \
-         until grep -q Forwarding {fw} || ! kill -0 $pf; do sleep 0.1; done; \
-         port=$(grep -o '127.0.0.1:[0-9]*' {fw} | head -n1 | cut -d: -f2); \
+         kubectl -n $ns port-forward svc/frontend :5000 > forwarding 2>&1 & pf=$!; \
+         until grep -q Forwarding forwarding || ! kill -0 $pf; do sleep 0.1; done; \
+         port=$(grep -o '127.0.0.1:[0-9]*' forwarding | head -n1 | cut -d: -f2); \
          curl -s -o /dev/null -w 'forwarded %{{http_code}}\n' http://127.0.0.1:$port/no-such-route; \
-         kill $pf; }} > {streams} 2>&1; \
-         {tools} > {analysis} 2>&1; \
+         kill $pf; }} > streams 2>&1; \
+         {tools} > analysis 2>&1; \
          submit 'Service geo targets port 9999; its pods listen on 8083'; \
          kubectl -n $ns patch service geo --type=json -p '[{{\"op\":\"replace\",\"path\":\"/spec/ports/0/targetPort\",\"value\":8083}}]'; \
+         for f in seen streams analysis; do echo \"=== $f\"; cat $f; done; \
          submit ''",
         lib = agents().join("lib.sh").display(),
-        seen = seen.display(),
-        fw = forwarding.display(),
-        streams = streams.display(),
         tools = agents().join("analysts/cluster-tools.sh").display(),
-        analysis = analysis.display(),
     );
     let o = live(
         &l,
@@ -127,7 +131,7 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
     .output()
     .unwrap();
     assert!(o.status.success(), "{}", e2e::text(&o));
-    let seen = std::fs::read_to_string(&seen).unwrap();
+    let seen = section(&out, "seen");
     // The fault was in place; the plane's namespace was not there to be read.
     assert!(seen.ends_with("9999"), "{seen}");
     assert!(seen.contains("namespace/hotel-reservation"), "{seen}");
@@ -140,13 +144,13 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
         "{seen}"
     );
     // exec and port-forward went through the proxy to the cluster's pods.
-    let streams = std::fs::read_to_string(&streams).unwrap();
+    let streams = section(&out, "streams");
     assert!(streams.contains("host=geo-"), "{streams}");
     assert!(streams.contains("exit=3"), "{streams}");
     assert!(streams.contains("forwarded 404"), "{streams}");
     // The analysis tools read the cluster as the agent sees it: the failing calls end at geo,
     // search calls it on frontend's behalf, and the plane's objects are not there.
-    let analysis = std::fs::read_to_string(&analysis).unwrap();
+    let analysis = section(&out, "analysis");
     let line = |label: &str| {
         let prefix = format!("{label}: ");
         let found = analysis
@@ -238,13 +242,11 @@ fn sigterm_reverts_and_after_kill_9_recover_does() {
     let journal = work.path().join("journal");
     for (i, signal) in ["-TERM", "-KILL"].iter().enumerate() {
         let out = work.path().join(format!("run{i}"));
-        let pid_file = work.path().join(format!("agent{i}.pid"));
-        let agent = format!("echo $$ > {}; exec sleep 300", pid_file.display());
         let mut session = live(
             &l,
             &journal,
             &out,
-            &agent,
+            "exec sleep 300",
             &["--time-limit", "5m", "--no-noise"],
         )
         .stdout(Stdio::null())
@@ -257,10 +259,8 @@ fn sigterm_reverts_and_after_kill_9_recover_does() {
             .status()
             .unwrap();
         assert!(sent.success());
+        // The sandboxed agent dies with the session, even a killed one.
         let status = session.wait().unwrap();
-        if let Ok(pid) = std::fs::read_to_string(&pid_file) {
-            let _ = Command::new("kill").args(["-9", pid.trim()]).output();
-        }
         if *signal == "-TERM" {
             assert_eq!(status.code(), Some(130), "{status:?}");
             assert_eq!(journal_entries(&journal), 0);
@@ -293,11 +293,7 @@ fn sigterm_reverts_and_after_kill_9_recover_does() {
 fn noise_is_played_on_the_cluster_and_recorded_for_the_evaluator() {
     let l = up_app("hotel-reservation", &[]);
     let work = tempfile::tempdir().unwrap();
-    let (journal, out, pods) = (
-        work.path().join("journal"),
-        work.path().join("run"),
-        work.path().join("pods"),
-    );
+    let (journal, out) = (work.path().join("journal"), work.path().join("run"));
     // The default profile laid over the catalog, faster: a pod kill and a CPU burst within the
     // first ten seconds of every twenty.
     let catalog = work.path().join("catalog");
@@ -338,11 +334,10 @@ fn noise_is_played_on_the_cluster_and_recorded_for_the_evaluator() {
     // diagnosis and leaves; the world as it stands is graded (not fixed: bounded by the settle
     // time).
     let agent = format!(
-        ". {lib}; kubectl -n $ns get pods -o name | sort > {pods}; \
-         until kubectl -n $ns get pods -o name | sort | comm -23 {pods} - | grep -q .; do sleep 0.5; done; \
+        ". {lib}; kubectl -n $ns get pods -o name | sort > pods; \
+         until kubectl -n $ns get pods -o name | sort | comm -23 pods - | grep -q .; do sleep 0.5; done; \
          submit 'Service geo targets port 9999; its pods listen on 8083'",
         lib = agents().join("lib.sh").display(),
-        pods = pods.display(),
     );
     let mut session = live(
         &l,

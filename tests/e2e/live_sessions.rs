@@ -119,6 +119,10 @@ fn live_reference(
     let fix_env = format!("FIX_FILE={}", fix.display());
     let diagnosis_env = format!("DIAGNOSIS={diagnosis}");
     args.extend_from_slice(&["--agent-env", &fix_env, "--agent-env", &diagnosis_env]);
+    // The sandboxed agent reads its scripts and its fix, nothing else of the test's.
+    let (scripts, fix_path) = (agents_dir(), fix.display().to_string());
+    let scripts = scripts.to_str().expect("UTF-8 path");
+    args.extend_from_slice(&["--agent-bind", scripts, "--agent-bind", &fix_path]);
     let output = collector(&args, work);
     assert!(
         output.status.success(),
@@ -226,6 +230,10 @@ fn an_agent_can_work_through_the_session_mcp_tools_alone() {
             &format!("FIX_FILE={}", fix.display()),
             "--agent-env",
             &format!("DIAGNOSIS={diagnosis}"),
+            "--agent-bind",
+            agents_dir().to_str().unwrap(),
+            "--agent-bind",
+            fix.to_str().unwrap(),
         ],
         work.path(),
     );
@@ -325,6 +333,8 @@ fn eval_hack(work: &Path, hack: &str, problems: &[String]) {
             "2m",
             "--since-onset",
             "1m",
+            "--agent-bind",
+            agents_dir().to_str().expect("UTF-8 path"),
         ],
         work,
     );
@@ -453,6 +463,8 @@ fn a_replay_session_takes_a_diagnosis_only() {
             "geo/dataset",
             "--agent",
             "./rca.sh",
+            "--agent-bind",
+            agents_dir().to_str().unwrap(),
             "--json",
             "--quiet",
             "--out",
@@ -489,20 +501,22 @@ fn a_replay_session_takes_a_diagnosis_only() {
 fn a_killed_evaluation_leaves_nothing_finished_and_resumes() {
     need_tools();
     let work = tempfile::tempdir().expect("a temporary directory");
-    let pids = work.path().join("pids");
-    std::fs::create_dir(&pids).unwrap();
-    let marker = work.path().join("keep-working");
+    // The agent works while the marker is there; it sees the marker's directory, read-only.
+    let flags = work.path().join("flags");
+    std::fs::create_dir(&flags).unwrap();
+    let marker = flags.join("keep-working");
     std::fs::write(&marker, "").unwrap();
+    let slow = agents_dir().join("fixers/slow.sh");
     std::fs::write(
         work.path().join("agents.toml"),
         format!(
-            "[[agents]]\nname = \"slow\"\ncommand = \"{}\"\nenv = {{ PID_DIR = \"{}\", SLOW_MARKER = \"{}\" }}\n",
-            agents_dir().join("fixers/slow.sh").display(),
-            pids.display(),
+            "[[agents]]\nname = \"slow\"\ncommand = \"{}\"\nenv = {{ SLOW_MARKER = \"{}\" }}\n",
+            slow.display(),
             marker.display()
         ),
     )
     .unwrap();
+    let (scripts, flags_dir) = (agents_dir(), flags.display().to_string());
     let args = [
         "eval",
         "--agents",
@@ -518,6 +532,10 @@ fn a_killed_evaluation_leaves_nothing_finished_and_resumes() {
         "--time-limit",
         "5m",
         "--json",
+        "--agent-bind",
+        scripts.to_str().unwrap(),
+        "--agent-bind",
+        &flags_dir,
     ];
     let mut child = Command::new(e2e::binary("collector"))
         .args(args)
@@ -526,9 +544,15 @@ fn a_killed_evaluation_leaves_nothing_finished_and_resumes() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("collector runs");
-    // Wait until the first agent is at work (it has written its pid), then kill -9.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::fs::read_dir(&pids).unwrap().next().is_none() {
+    // Wait until the first agent is at work (its output, stored as it comes, says so), then
+    // kill -9.
+    let at_work = || {
+        find_files(&work.path().join("board"), "agent.stdout")
+            .iter()
+            .any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("at work")))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !at_work() {
         assert!(
             std::time::Instant::now() < deadline,
             "the agent never started"
@@ -537,7 +561,22 @@ fn a_killed_evaluation_leaves_nothing_finished_and_resumes() {
     }
     child.kill().expect("kill -9");
     child.wait().unwrap();
-    let finished = find_runs(&work.path().join("board"));
+    // The sandbox dies with the session: nothing of the agent runs on.
+    let agent_alive = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(slow.to_str().unwrap()))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while agent_alive() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sandboxed agent outlived its killed session"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let finished = find_files(&work.path().join("board"), "run.json");
     assert!(
         finished.is_empty(),
         "a killed session wrote a finished run: {finished:?}"
@@ -553,12 +592,11 @@ fn a_killed_evaluation_leaves_nothing_finished_and_resumes() {
         "judge found runs: {}",
         e2e::text(&report)
     );
-    // The agent of the killed session outlived it (its own process group) with its environment
-    // gone; without the marker it stops. The same command resumes, and now agents finish at once.
+    // The same command resumes; without the marker the agents finish at once.
     std::fs::remove_file(&marker).unwrap();
     let out = collector(&args, work.path());
     assert!(out.status.success(), "{}", e2e::text(&out));
-    let runs = find_runs(&work.path().join("board"));
+    let runs = find_files(&work.path().join("board"), "run.json");
     assert!(runs.len() >= 2, "{runs:?}");
     assert!(
         !work.path().join("board/.unfinished").exists()
@@ -578,7 +616,8 @@ fn a_killed_evaluation_leaves_nothing_finished_and_resumes() {
     );
 }
 
-fn find_runs(dir: &Path) -> Vec<PathBuf> {
+/// Every file named `name` below `dir`.
+fn find_files(dir: &Path, name: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return out;
@@ -586,8 +625,8 @@ fn find_runs(dir: &Path) -> Vec<PathBuf> {
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
-            out.extend(find_runs(&p));
-        } else if p.file_name().is_some_and(|n| n == "run.json") {
+            out.extend(find_files(&p, name));
+        } else if p.file_name().is_some_and(|n| n == name) {
             out.push(p);
         }
     }

@@ -330,6 +330,8 @@ fn a_session_records_the_tokens_of_an_llm_agent() {
         .args([
             "--agent",
             &agent,
+            "--agent-bind",
+            agent_script().to_str().expect("UTF-8 path"),
             "--llm-upstream",
             &model.base_url(),
             "--out",

@@ -189,6 +189,11 @@ fn analyst_session(work: &Path, extra: &[&str]) -> (Value, String) {
         .args([
             "--agent",
             agent.to_str().unwrap(),
+            "--agent-bind",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("agents")
+                .to_str()
+                .unwrap(),
             "--quiet",
             "--time-limit",
             "4m",
@@ -206,9 +211,10 @@ fn analyst_session(work: &Path, extra: &[&str]) -> (Value, String) {
     let run: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     let stdout = std::fs::read_to_string(dir.join("agent.stdout")).unwrap_or_default();
+    let stderr = std::fs::read_to_string(dir.join("agent.stderr")).unwrap_or_default();
     assert!(
-        !stdout.contains("npm ERR"),
-        "the MCP inspector is needed: npx -y {INSPECTOR} --cli --help (or bash tests/run)\n{stdout}"
+        !stderr.contains("mcp-inspector: command not found"),
+        "the MCP inspector is needed: npm install -g {INSPECTOR} (or bash tests/run)\n{stderr}"
     );
     (run, stdout)
 }

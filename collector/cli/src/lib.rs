@@ -35,6 +35,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Whether this host can sandbox agents (`--sandbox` of live and eval).
+    AgentSandbox(commands::sandbox::Args),
     /// Run an SRE analysis tool (ITBench's names) over a dataset.
     Analyze(commands::analyze::Args),
     /// Record a running system (a cluster, or a replay) into a dataset.
@@ -78,6 +80,7 @@ impl Cli {
 /// Runs a parsed command line.
 pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::AgentSandbox(args) => commands::sandbox::run(args),
         Command::Analyze(args) => commands::analyze::run(args),
         Command::Capture(args) => capture::run(args),
         Command::Dataset(args) => dataset::run(args),

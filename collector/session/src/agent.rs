@@ -4,6 +4,7 @@
 //! working directory, with the session's environment; its stdout and stderr are stored as they
 //! come (and echoed when asked). Ending it ends the whole group, so nothing it started lingers.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use futures_util::future::BoxFuture;
 use rustix::process::{Pid, Signal};
+use schemas::run_result::AgentSandbox;
 use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
@@ -23,6 +25,8 @@ const WITHHELD_PREFIXES: [&str; 2] = ["FAULTLINE_", "JUDGE_"];
 /// trial, a connection of an external driver.
 pub trait Launcher: Send + Sync {
     fn launch(&self, handover: &crate::Handover) -> anyhow::Result<Box<dyn RunningAgent>>;
+    /// Where the agents it starts run, as the record says it.
+    fn sandbox(&self) -> AgentSandbox;
 }
 
 /// A started agent.
@@ -60,15 +64,14 @@ pub struct CommandLauncher {
 
 impl Launcher for CommandLauncher {
     fn launch(&self, handover: &crate::Handover) -> anyhow::Result<Box<dyn RunningAgent>> {
-        let launch = Launch {
-            command: resolve_program(&self.command, &std::env::current_dir()?),
-            cwd: handover.workdir.clone(),
-            env: handover.env.clone(),
-            stdout: handover.stdout.clone(),
-            stderr: handover.stderr.clone(),
-            echo: self.echo,
-        };
-        Ok(Box::new(Agent::spawn(&launch)?))
+        let command = resolve_program(&self.command, &std::env::current_dir()?);
+        Ok(Box::new(Agent::spawn(&Launch::shell(
+            &command, handover, self.echo,
+        ))?))
+    }
+
+    fn sandbox(&self) -> AgentSandbox {
+        AgentSandbox::None
     }
 }
 
@@ -85,16 +88,36 @@ impl RunningAgent for Agent {
 /// How to start the agent's process.
 #[derive(Debug, Clone)]
 pub struct Launch {
-    /// Run with `sh -c`.
-    pub command: String,
+    /// The program and its arguments.
+    pub argv: Vec<OsString>,
     pub cwd: PathBuf,
-    /// Set on top of this process's environment (minus the withheld variables).
+    /// Set on top of this process's environment (minus the withheld variables), or the whole of
+    /// its environment when `clear_env`.
     pub env: Vec<(String, String)>,
+    pub clear_env: bool,
+    /// Written to its standard input, which is then closed; without it, standard input is empty.
+    pub stdin: Option<Vec<u8>>,
     /// Where its output streams are stored.
     pub stdout: PathBuf,
     pub stderr: PathBuf,
     /// Also copy its output to this process's stderr.
     pub echo: bool,
+}
+
+impl Launch {
+    /// `sh -c COMMAND` with the handed-over directory, environment and output files.
+    pub fn shell(command: &str, handover: &crate::Handover, echo: bool) -> Launch {
+        Launch {
+            argv: vec!["sh".into(), "-c".into(), command.into()],
+            cwd: handover.workdir.clone(),
+            env: handover.env.clone(),
+            clear_env: false,
+            stdin: None,
+            stdout: handover.stdout.clone(),
+            stderr: handover.stderr.clone(),
+            echo,
+        }
+    }
 }
 
 /// A running agent.
@@ -106,31 +129,55 @@ pub struct Agent {
 
 impl Agent {
     pub fn spawn(launch: &Launch) -> anyhow::Result<Agent> {
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg(&launch.command)
+        let (program, args) = launch
+            .argv
+            .split_first()
+            .context("an agent's command line is empty")?;
+        let shown = launch
+            .argv
+            .last()
+            .map(|a| a.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut cmd = Command::new(program);
+        cmd.args(args)
             .current_dir(&launch.cwd)
-            .stdin(Stdio::null())
+            .stdin(match launch.stdin {
+                Some(_) => Stdio::piped(),
+                None => Stdio::null(),
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // Its own group, so that ending it reaches everything it started.
             .process_group(0)
             .kill_on_drop(true);
-        for (key, _) in std::env::vars_os() {
-            let key = key.to_string_lossy();
-            if WITHHELD_PREFIXES.iter().any(|p| key.starts_with(p)) {
-                cmd.env_remove(key.as_ref());
+        if launch.clear_env {
+            cmd.env_clear();
+        } else {
+            for (key, _) in std::env::vars_os() {
+                let key = key.to_string_lossy();
+                if WITHHELD_PREFIXES.iter().any(|p| key.starts_with(p)) {
+                    cmd.env_remove(key.as_ref());
+                }
             }
         }
         cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
         let mut child = cmd
             .spawn()
-            .with_context(|| format!("cannot start the agent `{}`", launch.command))?;
+            .with_context(|| format!("cannot start the agent `{shown}`"))?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .context("the agent exited before it could be tracked")?;
         let mut streams = Vec::new();
+        if let (Some(mut input), Some(bytes)) = (child.stdin.take(), launch.stdin.clone()) {
+            // A program that exits without reading it all is not an error of the session's.
+            streams.push(tokio::spawn(async move {
+                if input.write_all(&bytes).await.is_ok() {
+                    let _ = input.shutdown().await;
+                }
+                Ok(())
+            }));
+        }
         if let Some(out) = child.stdout.take() {
             streams.push(store(out, &launch.stdout, launch.echo)?);
         }
@@ -149,17 +196,18 @@ impl Agent {
         self.child.wait().await
     }
 
-    /// Ends the agent's process group: SIGTERM, then SIGKILL after `grace`. Returns its status,
-    /// once its output streams are stored.
+    /// Ends the agent: SIGTERM to its process group and to every process below it (one that left
+    /// the group, or runs in a session of its own inside a sandbox), then SIGKILL after `grace`.
+    /// Returns its status, once its output streams are stored.
     pub async fn end(mut self, grace: Duration) -> anyhow::Result<ExitStatus> {
         let status = match self.child.try_wait()? {
             Some(status) => status,
             None => {
-                signal_group(self.pgid, Signal::TERM);
+                signal_all(self.pgid, Signal::TERM);
                 match tokio::time::timeout(grace, self.child.wait()).await {
                     Ok(status) => status?,
                     Err(_) => {
-                        signal_group(self.pgid, Signal::KILL);
+                        signal_all(self.pgid, Signal::KILL);
                         self.child.wait().await?
                     }
                 }
@@ -172,6 +220,51 @@ impl Agent {
         }
         Ok(status)
     }
+}
+
+/// Signals the group led by `pid` and every process below `pid`.
+fn signal_all(pid: i32, signal: Signal) {
+    for p in descendants(pid) {
+        if let Some(p) = Pid::from_raw(p) {
+            let _ = rustix::process::kill_process(p, signal);
+        }
+    }
+    signal_group(pid, signal);
+}
+
+/// The processes below `root`, from the parent links in `/proc` (nothing when `/proc` cannot be
+/// read).
+fn descendants(root: i32) -> Vec<i32> {
+    let mut children: std::collections::HashMap<i32, Vec<i32>> = Default::default();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: the command may hold spaces and parentheses.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(ppid) = ppid {
+            children.entry(ppid).or_default().push(pid);
+        }
+    }
+    let mut found = Vec::new();
+    let mut next = vec![root];
+    while let Some(p) = next.pop() {
+        for &c in children.get(&p).map(Vec::as_slice).unwrap_or_default() {
+            found.push(c);
+            next.push(c);
+        }
+    }
+    found
 }
 
 fn signal_group(pgid: i32, signal: Signal) {
@@ -229,6 +322,34 @@ pub fn resolve_program(command: &str, from: &Path) -> String {
     format!("{quoted}{}", &trimmed[end..])
 }
 
+/// The program of a command line as [`resolve_program`] writes it: its first word, unquoted when
+/// single-quoted.
+pub fn program_of(command: &str) -> String {
+    let trimmed = command.trim_start();
+    if let Some(rest) = trimmed.strip_prefix('\'') {
+        let mut program = String::new();
+        let mut rest = rest;
+        // `'a'\''b'`: the quoting `shell_quote` writes for a quote inside the word.
+        while let Some(end) = rest.find('\'') {
+            program.push_str(&rest[..end]);
+            rest = &rest[end + 1..];
+            match rest.strip_prefix("\\''") {
+                Some(more) => {
+                    program.push('\'');
+                    rest = more;
+                }
+                None => break,
+            }
+        }
+        return program;
+    }
+    trimmed
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// Single-quotes a word for `sh`.
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -273,5 +394,17 @@ mod tests {
             resolve_program("./run.sh;echo", at),
             format!("{};echo", abs("./run.sh"))
         );
+        // What was resolved reads back as the program's path.
+        std::fs::write(dir.path().join("bin/agent.sh"), "").unwrap();
+        for p in ["bin/agent.sh", "run.sh"] {
+            let resolved = resolve_program(&format!("./{p} --x"), at);
+            assert_eq!(
+                program_of(&resolved),
+                at.join(".").join(p).to_string_lossy()
+            );
+        }
+        assert_eq!(program_of("/bin/true --x"), "/bin/true");
+        let quoted = shell_quote("/a/it's.sh");
+        assert_eq!(program_of(&format!("{quoted} -v")), "/a/it's.sh");
     }
 }

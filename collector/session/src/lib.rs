@@ -19,6 +19,7 @@ pub mod env;
 pub mod eval;
 pub mod prompt;
 pub mod record;
+pub mod sandbox;
 pub mod stages;
 pub mod submit;
 
@@ -35,8 +36,8 @@ use chrono::Utc;
 use problems::Catalog;
 use schemas::AgentOutput;
 use schemas::run_result::{
-    AgentUsage, DiagnosisRecord, MitigationRecord, RUN_RESULT_VERSION, RunMode, RunResult,
-    SessionEnd,
+    AgentSandbox, AgentUsage, DiagnosisRecord, MitigationRecord, RUN_RESULT_VERSION, RunMode,
+    RunResult, SessionEnd,
 };
 use tokio::sync::mpsc;
 
@@ -85,6 +86,19 @@ pub struct SessionOptions {
     /// An OpenAI- or Anthropic-compatible API (base URL with its `/v1`) that the agent's LLM
     /// calls go to through a counting proxy: the session records the tokens they used.
     pub llm_upstream: Option<String>,
+    /// Where the agent's command runs.
+    pub isolation: Isolation,
+}
+
+/// Where an agent's command line runs.
+#[derive(Debug, Clone, Default)]
+pub enum Isolation {
+    /// As a process of the session's user, seeing what that user sees.
+    #[default]
+    None,
+    /// In a sandbox ([`sandbox`]): the system's tools, its home, the session's endpoints, and
+    /// these paths read-only.
+    Sandbox { binds: Vec<PathBuf> },
 }
 
 /// How long an agent that has submitted every stage may take to exit before it is ended.
@@ -104,7 +118,8 @@ struct Log {
     submissions: Vec<record::SubmittedStep>,
 }
 
-/// Runs one session to its end with the agent's command line as its process and writes the run.
+/// Runs one session to its end with the agent's command line as its process (sandboxed as
+/// `opts.isolation` says) and writes the run.
 /// `interrupt` resolving (Ctrl-C) ends the session early: the agent is ended and the environment
 /// stopped, but no `run.json` is written, so the unfinished run is never read as a result. Returns
 /// the record written.
@@ -113,13 +128,21 @@ pub async fn run(
     opts: &SessionOptions,
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<RunResult> {
-    let launcher = agent::CommandLauncher {
-        command: opts.agent.command.clone(),
-        echo: opts.echo,
+    let launcher: Box<dyn Launcher> = match &opts.isolation {
+        Isolation::None => Box::new(agent::CommandLauncher {
+            command: opts.agent.command.clone(),
+            echo: opts.echo,
+        }),
+        // Refused before the environment starts when this host cannot build the sandbox.
+        Isolation::Sandbox { binds } => Box::new(sandbox::SandboxLauncher::new(
+            &opts.agent.command,
+            opts.echo,
+            binds.clone(),
+        )?),
     };
     Session::start(catalog, opts.clone())
         .await?
-        .run(&launcher, interrupt)
+        .run(launcher.as_ref(), interrupt)
         .await
 }
 
@@ -147,6 +170,8 @@ pub struct Session {
     llm_usage: Arc<apis::llm_proxy::UsageCounter>,
     truth: Arc<judge::truth::LoadedTruth>,
     agent: Option<Box<dyn RunningAgent>>,
+    /// Where the agent runs, once launched.
+    sandbox: Option<AgentSandbox>,
     /// When the agent was started.
     t0: Option<Instant>,
     /// How waiting ended, with why when the agent did not submit every stage.
@@ -226,6 +251,7 @@ impl Session {
             llm_usage,
             truth,
             agent: None,
+            sandbox: None,
             t0: None,
             waited: None,
             log: Log::default(),
@@ -247,6 +273,7 @@ impl Session {
     pub fn launch(&mut self, launcher: &dyn Launcher) -> anyhow::Result<()> {
         anyhow::ensure!(self.agent.is_none(), "the agent was launched already");
         self.agent = Some(launcher.launch(&self.handover)?);
+        self.sandbox = Some(launcher.sandbox());
         self.t0 = Some(Instant::now());
         lock(&self.progress).start();
         Ok(())
@@ -442,6 +469,7 @@ impl Session {
             problem_id,
             seed,
             noise,
+            sandbox: self.sandbox,
         })
     }
 }
@@ -459,6 +487,7 @@ struct End {
     problem_id: String,
     seed: Option<u64>,
     noise: Option<bool>,
+    sandbox: Option<AgentSandbox>,
 }
 
 /// The session's own servers (submission API, MCP, LLM proxy): they stop when this is dropped,
@@ -720,6 +749,7 @@ async fn write_records(
         mitigation,
         api_requests: Some(record::count_requests(&ended.audit, end.mcp_requests)),
         files,
+        agent_sandbox: end.sandbox,
     };
     record::write_run(dir, &run)?;
     Ok(run)

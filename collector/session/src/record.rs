@@ -242,6 +242,9 @@ pub fn summary(run: &RunResult, dir: &Path) -> String {
     if let Some(r) = &run.api_requests {
         let _ = write!(s, "\nrequests: {} reads, {} writes", r.reads, r.writes);
     }
+    if run.agent_sandbox == Some(schemas::run_result::AgentSandbox::None) {
+        s.push_str("\nwarning: the agent ran without its sandbox (--no-sandbox)");
+    }
     s
 }
 

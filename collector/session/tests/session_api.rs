@@ -36,6 +36,11 @@ impl Launcher for ScriptedAgent {
             mend_and_submit(&handover, &diagnosis, fix, &seen).await
         })))))
     }
+
+    /// It runs inside the test's own process.
+    fn sandbox(&self) -> schemas::run_result::AgentSandbox {
+        schemas::run_result::AgentSandbox::None
+    }
 }
 
 impl RunningAgent for Running {
@@ -184,6 +189,7 @@ fn geo_session(out: &std::path::Path) -> (Catalog, SessionOptions, String) {
         judging: Judging::default(),
         staging: None,
         llm_upstream: None,
+        isolation: Default::default(),
     };
     (catalog, opts, diagnosis)
 }

@@ -55,6 +55,8 @@ pub struct Args {
     /// (see `collector live --help`); an agent's own `llm_upstream` wins.
     #[arg(long)]
     pub llm_upstream: Option<String>,
+    #[command(flatten)]
+    pub sandbox: super::sandbox::SandboxArgs,
     /// pass@k of the board (default: the number of runs).
     #[arg(long)]
     pub k: Option<usize>,
@@ -104,6 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         since_onset: args.since_onset,
         judging: Judging::from_env()?,
         llm_upstream: args.llm_upstream.clone(),
+        isolation: args.sandbox.isolation()?,
     };
     let total = opts.agents.len() * opts.problems.len() * opts.runs as usize * opts.noise.len();
     let bar = if args.json {

@@ -82,6 +82,8 @@ pub struct Args {
     /// before the mitigation fails; it must then hold for the problem's sustain window.
     #[arg(long, default_value = "10m")]
     pub settle_within: Dur,
+    #[command(flatten)]
+    pub sandbox: super::sandbox::SandboxArgs,
     /// Print run.json on stdout at the end.
     #[arg(long)]
     pub json: bool,
@@ -152,6 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         judging: Judging::from_env()?,
         staging: None,
         llm_upstream: args.llm_upstream.clone(),
+        isolation: args.sandbox.isolation()?,
     };
     eprintln!("judging diagnoses with: {}", opts.judging.describe());
     let runtime = tokio::runtime::Runtime::new()?;

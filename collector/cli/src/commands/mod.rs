@@ -15,5 +15,6 @@ pub mod live;
 pub mod mcp;
 pub mod problems;
 pub mod replay;
+pub mod sandbox;
 pub mod snapshot;
 pub mod sweep;

@@ -41,6 +41,8 @@ pub struct EvalOptions {
     pub since_onset: Dur,
     pub judging: Judging,
     pub llm_upstream: Option<String>,
+    /// Where each agent runs (each session sandboxed on its own when sandboxed).
+    pub isolation: crate::Isolation,
 }
 
 /// What happened to each cell.
@@ -173,6 +175,7 @@ async fn run_cell(
             .llm_upstream
             .clone()
             .or_else(|| opts.llm_upstream.clone()),
+        isolation: opts.isolation.clone(),
     };
     if let Some(parent) = cell.dir.parent() {
         std::fs::create_dir_all(parent)

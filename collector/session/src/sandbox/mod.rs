@@ -1,0 +1,517 @@
+//! The agent's sandbox: what an agent sees of the machine is what an SRE's laptop would show — the
+//! system's tools, a home of its own with its task and kubeconfig, and the session's endpoints —
+//! and nothing of the benchmark: not `collector`'s processes, binary, command line or
+//! environment, not the catalog, the checkout, run directories or the journal, not other
+//! sessions' ports.
+//!
+//! bubblewrap (`bwrap`, what Flatpak runs apps in) builds it: user, PID, mount, IPC, UTS and
+//! network namespaces; a root of read-only binds of `/usr`, `/etc` and the `/bin`, `/lib*` links;
+//! a private `/tmp`; the agent's directory as its home. Its options reach it on its standard
+//! input (`--args 0`), so that the sandbox's first process shows no paths or variables in its
+//! command line, only the relay's ports and the agent's own command.
+//!
+//! Network: the sandbox has its own network namespace, whose loopback is the agent's alone (it may
+//! listen and connect there freely: `kubectl port-forward` works). `netrelay` listens on it on each
+//! of the session's ports, bound before the agent starts, and carries every connection over a
+//! Unix socket to this process, which joins it to the endpoint on the host's loopback
+//! ([`relay`]). Nothing else on the host is reachable, and no route leaves the namespace. A
+//! network namespace was chosen over Landlock's TCP port rules on the host's network: port rules
+//! cannot tell the agent's own port-forward from another session's server, and the endpoints keep
+//! their URLs either way.
+
+pub mod relay;
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use futures_util::future::BoxFuture;
+use schemas::run_result::AgentSandbox;
+
+use crate::agent::{Agent, Exit, Launch, Launcher, RunningAgent};
+
+/// The agent's home inside the sandbox (its working directory).
+pub const HOME: &str = "/home/agent";
+/// Where the relay's Unix sockets are inside the sandbox.
+const SOCKETS: &str = "/run/endpoints";
+/// Where `netrelay` is inside the sandbox.
+const RELAY: &str = "/run/netrelay";
+/// The agent's user inside its user namespace: not root, whoever runs the session.
+const AGENT_ID: &str = "1000";
+/// The system directories the root is made of: bound read-only when a directory, recreated as the
+/// same link when a link (a merged-/usr system's `/bin -> usr/bin`).
+const SYSTEM: [&str; 8] = [
+    "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
+/// The variables an agent gets from the session's own environment, beside what the session
+/// hands over.
+const PASSED: [&str; 3] = ["LANG", "LC_ALL", "TERM"];
+const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Runs the agent's command line with `sh -c` inside the sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxLauncher {
+    pub command: String,
+    /// Also copy its output to this process's stderr.
+    pub echo: bool,
+    /// Paths the agent may read besides the system's (its own code, tools installed elsewhere),
+    /// bound read-only at the same path.
+    pub binds: Vec<PathBuf>,
+    /// The `netrelay` program.
+    pub relay: PathBuf,
+    /// The `bwrap` program.
+    pub bwrap: PathBuf,
+}
+
+impl SandboxLauncher {
+    /// A launcher with `bwrap` from PATH and `netrelay` beside this program, refused with the
+    /// reason when this host cannot build the sandbox, a bound path is unusable ([`check`]) or the
+    /// agent's program would not be inside it.
+    pub fn new(
+        command: &str,
+        echo: bool,
+        mut binds: Vec<PathBuf>,
+    ) -> anyhow::Result<SandboxLauncher> {
+        let (bwrap, relay) = check(&binds)?;
+        let (command, program) = command_inside(command, &binds)?;
+        binds.extend(program);
+        Ok(SandboxLauncher {
+            command,
+            echo,
+            binds,
+            relay,
+            bwrap,
+        })
+    }
+}
+
+/// Whether agents can be sandboxed here with these paths bound: `bwrap` and `netrelay`, or why
+/// not.
+pub fn check(binds: &[PathBuf]) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let probe = probe();
+    if let Some(reason) = probe.refusal_reason() {
+        anyhow::bail!("{reason}");
+    }
+    for b in binds {
+        anyhow::ensure!(
+            b.is_absolute() && b.exists(),
+            "--agent-bind {}: expected an absolute path that exists",
+            b.display()
+        );
+    }
+    Ok((
+        probe.bwrap.context("no bwrap")?,
+        probe.relay.context("no netrelay")?,
+    ))
+}
+
+impl Launcher for SandboxLauncher {
+    fn launch(&self, handover: &crate::Handover) -> anyhow::Result<Box<dyn RunningAgent>> {
+        let ports = loopback_ports(handover);
+        let sockets = tempfile::Builder::new()
+            .prefix("endpoints-")
+            .tempdir()
+            .context("creating the relay's directory")?;
+        let mut relays = Vec::new();
+        for port in &ports {
+            let path = sockets.path().join(port.to_string());
+            let listener = tokio::net::UnixListener::bind(&path)
+                .with_context(|| format!("listening on {}", path.display()))?;
+            let to = std::net::SocketAddr::from(([127, 0, 0, 1], *port));
+            relays.push(tokio::spawn(relay::unix_to_tcp(listener, to)));
+        }
+        // Where kubectl looks without KUBECONFIG too.
+        let kube_dir = handover.workdir.join(".kube");
+        std::fs::create_dir_all(&kube_dir).context("creating the agent's ~/.kube")?;
+        std::fs::copy(handover.workdir.join("kubeconfig"), kube_dir.join("config"))
+            .context("writing the agent's ~/.kube/config")?;
+        let command = self.command.clone();
+        let env = inside_env(handover);
+        let plan = Plan {
+            home: &handover.workdir,
+            sockets: sockets.path(),
+            relay: &self.relay,
+            binds: &self.binds,
+            system: &system_dirs(),
+            env: &env,
+            ports: &ports,
+            command: &command,
+        };
+        let (options, inside) = bwrap_args(&plan);
+        let mut stdin = Vec::new();
+        for arg in options {
+            stdin.extend_from_slice(arg.as_encoded_bytes());
+            stdin.push(0);
+        }
+        let mut argv: Vec<OsString> = vec![self.bwrap.clone().into(), "--args".into(), "0".into()];
+        argv.extend(inside);
+        let launch = Launch {
+            argv,
+            cwd: handover.workdir.clone(),
+            env: vec![],
+            clear_env: true,
+            stdin: Some(stdin),
+            stdout: handover.stdout.clone(),
+            stderr: handover.stderr.clone(),
+            echo: self.echo,
+        };
+        Ok(Box::new(Sandboxed {
+            agent: Some(Agent::spawn(&launch)?),
+            relays,
+            _sockets: sockets,
+        }))
+    }
+
+    fn sandbox(&self) -> AgentSandbox {
+        AgentSandbox::Bubblewrap
+    }
+}
+
+/// The command line as the sandbox runs it, and the agent's program file when it must be bound
+/// for the agent to run. A program given by its path (`./agent.sh`, run by its absolute path) is
+/// bound read-only by itself, so an agent started from a checkout sees its own file and nothing
+/// beside it; a program found on PATH must be inside the sandbox already: under the system's
+/// directories or a bound path.
+fn command_inside(command: &str, binds: &[PathBuf]) -> anyhow::Result<(String, Option<PathBuf>)> {
+    let resolved = crate::agent::resolve_program(command, &std::env::current_dir()?);
+    let program = crate::agent::program_of(&resolved);
+    let (on_host, by_path) = if program.contains('/') {
+        let path = PathBuf::from(&program);
+        (Some(path).filter(|p| p.is_absolute() && p.is_file()), true)
+    } else {
+        (find_on_path(&program), false)
+    };
+    let Some(path) = on_host else {
+        return Ok((resolved, None));
+    };
+    let inside = SYSTEM
+        .iter()
+        .map(Path::new)
+        .chain(binds.iter().map(PathBuf::as_path));
+    let visible = inside
+        .into_iter()
+        .any(|dir| path.starts_with(dir) || canonical(&path).starts_with(canonical(dir)));
+    if visible {
+        return Ok((resolved, None));
+    }
+    anyhow::ensure!(
+        by_path,
+        "the agent's program {} is outside its sandbox: bind its directory with --agent-bind \
+         DIR (read-only), or give --no-sandbox (the run is then recorded as unsandboxed)",
+        path.display()
+    );
+    Ok((resolved, Some(path)))
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// A sandboxed agent and the relays of its connections.
+struct Sandboxed {
+    agent: Option<Agent>,
+    relays: Vec<tokio::task::JoinHandle<()>>,
+    _sockets: tempfile::TempDir,
+}
+
+impl RunningAgent for Sandboxed {
+    fn wait(&mut self) -> BoxFuture<'_, anyhow::Result<Exit>> {
+        Box::pin(async move {
+            match self.agent.as_mut() {
+                Some(agent) => Ok(Exit::of(&agent.wait().await?)),
+                None => std::future::pending().await,
+            }
+        })
+    }
+
+    fn end(mut self: Box<Self>, grace: Duration) -> BoxFuture<'static, anyhow::Result<Exit>> {
+        Box::pin(async move {
+            let agent = self.agent.take().context("the agent was ended already")?;
+            let status = agent.end(grace).await;
+            for r in &self.relays {
+                r.abort();
+            }
+            Ok(Exit::of(&status?))
+        })
+    }
+}
+
+/// What bubblewrap is asked to build.
+pub struct Plan<'a> {
+    /// The agent's directory on the host, its home inside.
+    pub home: &'a Path,
+    /// The directory of the relay's Unix sockets on the host.
+    pub sockets: &'a Path,
+    /// `netrelay` on the host.
+    pub relay: &'a Path,
+    /// Extra read-only paths.
+    pub binds: &'a [PathBuf],
+    /// The system's directories and, for each, the link it is (when it is one).
+    pub system: &'a [(String, Option<PathBuf>)],
+    /// The agent's whole environment.
+    pub env: &'a [(String, String)],
+    /// The session's ports on loopback.
+    pub ports: &'a [u16],
+    /// The agent's command line.
+    pub command: &'a str,
+}
+
+/// bubblewrap's arguments for a plan (IO-free): the options, which go through a file
+/// descriptor, and the command after them (bubblewrap takes the command from its command line
+/// only; it names the relay's ports and the agent's own command, nothing else).
+pub fn bwrap_args(plan: &Plan<'_>) -> (Vec<OsString>, Vec<OsString>) {
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
+        a.extend(items.iter().map(|i| i.as_ref().to_os_string()));
+    };
+    push(&[
+        &"--unshare-user",
+        &"--uid",
+        &AGENT_ID,
+        &"--gid",
+        &AGENT_ID,
+        &"--unshare-pid",
+        &"--unshare-ipc",
+        &"--unshare-uts",
+        &"--unshare-net",
+        &"--unshare-cgroup-try",
+        &"--hostname",
+        &"workstation",
+        // The sandbox dies with the session, even a killed one.
+        &"--die-with-parent",
+        // No controlling terminal of the session's to type into.
+        &"--new-session",
+    ]);
+    for (dir, link) in plan.system {
+        match link {
+            Some(target) => push(&[&"--symlink", target, dir]),
+            None => push(&[&"--ro-bind", dir, dir]),
+        }
+    }
+    push(&[&"--proc", &"/proc", &"--dev", &"/dev", &"--tmpfs", &"/tmp"]);
+    push(&[&"--tmpfs", &"/run", &"--ro-bind", &plan.sockets, &SOCKETS]);
+    push(&[&"--ro-bind", &plan.relay, &RELAY]);
+    for b in plan.binds {
+        push(&[&"--ro-bind", b, b]);
+    }
+    push(&[&"--bind", &plan.home, &HOME, &"--chdir", &HOME]);
+    // Once every mount point is made: the root and /run read-only, so the agent writes in its
+    // home and /tmp only.
+    push(&[&"--remount-ro", &"/run", &"--remount-ro", &"/"]);
+    push(&[&"--clearenv"]);
+    for (k, v) in plan.env {
+        push(&[&"--setenv", k, v]);
+    }
+    let mut command: Vec<OsString> = vec!["--".into(), RELAY.into()];
+    for port in plan.ports {
+        command.push(format!("127.0.0.1:{port}={SOCKETS}/{port}").into());
+    }
+    command.extend(["--", "sh", "-c", plan.command].map(OsString::from));
+    (a, command)
+}
+
+/// The system directories as this host has them.
+fn system_dirs() -> Vec<(String, Option<PathBuf>)> {
+    SYSTEM
+        .iter()
+        .filter_map(|dir| {
+            let meta = std::fs::symlink_metadata(dir).ok()?;
+            let link = if meta.file_type().is_symlink() {
+                Some(std::fs::read_link(dir).ok()?)
+            } else {
+                None
+            };
+            Some((dir.to_string(), link))
+        })
+        .collect()
+}
+
+/// The agent's environment inside: what the session hands over, paths into its directory moved
+/// to its home, and `PATH`, `HOME` and the locale and terminal of the session's.
+fn inside_env(handover: &crate::Handover) -> Vec<(String, String)> {
+    let host_home = handover.workdir.to_string_lossy().into_owned();
+    let mut env: Vec<(String, String)> = vec![
+        ("PATH".into(), PATH.into()),
+        ("HOME".into(), HOME.into()),
+        ("USER".into(), "agent".into()),
+    ];
+    for key in PASSED {
+        if let Ok(value) = std::env::var(key) {
+            env.push((key.into(), value));
+        }
+    }
+    for (k, v) in &handover.env {
+        env.push((k.clone(), v.replace(&host_home, HOME)));
+    }
+    env
+}
+
+/// The session's ports on the host's loopback: every endpoint URL the agent is handed.
+fn loopback_ports(handover: &crate::Handover) -> Vec<u16> {
+    let e = &handover.endpoints;
+    let urls = [&e.kubernetes, &e.prometheus, &e.jaeger, &e.loki]
+        .into_iter()
+        .chain([&handover.submit_url, &handover.mcp_url])
+        .chain(handover.env.iter().map(|(_, v)| v));
+    let ports: BTreeSet<u16> = urls.filter_map(|u| loopback_port(u)).collect();
+    ports.into_iter().collect()
+}
+
+/// The port of an `http://127.0.0.1:PORT...` or `http://localhost:PORT...` URL.
+fn loopback_port(url: &str) -> Option<u16> {
+    let rest = url.strip_prefix("http://")?;
+    let authority = rest.split('/').next()?;
+    let (host, port) = authority.rsplit_once(':')?;
+    matches!(host, "127.0.0.1" | "localhost")
+        .then(|| port.parse().ok())
+        .flatten()
+}
+
+/// What this host allows of the sandbox.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Probe {
+    /// `bwrap`, found on PATH.
+    pub bwrap: Option<PathBuf>,
+    /// `netrelay`, beside this program.
+    pub relay: Option<PathBuf>,
+    /// Why bubblewrap could not build the namespaces the sandbox uses (its answer); none when it
+    /// could.
+    pub namespaces_refused: Option<String>,
+}
+
+impl Probe {
+    /// Why a sandbox cannot be built here, if it cannot.
+    pub fn refusal_reason(&self) -> Option<String> {
+        if self.bwrap.is_none() {
+            return Some(
+                "no `bwrap` on PATH: install bubblewrap (apt-get install bubblewrap) or run \
+                 the agent with --no-sandbox"
+                    .into(),
+            );
+        }
+        if self.relay.is_none() {
+            return Some(
+                "no `netrelay` beside the collector binary (it is built with it): reinstall \
+                 collector, or give --no-sandbox (the run is then recorded as unsandboxed)"
+                    .into(),
+            );
+        }
+        self.namespaces_refused.as_ref().map(|e| {
+            format!(
+                "this host refuses the sandbox's namespaces ({e}); allow unprivileged user \
+                 namespaces (sysctl kernel.unprivileged_userns_clone=1, \
+                 user.max_user_namespaces > 0) or give --no-sandbox (the run is then recorded as unsandboxed)"
+            )
+        })
+    }
+}
+
+/// Looks for bubblewrap and `netrelay`, and asks bubblewrap to build the sandbox's namespaces
+/// around `true`.
+pub fn probe() -> Probe {
+    let bwrap = find_on_path("bwrap");
+    let relay = std::env::current_exe()
+        .ok()
+        .map(|exe| exe.with_file_name("netrelay"))
+        .filter(|p| p.is_file());
+    let namespaces_refused = match &bwrap {
+        None => Some("bwrap is missing".into()),
+        Some(bwrap) => std::process::Command::new(bwrap)
+            .args(["--unshare-user", "--uid", AGENT_ID, "--gid", AGENT_ID])
+            .args([
+                "--unshare-pid",
+                "--unshare-ipc",
+                "--unshare-uts",
+                "--unshare-net",
+            ])
+            .args(["--unshare-cgroup-try", "--die-with-parent", "--new-session"])
+            .args(["--ro-bind", "/", "/", "--proc", "/proc", "--", "true"])
+            .output()
+            .map_or_else(
+                |e| Some(e.to_string()),
+                |o| {
+                    (!o.status.success())
+                        .then(|| String::from_utf8_lossy(&o.stderr).trim().to_string())
+                },
+            ),
+    };
+    Probe {
+        bwrap,
+        relay,
+        namespaces_refused,
+    }
+}
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_ports_are_read_from_urls_only() {
+        assert_eq!(loopback_port("http://127.0.0.1:8443"), Some(8443));
+        assert_eq!(loopback_port("http://localhost:9/mcp"), Some(9));
+        assert_eq!(loopback_port("http://10.0.0.1:80/"), None);
+        assert_eq!(loopback_port("https://127.0.0.1:443"), None);
+        assert_eq!(loopback_port("/home/agent/kubeconfig"), None);
+    }
+
+    #[test]
+    fn the_plan_names_no_host_path_but_what_it_binds() {
+        let home = Path::new("/tmp/agent-x1");
+        let plan = Plan {
+            home,
+            sockets: Path::new("/tmp/endpoints-y2"),
+            relay: Path::new("/opt/bin/netrelay"),
+            binds: &[PathBuf::from("/opt/tools")],
+            system: &[
+                ("/usr".into(), None),
+                ("/bin".into(), Some(PathBuf::from("usr/bin"))),
+            ],
+            env: &[("KUBECONFIG".into(), "/home/agent/kubeconfig".into())],
+            ports: &[6443, 9090],
+            command: "./agent.sh",
+        };
+        let (options, command) = bwrap_args(&plan);
+        let args: Vec<String> = options
+            .into_iter()
+            .chain(command.clone())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let joined = args.join(" ");
+        // What shows in the sandbox's process list is the relay and the agent's own command.
+        let shown: Vec<String> = command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(shown[..2], ["--", "/run/netrelay"]);
+        assert!(!shown.iter().any(|a| a.contains("/tmp/")), "{shown:?}");
+        for needed in [
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-net",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--ro-bind /usr /usr",
+            "--symlink usr/bin /bin",
+            "--ro-bind /opt/tools /opt/tools",
+            "--bind /tmp/agent-x1 /home/agent",
+            "--setenv KUBECONFIG /home/agent/kubeconfig",
+            "-- /run/netrelay 127.0.0.1:6443=/run/endpoints/6443 127.0.0.1:9090=/run/endpoints/9090 -- sh -c ./agent.sh",
+        ] {
+            assert!(joined.contains(needed), "{needed} missing from {joined}");
+        }
+        // The agent's user is not root inside, and nothing binds the host's root.
+        assert!(joined.contains("--uid 1000 --gid 1000"));
+        assert!(!args.windows(3).any(|w| w[0] == "--bind" && w[1] == "/"));
+    }
+}
