@@ -7,6 +7,7 @@ pub mod aggregate;
 pub mod agree;
 pub mod board;
 pub mod cli;
+pub mod copied;
 pub mod entities;
 pub mod in_loop;
 pub mod itbench;

@@ -506,3 +506,75 @@ fn a_session_run_by_an_unprivileged_user_is_sandboxed_too() {
         assert_eq!(owner.to_string(), *uid);
     }
 }
+
+/// This host's address on its outward interface (where the internet would be reached from): a
+/// server there stands for the internet, which this machine has not.
+fn outward_address() -> std::net::IpAddr {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").expect("a UDP socket");
+    // Connecting a UDP socket only picks the route; nothing is sent.
+    socket
+        .connect("203.0.113.1:9")
+        .expect("a default route: the public-network test needs a non-loopback interface");
+    socket.local_addr().expect("its address").ip()
+}
+
+/// A session whose agent tries the outside, the outside through a tunnel, and this host's
+/// loopback through its proxy; its output.
+fn reach(work: &Path, network: &str, outside: &str, other: u16) -> String {
+    let out = work.join(format!("run-{network}"));
+    let agent = format!(
+        "echo \"outside: $(curl -s -m 5 http://{outside}/)\"; \
+         echo \"tunnel: $(curl -s -m 5 -p -x \"$HTTPS_PROXY\" http://{outside}/)\"; \
+         echo \"back: $(curl -s -m 5 -x \"$HTTP_PROXY\" http://127.0.0.1:{other}/)\"; \
+         echo \"tunnel back: $(curl -s -m 5 -p -x \"$HTTPS_PROXY\" http://127.0.0.1:{other}/)\"; \
+         kubectl get namespaces -o name"
+    );
+    let output = collector(&[
+        "live",
+        "--problem",
+        "hotel-geo-target-port",
+        "--no-noise",
+        "--quiet",
+        "--time-limit",
+        "1m",
+        "--agent",
+        &agent,
+        "--agent-network",
+        network,
+        "--out",
+        out.to_str().expect("UTF-8"),
+    ]);
+    assert!(output.status.success(), "{}", e2e::text(&output));
+    std::fs::read_to_string(out.join("agent.stdout")).expect("agent.stdout")
+}
+
+#[test]
+fn a_public_network_reaches_the_internet_through_a_proxy_and_never_this_hosts_loopback() {
+    need_bwrap();
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let listener = std::net::TcpListener::bind((outward_address(), 0)).expect("a port outside");
+    let outside = listener.local_addr().expect("its address").to_string();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 1024];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(b"HTTP/1.0 200 OK\r\ncontent-length: 7\r\n\r\noutside");
+        }
+    });
+    let other = other_server();
+    let public = reach(work.path(), "public", &outside, other);
+    assert!(public.contains("outside: outside"), "{public}");
+    assert!(public.contains("tunnel: outside"), "{public}");
+    assert!(public.contains("back: 127.0.0.1:"), "{public}");
+    assert!(public.contains("on this host"), "{public}");
+    assert!(
+        public.contains("tunnel back: \n") || public.ends_with("tunnel back: "),
+        "{public}"
+    );
+    assert!(public.contains("namespace/hotel-reservation"), "{public}");
+    // The default: nothing but the session.
+    let closed = reach(work.path(), "session", &outside, other);
+    assert!(closed.contains("outside: \n"), "{closed}");
+    assert!(!closed.contains(": outside"), "{closed}");
+    assert!(closed.contains("namespace/hotel-reservation"), "{closed}");
+}

@@ -35,7 +35,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Whether this host can sandbox agents (`--sandbox` of live and eval).
+    /// Whether this host can sandbox agents (live and eval sandbox them unless --no-sandbox).
     AgentSandbox(commands::sandbox::Args),
     /// Run an SRE analysis tool (ITBench's names) over a dataset.
     Analyze(commands::analyze::Args),

@@ -35,7 +35,15 @@ const MACHINERY: &[&str] = &[
 /// are left out.
 pub fn markers(problem_id: &str) -> Vec<String> {
     let mut m: Vec<String> = MACHINERY.iter().map(|s| s.to_string()).collect();
-    m.push(format!("(?i){}", regex::escape(problem_id)));
+    m.extend(problem_markers(problem_id));
+    m
+}
+
+/// The markers that name a problem: its id and every primitive name. What an agent is handed
+/// (its task, files and environment) is held to these: the task may speak of a fault, and the
+/// session's own variables are named after the benchmark, but neither names the problem.
+pub fn problem_markers(problem_id: &str) -> Vec<String> {
+    let mut m = vec![format!("(?i){}", regex::escape(problem_id))];
     for name in PRIMITIVE_NAMES {
         if name.contains('_') {
             m.push(format!(r"(?i)\b{}\b", regex::escape(name)));
@@ -95,9 +103,14 @@ fn collect(t: &Tables) -> BTreeSet<&str> {
 
 /// Every marker occurrence in the tables (empty: no leak).
 pub fn scan(t: &Tables, markers: &[String]) -> Vec<Leak> {
+    scan_texts(collect(t), markers)
+}
+
+/// Every marker occurrence in some texts (empty: no leak).
+pub fn scan_texts<'a>(texts: impl IntoIterator<Item = &'a str>, markers: &[String]) -> Vec<Leak> {
     let set = RegexSet::new(markers).expect("markers are valid regexes");
     let mut found = BTreeSet::new();
-    for text in collect(t) {
+    for text in texts {
         for i in set.matches(text).into_iter() {
             let short: String = text.chars().take(160).collect();
             found.insert(Leak {

@@ -96,9 +96,12 @@ pub enum Isolation {
     /// As a process of the session's user, seeing what that user sees.
     #[default]
     None,
-    /// In a sandbox ([`sandbox`]): the system's tools, its home, the session's endpoints, and
-    /// these paths read-only.
-    Sandbox { binds: Vec<PathBuf> },
+    /// In a sandbox ([`sandbox`]): the system's tools, its home, the session's endpoints, these
+    /// paths read-only, and the internet when `network` says.
+    Sandbox {
+        binds: Vec<PathBuf>,
+        network: sandbox::AgentNetwork,
+    },
 }
 
 /// How long an agent that has submitted every stage may take to exit before it is ended.
@@ -134,10 +137,11 @@ pub async fn run(
             echo: opts.echo,
         }),
         // Refused before the environment starts when this host cannot build the sandbox.
-        Isolation::Sandbox { binds } => Box::new(sandbox::SandboxLauncher::new(
+        Isolation::Sandbox { binds, network } => Box::new(sandbox::SandboxLauncher::new(
             &opts.agent.command,
             opts.echo,
             binds.clone(),
+            *network,
         )?),
     };
     Session::start(catalog, opts.clone())
@@ -272,6 +276,16 @@ impl Session {
     /// limit) starts with it.
     pub fn launch(&mut self, launcher: &dyn Launcher) -> anyhow::Result<()> {
         anyhow::ensure!(self.agent.is_none(), "the agent was launched already");
+        if let Some(env) = &self.env {
+            let given: Vec<&str> = self
+                .opts
+                .agent
+                .env
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect();
+            check_handover(&self.handover, &env.problem_id(), &given)?;
+        }
         self.agent = Some(launcher.launch(&self.handover)?);
         self.sandbox = Some(launcher.sandbox());
         self.t0 = Some(Instant::now());
@@ -295,7 +309,13 @@ impl Session {
         let waited = loop {
             tokio::select! {
                 Some(s) = self.submissions.recv() => {
-                    on_submission(env, &self.opts, &self.dir, &mut self.log, s, t0, &self.truth);
+                    let with = Judge {
+                        opts: &self.opts,
+                        dir: &self.dir,
+                        truth: &self.truth,
+                        task: &self.handover.prompt,
+                    };
+                    on_submission(env, &with, &mut self.log, s, t0);
                     if lock(&self.progress).finished() {
                         break (SessionEnd::Submitted, None);
                     }
@@ -474,6 +494,52 @@ impl Session {
     }
 }
 
+/// Refuses a handover that names its problem (the leak scan's problem markers over every file of
+/// the agent's directory and every variable the session gives it; the user's own `given`
+/// variables are theirs): that would be faultline's bug, and the run would be worthless.
+fn check_handover(handover: &Handover, problem_id: &str, given: &[&str]) -> anyhow::Result<()> {
+    let mut texts = vec![handover.prompt.clone()];
+    for entry in walk(&handover.workdir) {
+        if let Ok(text) = std::fs::read_to_string(&entry) {
+            texts.push(text);
+        }
+        texts.push(entry.to_string_lossy().into_owned());
+    }
+    texts.extend(
+        handover
+            .env
+            .iter()
+            .filter(|(k, _)| !given.contains(&k.as_str()))
+            .map(|(k, v)| format!("{k}={v}")),
+    );
+    let leaks = runner::leak::scan_texts(
+        texts.iter().map(String::as_str),
+        &runner::leak::problem_markers(problem_id),
+    );
+    match leaks.first() {
+        None => Ok(()),
+        Some(leak) => bail!(
+            "the agent's handover names its problem ({} in `{}`): not starting it",
+            leak.marker,
+            leak.text
+        ),
+    }
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 /// How the agent's part ended.
 struct End {
     /// HTTP requests to the session's MCP server (its tools' own API calls are audited as such).
@@ -614,15 +680,10 @@ async fn hand_over(
 
 /// Records a submission; the agent's request is answered once it is recorded (for a mitigation,
 /// once the world has been forked at that instant).
-fn on_submission(
-    env: &Env,
-    opts: &SessionOptions,
-    dir: &Path,
-    log: &mut Log,
-    s: Submission,
-    t0: Instant,
-    truth: &Arc<judge::truth::LoadedTruth>,
-) {
+fn on_submission(env: &Env, with: &Judge<'_>, log: &mut Log, s: Submission, t0: Instant) {
+    let Judge {
+        opts, dir, truth, ..
+    } = *with;
     let at = s.at.saturating_duration_since(t0);
     if let Some(usage) = s.usage {
         log.usage = Some(usage);
@@ -642,7 +703,11 @@ fn on_submission(
             }
         }
         _ => {
-            let (output, judging, truth) = (s.output.clone(), opts.judging.clone(), truth.clone());
+            // Judged on what the agent said itself: text copied from its task (which names the
+            // app's services) is no diagnosis.
+            let mut output = s.output.clone();
+            output.diagnosis = judge::copied::without_task(&output.diagnosis, with.task);
+            let (judging, truth) = (opts.judging.clone(), truth.clone());
             let (log_dir, agent, trial) = (
                 dir.join("judge"),
                 opts.agent.name.clone(),
@@ -655,6 +720,17 @@ fn on_submission(
         }
     }
     let _ = s.recorded.send(());
+}
+
+/// What a diagnosis is judged with.
+#[derive(Clone, Copy)]
+struct Judge<'a> {
+    opts: &'a SessionOptions,
+    /// The run's directory (the judge's log goes below it).
+    dir: &'a Path,
+    truth: &'a Arc<judge::truth::LoadedTruth>,
+    /// The agent's task.
+    task: &'a str,
 }
 
 /// Grades the submitted mitigation, or the world at the end when none was submitted.
@@ -788,4 +864,51 @@ async fn count_request(
 
 fn lock(p: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {
     p.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handover(dir: &Path, prompt: &str, env: &[(&str, &str)]) -> Handover {
+        std::fs::write(dir.join("prompt.md"), prompt).unwrap();
+        Handover {
+            prompt: prompt.into(),
+            workdir: dir.to_path_buf(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            endpoints: Endpoints {
+                kubernetes: String::new(),
+                prometheus: String::new(),
+                jaeger: String::new(),
+                loki: String::new(),
+            },
+            submit_url: String::new(),
+            mcp_url: String::new(),
+            stdout: dir.join("out"),
+            stderr: dir.join("err"),
+        }
+    }
+
+    #[test]
+    fn a_handover_naming_its_problem_is_refused_and_the_users_own_variables_are_theirs() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = "hotel-geo-target-port";
+        let clean = handover(
+            dir.path(),
+            "Users see failures: which resource is at fault?",
+            &[],
+        );
+        check_handover(&clean, id, &[]).unwrap();
+        let given = handover(dir.path(), "Users see failures.", &[("HINT", id)]);
+        check_handover(&given, id, &["HINT"]).unwrap();
+        let err = check_handover(&given, id, &[]).unwrap_err().to_string();
+        assert!(err.contains("names its problem"), "{err}");
+        std::fs::create_dir_all(dir.path().join(".kube")).unwrap();
+        std::fs::write(dir.path().join(".kube/config"), "name: service_target_port").unwrap();
+        let err = check_handover(&clean, id, &[]).unwrap_err().to_string();
+        assert!(err.contains("service_target_port"), "{err}");
+    }
 }

@@ -59,6 +59,11 @@ for path in $HUNT_PATHS; do
   [ -z "${HUNT_READ_ONLY:-}" ] && touch "$path/written-by-agent" 2>/dev/null && got "wrote into $path"
 done
 unset IFS
+# What the sandbox shows of its own making (the relay, the home): nothing of the benchmark in it.
+for f in /run/netrelay $(find "$HOME" -type f 2>/dev/null); do
+  grep -a -q -E 'reference_fix|ground_truth|problems/catalog|hotel-geo-target-port' "$f" 2>/dev/null \
+    && got "benchmark text in $f"
+done
 blocked "paths"
 
 # Writes outside the home.

@@ -18,6 +18,7 @@ use session::eval::{self, EvalOptions, plan};
 #[command(
     after_help = "Example:\n  collector eval --agents agents.toml --problems 'hotel-*' --runs 3 --noise on,off --jobs 8 --out runs/board\n  judge report runs/board --out board/\n\n\
 agents.toml:\n  [[agents]]\n  name = \"my-agent\"\n  command = \"./my-agent.sh\"      # run from this directory, like `collector live --agent`\n  prompt = \"prompt.md\"            # optional template (relative to agents.toml)\n  env = { MODEL = \"small\" }        # optional\n  time_limit = \"10m\"              # optional, overrides --time-limit\n\n\
+Each session's agent runs in a sandbox of its own (see `collector live --help`; --no-sandbox is recorded and the board warns of it).\n\
 Runs land in OUT/<agent>/<problem>/<noise|quiet>-<run>/; run k uses seed k. Killed or interrupted, the same command resumes: finished runs are kept.\n\
 Exit codes: 0 every run finished; 1 some runs could not run (listed); 130 interrupted."
 )]

@@ -1,11 +1,13 @@
-//! `--sandbox` and `--agent-bind` of the commands that start agents, and `collector agent-sandbox
-//! probe`: what this host allows of the agent's sandbox (`session::sandbox`).
+//! `--no-sandbox`, `--agent-bind` and `--agent-network` of the commands that start agents, and
+//! `collector agent-sandbox probe`: what this host allows of the agent's sandbox
+//! (`session::sandbox`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
 use session::Isolation;
+use session::sandbox::AgentNetwork;
 
 /// Where the agents of a command run.
 #[derive(Debug, Clone, clap::Args)]
@@ -21,6 +23,22 @@ pub struct SandboxArgs {
     /// read-only at the same path (repeatable).
     #[arg(long = "agent-bind", conflicts_with = "no_sandbox")]
     pub agent_binds: Vec<PathBuf>,
+    /// What the sandboxed agent reaches beside the session's endpoints: `session`, nothing;
+    /// `public`, the internet (never this host) through an HTTP proxy its HTTPS_PROXY names, for
+    /// an agent that calls its model's API itself.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "session",
+        conflicts_with = "no_sandbox"
+    )]
+    pub agent_network: NetworkArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NetworkArg {
+    Session,
+    Public,
 }
 
 impl SandboxArgs {
@@ -37,6 +55,10 @@ impl SandboxArgs {
         session::sandbox::check(&self.agent_binds)?;
         Ok(Isolation::Sandbox {
             binds: self.agent_binds.clone(),
+            network: match self.agent_network {
+                NetworkArg::Session => AgentNetwork::Session,
+                NetworkArg::Public => AgentNetwork::Public,
+            },
         })
     }
 }

@@ -17,8 +17,14 @@
 //! ([`relay`]). Nothing else on the host is reachable, and no route leaves the namespace. A
 //! network namespace was chosen over Landlock's TCP port rules on the host's network: port rules
 //! cannot tell the agent's own port-forward from another session's server, and the endpoints keep
-//! their URLs either way.
+//! their URLs either way. With `--agent-network public` one more port leads out: an HTTP proxy
+//! ([`proxy`]) named by the agent's `HTTPS_PROXY`, to the internet and never back to this host's
+//! loopback. A proxy was chosen over a user-mode network stack (slirp4netns, pasta) in the
+//! namespace: those cannot join a namespace that bubblewrap nests in a second user namespace (as
+//! it does to make the agent uid 1000) without privileges, and model SDKs all honour the proxy
+//! variables.
 
+pub mod proxy;
 pub mod relay;
 
 use std::collections::BTreeSet;
@@ -50,6 +56,20 @@ const SYSTEM: [&str; 8] = [
 const PASSED: [&str; 3] = ["LANG", "LC_ALL", "TERM"];
 const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/// What the sandboxed agent reaches beside the session's endpoints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AgentNetwork {
+    /// Nothing.
+    #[default]
+    Session,
+    /// The internet (not this host) through an HTTP proxy: for an agent that calls its model's
+    /// API itself.
+    Public,
+}
+
+/// The port the proxy is on inside the sandbox (or the next one the session does not use).
+const PROXY_PORT: u16 = 3128;
+
 /// Runs the agent's command line with `sh -c` inside the sandbox.
 #[derive(Debug, Clone)]
 pub struct SandboxLauncher {
@@ -63,6 +83,7 @@ pub struct SandboxLauncher {
     pub relay: PathBuf,
     /// The `bwrap` program.
     pub bwrap: PathBuf,
+    pub network: AgentNetwork,
 }
 
 impl SandboxLauncher {
@@ -73,6 +94,7 @@ impl SandboxLauncher {
         command: &str,
         echo: bool,
         mut binds: Vec<PathBuf>,
+        network: AgentNetwork,
     ) -> anyhow::Result<SandboxLauncher> {
         let (bwrap, relay) = check(&binds)?;
         let (command, program) = command_inside(command, &binds)?;
@@ -83,6 +105,7 @@ impl SandboxLauncher {
             binds,
             relay,
             bwrap,
+            network,
         })
     }
 }
@@ -122,13 +145,30 @@ impl Launcher for SandboxLauncher {
             let to = std::net::SocketAddr::from(([127, 0, 0, 1], *port));
             relays.push(tokio::spawn(relay::unix_to_tcp(listener, to)));
         }
+        let proxy = match self.network {
+            AgentNetwork::Session => None,
+            AgentNetwork::Public => {
+                let path = sockets.path().join("proxy");
+                let listener = tokio::net::UnixListener::bind(&path)
+                    .with_context(|| format!("listening on {}", path.display()))?;
+                relays.push(tokio::spawn(proxy::serve(listener)));
+                (PROXY_PORT..).find(|p| !ports.contains(p))
+            }
+        };
+        // The task names the agent's files where it sees them.
+        let prompt = handover.workdir.join("prompt.md");
+        if let Ok(text) = std::fs::read_to_string(&prompt) {
+            let host_home = handover.workdir.to_string_lossy();
+            std::fs::write(&prompt, text.replace(host_home.as_ref(), HOME))
+                .context("writing the agent's prompt.md")?;
+        }
         // Where kubectl looks without KUBECONFIG too.
         let kube_dir = handover.workdir.join(".kube");
         std::fs::create_dir_all(&kube_dir).context("creating the agent's ~/.kube")?;
         std::fs::copy(handover.workdir.join("kubeconfig"), kube_dir.join("config"))
             .context("writing the agent's ~/.kube/config")?;
         let command = self.command.clone();
-        let env = inside_env(handover);
+        let env = inside_env(handover, proxy);
         let plan = Plan {
             home: &handover.workdir,
             sockets: sockets.path(),
@@ -137,6 +177,7 @@ impl Launcher for SandboxLauncher {
             system: &system_dirs(),
             env: &env,
             ports: &ports,
+            proxy,
             command: &command,
         };
         let (options, inside) = bwrap_args(&plan);
@@ -172,14 +213,16 @@ impl Launcher for SandboxLauncher {
 /// The command line as the sandbox runs it, and the agent's program file when it must be bound
 /// for the agent to run. A program given by its path (`./agent.sh`, run by its absolute path) is
 /// bound read-only by itself, so an agent started from a checkout sees its own file and nothing
-/// beside it; a program found on PATH must be inside the sandbox already: under the system's
-/// directories or a bound path.
+/// beside it; a program named alone must be on the sandbox's PATH (the system's directories), or
+/// when only this host's PATH has it, under a bound path.
 fn command_inside(command: &str, binds: &[PathBuf]) -> anyhow::Result<(String, Option<PathBuf>)> {
     let resolved = crate::agent::resolve_program(command, &std::env::current_dir()?);
     let program = crate::agent::program_of(&resolved);
     let (on_host, by_path) = if program.contains('/') {
         let path = PathBuf::from(&program);
         (Some(path).filter(|p| p.is_absolute() && p.is_file()), true)
+    } else if find_in(std::ffi::OsStr::new(PATH), &program).is_some() {
+        return Ok((resolved, None));
     } else {
         (find_on_path(&program), false)
     };
@@ -254,6 +297,8 @@ pub struct Plan<'a> {
     pub env: &'a [(String, String)],
     /// The session's ports on loopback.
     pub ports: &'a [u16],
+    /// The proxy's port inside, with `--agent-network public`.
+    pub proxy: Option<u16>,
     /// The agent's command line.
     pub command: &'a str,
 }
@@ -308,6 +353,9 @@ pub fn bwrap_args(plan: &Plan<'_>) -> (Vec<OsString>, Vec<OsString>) {
     for port in plan.ports {
         command.push(format!("127.0.0.1:{port}={SOCKETS}/{port}").into());
     }
+    if let Some(port) = plan.proxy {
+        command.push(format!("127.0.0.1:{port}={SOCKETS}/proxy").into());
+    }
     command.extend(["--", "sh", "-c", plan.command].map(OsString::from));
     (a, command)
 }
@@ -329,8 +377,9 @@ fn system_dirs() -> Vec<(String, Option<PathBuf>)> {
 }
 
 /// The agent's environment inside: what the session hands over, paths into its directory moved
-/// to its home, and `PATH`, `HOME` and the locale and terminal of the session's.
-fn inside_env(handover: &crate::Handover) -> Vec<(String, String)> {
+/// to its home, `PATH`, `HOME` and the locale and terminal of the session's, and the proxy to the
+/// internet when there is one (the session's endpoints are reached directly).
+fn inside_env(handover: &crate::Handover, proxy: Option<u16>) -> Vec<(String, String)> {
     let host_home = handover.workdir.to_string_lossy().into_owned();
     let mut env: Vec<(String, String)> = vec![
         ("PATH".into(), PATH.into()),
@@ -344,6 +393,15 @@ fn inside_env(handover: &crate::Handover) -> Vec<(String, String)> {
     }
     for (k, v) in &handover.env {
         env.push((k.clone(), v.replace(&host_home, HOME)));
+    }
+    if let Some(port) = proxy {
+        let url = format!("http://127.0.0.1:{port}");
+        for key in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
+            env.push((key.into(), url.clone()));
+        }
+        for key in ["NO_PROXY", "no_proxy"] {
+            env.push((key.into(), "127.0.0.1,localhost".into()));
+        }
     }
     env
 }
@@ -445,8 +503,12 @@ pub fn probe() -> Probe {
 }
 
 fn find_on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+    find_in(&std::env::var_os("PATH")?, program)
+}
+
+/// `program` in the directories of a PATH value.
+fn find_in(path: &std::ffi::OsStr, program: &str) -> Option<PathBuf> {
+    std::env::split_paths(path)
         .map(|dir| dir.join(program))
         .find(|p| p.is_file())
 }
@@ -478,6 +540,7 @@ mod tests {
             ],
             env: &[("KUBECONFIG".into(), "/home/agent/kubeconfig".into())],
             ports: &[6443, 9090],
+            proxy: Some(3128),
             command: "./agent.sh",
         };
         let (options, command) = bwrap_args(&plan);
@@ -506,7 +569,8 @@ mod tests {
             "--ro-bind /opt/tools /opt/tools",
             "--bind /tmp/agent-x1 /home/agent",
             "--setenv KUBECONFIG /home/agent/kubeconfig",
-            "-- /run/netrelay 127.0.0.1:6443=/run/endpoints/6443 127.0.0.1:9090=/run/endpoints/9090 -- sh -c ./agent.sh",
+            "-- /run/netrelay 127.0.0.1:6443=/run/endpoints/6443 127.0.0.1:9090=/run/endpoints/9090 \
+             127.0.0.1:3128=/run/endpoints/proxy -- sh -c ./agent.sh",
         ] {
             assert!(joined.contains(needed), "{needed} missing from {joined}");
         }
