@@ -116,10 +116,13 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
          {tools} > analysis 2>&1; \
          submit 'Service geo targets port 9999; its pods listen on 8083'; \
          kubectl -n $ns patch service geo --type=json -p '[{{\"op\":\"replace\",\"path\":\"/spec/ports/0/targetPort\",\"value\":8083}}]'; \
+         echo '=== hidden'; ls {journal} {operator} 2>&1; \
          for f in seen streams analysis; do echo \"=== $f\"; cat $f; done; \
          submit ''",
         lib = agents().join("lib.sh").display(),
         tools = agents().join("analysts/cluster-tools.sh").display(),
+        journal = journal.display(),
+        operator = l.kubeconfig.display(),
     );
     let o = live(
         &l,
@@ -131,6 +134,9 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
     .output()
     .unwrap();
     assert!(o.status.success(), "{}", e2e::text(&o));
+    // The operator's credentials and the journal are outside the agent's sandbox.
+    let hidden = section(&out, "hidden");
+    assert_eq!(hidden.matches("No such file or directory").count(), 2, "{hidden}");
     let seen = section(&out, "seen");
     // The fault was in place; the plane's namespace was not there to be read.
     assert!(seen.ends_with("9999"), "{seen}");

@@ -525,8 +525,8 @@ fn reach(work: &Path, network: &str, outside: &str, other: u16) -> String {
     let agent = format!(
         "echo \"outside: $(curl -s -m 5 http://{outside}/)\"; \
          echo \"tunnel: $(curl -s -m 5 -p -x \"$HTTPS_PROXY\" http://{outside}/)\"; \
-         echo \"back: $(curl -s -m 5 -x \"$HTTP_PROXY\" http://127.0.0.1:{other}/)\"; \
-         echo \"tunnel back: $(curl -s -m 5 -p -x \"$HTTPS_PROXY\" http://127.0.0.1:{other}/)\"; \
+         echo \"back: $(curl -s -m 5 --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{other}/)\"; \
+         echo \"tunnel back: $(curl -s -m 5 --noproxy '' -p -x \"$HTTPS_PROXY\" http://127.0.0.1:{other}/)\"; \
          kubectl get namespaces -o name"
     );
     let output = collector(&[

@@ -60,7 +60,7 @@ for path in $HUNT_PATHS; do
 done
 unset IFS
 # What the sandbox shows of its own making (the relay, the home): nothing of the benchmark in it.
-for f in /run/netrelay $(find "$HOME" -type f 2>/dev/null); do
+for f in /run/netrelay $(find "$PWD" -maxdepth 2 -type f 2>/dev/null); do
   grep -a -q -E 'reference_fix|ground_truth|problems/catalog|hotel-geo-target-port' "$f" 2>/dev/null \
     && got "benchmark text in $f"
 done
