@@ -136,7 +136,11 @@ fn a_session_on_a_cluster_injects_hides_the_plane_grades_and_reverts() {
     assert!(o.status.success(), "{}", e2e::text(&o));
     // The operator's credentials and the journal are outside the agent's sandbox.
     let hidden = section(&out, "hidden");
-    assert_eq!(hidden.matches("No such file or directory").count(), 2, "{hidden}");
+    assert_eq!(
+        hidden.matches("No such file or directory").count(),
+        2,
+        "{hidden}"
+    );
     let seen = section(&out, "seen");
     // The fault was in place; the plane's namespace was not there to be read.
     assert!(seen.ends_with("9999"), "{seen}");

@@ -44,11 +44,7 @@ fn collector(args: &[&str], cwd: &Path) -> Output {
         .expect("collector runs")
 }
 
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use e2e::read_json;
 
 /// A problem's reference fix (one command per line) and the diagnosis a good agent would give:
 /// the incident's description, naming its root causes.

@@ -47,11 +47,7 @@ fn collector(args: &[&str]) -> Output {
         .expect("collector runs")
 }
 
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use e2e::read_json;
 
 /// A server on the host's loopback that is not the session's: it answers every connection.
 fn other_server() -> u16 {

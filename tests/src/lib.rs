@@ -49,6 +49,13 @@ pub fn http_get(url: impl reqwest::IntoUrl) -> reqwest::blocking::Response {
     reqwest::blocking::get(url).unwrap_or_else(|e| panic!("GET failed: {e}"))
 }
 
+/// A JSON file, or a panic naming it.
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Stdout and stderr of an output, for assertion messages.
 pub fn text(out: &Output) -> String {
     format!(
