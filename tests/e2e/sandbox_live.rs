@@ -410,7 +410,7 @@ fn an_agent_given_by_its_path_sees_its_own_file_and_nothing_beside_it() {
 }
 
 /// The user the unprivileged run takes when the tests run as root (CI): made here if missing.
-const TESTER: &str = "faultline-tester";
+const TESTER: &str = "unpriv";
 
 fn id(args: &[&str]) -> String {
     let o = Command::new("id").args(args).output().expect("id runs");

@@ -64,6 +64,7 @@ for f in /run/netrelay $(find "$PWD" -maxdepth 2 -type f 2>/dev/null); do
   grep -a -q -E 'reference_fix|ground_truth|problems/catalog|hotel-geo-target-port' "$f" 2>/dev/null \
     && got "benchmark text in $f"
 done
+grep -rIlqi faultline /etc 2>/dev/null && got "the benchmark named under /etc"
 blocked "paths"
 
 # Writes outside the home.
