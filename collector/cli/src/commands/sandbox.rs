@@ -77,7 +77,10 @@ pub struct Args {
 pub enum SandboxCommand {
     /// Whether this host can build the agent's sandbox: bubblewrap, the relay, and the
     /// namespaces the kernel allows.
+    #[command(after_help = "Example:\n  collector agent-sandbox probe --json\n\n\
+        Exits 0 when this host can build the sandbox, 1 when it cannot (the reason is printed).")]
     Probe {
+        /// Print the findings as JSON (with `usable`).
         #[arg(long)]
         json: bool,
     },
