@@ -236,6 +236,23 @@ fn scan_itbench(
     Ok(())
 }
 
+/// A session's output as the session judged it: without the text copied from the agent's task
+/// (`crate::copied`), the task read from the run's trajectory (its first step). A run without a
+/// readable trajectory is judged as it is.
+fn without_task(mut output: AgentOutput, path: &Path, run: &RunResult) -> AgentOutput {
+    let task = run
+        .files
+        .get("trajectory")
+        .filter(|rel| schemas::paths::check_plain_name(rel).is_ok())
+        .and_then(|rel| std::fs::read(path.parent()?.join(rel)).ok())
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|t| t["steps"][0]["message"].as_str().map(str::to_string));
+    if let Some(task) = task {
+        output.diagnosis = crate::copied::without_task(&output.diagnosis, &task);
+    }
+    output
+}
+
 fn scan_run(
     path: &Path,
     truths: &BTreeMap<String, Arc<LoadedTruth>>,
@@ -246,7 +263,7 @@ fn scan_run(
     let run: RunResult = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a faultline run result", path.display()))?;
     let output = match (&run.output, &run.error) {
-        (Some(o), _) => Ok(o.clone()),
+        (Some(o), _) => Ok(without_task(o.clone(), path, &run)),
         (None, Some(e)) => Err(format!("run ended without output: {e}")),
         (None, None) => Err("run has no output".to_string()),
     };
@@ -346,4 +363,34 @@ fn scan_sregym_csv(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sessions_diagnosis_is_judged_without_what_it_copied_from_its_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = "You are the on-call SRE for the application astronomy-shop: a valkey cart \
+                    store, PostgreSQL and Kafka consumers behind an Envoy proxy.";
+        let trajectory = serde_json::json!({"steps": [{"step_id": 1, "message": task}]});
+        std::fs::write(dir.path().join("trajectory.json"), trajectory.to_string()).unwrap();
+        let mut run: RunResult = serde_json::from_value(serde_json::json!({
+            "schema_version": 2, "agent": "a", "problem_id": "p", "trial": "1", "mode": "live",
+            "started_at": "2026-01-01T00:00:00Z",
+            "files": {"trajectory": "trajectory.json"}
+        }))
+        .unwrap();
+        let path = dir.path().join("run.json");
+        let echo = AgentOutput {
+            diagnosis: format!("FAULTLINE_PROMPT={task}"),
+            ..Default::default()
+        };
+        let judged = without_task(echo.clone(), &path, &run);
+        assert!(!judged.diagnosis.contains("cart"), "{}", judged.diagnosis);
+        // Without its trajectory a run is judged as it stands.
+        run.files.clear();
+        assert_eq!(without_task(echo.clone(), &path, &run), echo);
+    }
 }
