@@ -51,6 +51,24 @@ const AGENT_ID: &str = "1000";
 const SYSTEM: [&str; 8] = [
     "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
+/// The sandbox's namespaces and process options, as the sandbox asks for them and as the probe
+/// tries them: the agent is uid 1000, in user, PID, IPC, UTS, network (and, where the kernel has
+/// it, cgroup) namespaces of its own; it dies with the session, even a killed one, and has no
+/// controlling terminal of the session's to type into.
+const NAMESPACES: [&str; 12] = [
+    "--unshare-user",
+    "--uid",
+    AGENT_ID,
+    "--gid",
+    AGENT_ID,
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-net",
+    "--unshare-cgroup-try",
+    "--die-with-parent",
+    "--new-session",
+];
 /// The variables an agent gets from the session's own environment, beside what the session
 /// hands over.
 const PASSED: [&str; 3] = ["LANG", "LC_ALL", "TERM"];
@@ -158,8 +176,7 @@ impl Launcher for SandboxLauncher {
         // The task names the agent's files where it sees them.
         let prompt = handover.workdir.join("prompt.md");
         if let Ok(text) = std::fs::read_to_string(&prompt) {
-            let host_home = handover.workdir.to_string_lossy();
-            std::fs::write(&prompt, text.replace(host_home.as_ref(), HOME))
+            std::fs::write(&prompt, as_seen_inside(handover, &text))
                 .context("writing the agent's prompt.md")?;
         }
         // Where kubectl looks without KUBECONFIG too.
@@ -311,24 +328,10 @@ pub fn bwrap_args(plan: &Plan<'_>) -> (Vec<OsString>, Vec<OsString>) {
     let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
         a.extend(items.iter().map(|i| i.as_ref().to_os_string()));
     };
-    push(&[
-        &"--unshare-user",
-        &"--uid",
-        &AGENT_ID,
-        &"--gid",
-        &AGENT_ID,
-        &"--unshare-pid",
-        &"--unshare-ipc",
-        &"--unshare-uts",
-        &"--unshare-net",
-        &"--unshare-cgroup-try",
-        &"--hostname",
-        &"workstation",
-        // The sandbox dies with the session, even a killed one.
-        &"--die-with-parent",
-        // No controlling terminal of the session's to type into.
-        &"--new-session",
-    ]);
+    for option in NAMESPACES {
+        push(&[&option]);
+    }
+    push(&[&"--hostname", &"workstation"]);
     for (dir, link) in plan.system {
         match link {
             Some(target) => push(&[&"--symlink", target, dir]),
@@ -380,7 +383,6 @@ fn system_dirs() -> Vec<(String, Option<PathBuf>)> {
 /// to its home, `PATH`, `HOME` and the locale and terminal of the session's, and the proxy to the
 /// internet when there is one (the session's endpoints are reached directly).
 fn inside_env(handover: &crate::Handover, proxy: Option<u16>) -> Vec<(String, String)> {
-    let host_home = handover.workdir.to_string_lossy().into_owned();
     let mut env: Vec<(String, String)> = vec![
         ("PATH".into(), PATH.into()),
         ("HOME".into(), HOME.into()),
@@ -392,7 +394,7 @@ fn inside_env(handover: &crate::Handover, proxy: Option<u16>) -> Vec<(String, St
         }
     }
     for (k, v) in &handover.env {
-        env.push((k.clone(), v.replace(&host_home, HOME)));
+        env.push((k.clone(), as_seen_inside(handover, v)));
     }
     if let Some(port) = proxy {
         let url = format!("http://127.0.0.1:{port}");
@@ -404,6 +406,11 @@ fn inside_env(handover: &crate::Handover, proxy: Option<u16>) -> Vec<(String, St
         }
     }
     env
+}
+
+/// A text of the handover with the agent's directory named where the agent sees it (its home).
+fn as_seen_inside(handover: &crate::Handover, text: &str) -> String {
+    text.replace(handover.workdir.to_string_lossy().as_ref(), HOME)
 }
 
 /// The session's ports on the host's loopback: every endpoint URL the agent is handed.
@@ -467,8 +474,14 @@ impl Probe {
 }
 
 /// Looks for bubblewrap and `netrelay`, and asks bubblewrap to build the sandbox's namespaces
-/// around `true`.
+/// around `true`: once per process (what the host allows does not change while it runs), so the
+/// sessions of an evaluation do not each start a bubblewrap to learn it again.
 pub fn probe() -> Probe {
+    static PROBED: std::sync::OnceLock<Probe> = std::sync::OnceLock::new();
+    PROBED.get_or_init(probe_now).clone()
+}
+
+fn probe_now() -> Probe {
     let bwrap = find_on_path("bwrap");
     let relay = std::env::current_exe()
         .ok()
@@ -477,14 +490,7 @@ pub fn probe() -> Probe {
     let namespaces_refused = match &bwrap {
         None => Some("bwrap is missing".into()),
         Some(bwrap) => std::process::Command::new(bwrap)
-            .args(["--unshare-user", "--uid", AGENT_ID, "--gid", AGENT_ID])
-            .args([
-                "--unshare-pid",
-                "--unshare-ipc",
-                "--unshare-uts",
-                "--unshare-net",
-            ])
-            .args(["--unshare-cgroup-try", "--die-with-parent", "--new-session"])
+            .args(NAMESPACES)
             .args(["--ro-bind", "/", "/", "--proc", "/proc", "--", "true"])
             .output()
             .map_or_else(
