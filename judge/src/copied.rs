@@ -24,14 +24,18 @@ pub fn without_task(diagnosis: &str, task: &str) -> String {
         .collect();
     let runs: HashSet<&[String]> = task_words.windows(RUN).collect();
     let words: Vec<&str> = diagnosis.split_whitespace().collect();
-    let keys: Vec<String> = words.iter().map(|w| key(w)).collect();
+    // Runs are over the words that have a key, each with its place among `words`: punctuation
+    // alone neither breaks nor makes one.
+    let (at, keys): (Vec<usize>, Vec<String>) = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (i, key(w)))
+        .filter(|(_, k)| !k.is_empty())
+        .unzip();
     let mut copied = vec![false; words.len()];
-    // Runs are over the words that have a key; punctuation alone neither breaks nor makes one.
-    let keyed: Vec<usize> = (0..words.len()).filter(|&i| !keys[i].is_empty()).collect();
-    let keyed_words: Vec<String> = keyed.iter().map(|&i| keys[i].clone()).collect();
-    for (start, window) in keyed_words.windows(RUN).enumerate() {
+    for (start, window) in keys.windows(RUN).enumerate() {
         if runs.contains(window) {
-            for &i in &keyed[start..start + RUN] {
+            for &i in &at[start..start + RUN] {
                 copied[i] = true;
             }
         }
