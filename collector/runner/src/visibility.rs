@@ -89,6 +89,15 @@ fn increases<'a>(
         .collect()
 }
 
+/// Every recorded version of a pod whose name `re` matches, observed at or after `from`, parsed
+/// (a version that does not parse shows nothing).
+fn pod_versions<'a>(t: &'a Tables, re: &'a Regex, from: i64) -> impl Iterator<Item = Value> + 'a {
+    t.objects
+        .iter()
+        .filter(move |o| o.kind == "Pod" && o.observed_ns >= from && re.is_match(&o.name))
+        .filter_map(|o| serde_json::from_str(&o.object).ok())
+}
+
 fn pod_states(o: &Value, init: bool) -> Vec<&Value> {
     let field = if init {
         "initContainerStatuses"
@@ -264,14 +273,7 @@ fn evaluate(t: &Tables, e: &Expectation, from: i64) -> (bool, String) {
                     && m.labels.get("phase") == Some(phase)
                     && m.labels.get("pod").is_some_and(|p| re.is_match(p))
             });
-            let object = t
-                .objects
-                .iter()
-                .filter(|o| o.kind == "Pod" && o.observed_ns >= from && re.is_match(&o.name))
-                .any(|o| {
-                    serde_json::from_str::<Value>(&o.object)
-                        .is_ok_and(|v| v["status"]["phase"] == phase.as_str())
-                });
+            let object = pod_versions(t, &re, from).any(|v| v["status"]["phase"] == phase.as_str());
             (
                 metric || object,
                 format!("phase {phase} seen: {}", metric || object),
@@ -283,38 +285,30 @@ fn evaluate(t: &Tables, e: &Expectation, from: i64) -> (bool, String) {
             init,
         } => {
             let re = pod_of(service);
-            let mut n = 0;
-            for o in t
-                .objects
-                .iter()
-                .filter(|o| o.kind == "Pod" && o.observed_ns >= from && re.is_match(&o.name))
-            {
-                let v: Value = serde_json::from_str(&o.object).unwrap_or(Value::Null);
-                n += pod_states(&v, *init)
-                    .iter()
-                    .filter(|s| s["state"]["waiting"]["reason"] == reason.as_str())
-                    .count();
-            }
+            let n: usize = pod_versions(t, &re, from)
+                .map(|v| {
+                    pod_states(&v, *init)
+                        .iter()
+                        .filter(|s| s["state"]["waiting"]["reason"] == reason.as_str())
+                        .count()
+                })
+                .sum();
             (n > 0, format!("{n} pod versions waiting with {reason}"))
         }
         ContainerTerminated { service, reason } => {
             let re = pod_of(service);
-            let mut n = 0;
-            for o in t
-                .objects
-                .iter()
-                .filter(|o| o.kind == "Pod" && o.observed_ns >= from && re.is_match(&o.name))
-            {
-                let v: Value = serde_json::from_str(&o.object).unwrap_or(Value::Null);
-                n += pod_states(&v, false)
-                    .iter()
-                    .chain(pod_states(&v, true).iter())
-                    .filter(|s| {
-                        s["lastState"]["terminated"]["reason"] == reason.as_str()
-                            || s["state"]["terminated"]["reason"] == reason.as_str()
-                    })
-                    .count();
-            }
+            let n: usize = pod_versions(t, &re, from)
+                .map(|v| {
+                    pod_states(&v, false)
+                        .iter()
+                        .chain(pod_states(&v, true).iter())
+                        .filter(|s| {
+                            s["lastState"]["terminated"]["reason"] == reason.as_str()
+                                || s["state"]["terminated"]["reason"] == reason.as_str()
+                        })
+                        .count()
+                })
+                .sum();
             (n > 0, format!("{n} pod versions terminated with {reason}"))
         }
         LogContains { service, text } => {
