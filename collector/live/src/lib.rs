@@ -116,7 +116,7 @@ impl LiveEnv {
             );
         }
         let dataset = match &opts.out {
-            Some(out) => Some(create_dataset(out)?),
+            Some(out) => Some(runner::snapshot::create_dataset(out)?),
             None => None,
         };
         let recording = if opts.record {
@@ -396,19 +396,6 @@ fn recording() -> anyhow::Result<datasets::Recording> {
     ));
     datasets::Recording::create(&dir)
         .with_context(|| format!("cannot start a recording in {}", dir.display()))
-}
-
-fn create_dataset(out: &std::path::Path) -> anyhow::Result<datasets::DatasetWriter> {
-    let dir = out.join("dataset");
-    if dir.exists() {
-        bail!(
-            "{} already exists: choose another --out or remove it",
-            dir.display()
-        );
-    }
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    datasets::DatasetWriter::create(&dir)
-        .with_context(|| format!("cannot create dataset {}", dir.display()))
 }
 
 /// Writes the manifest and, beside the dataset, the ground truth of what ran.

@@ -54,15 +54,7 @@ pub fn snapshot(
 ) -> anyhow::Result<Report> {
     let started = Instant::now();
     let dataset_dir = out.join("dataset");
-    if dataset_dir.exists() {
-        bail!(
-            "{} already exists: choose another --out or remove it",
-            dataset_dir.display()
-        );
-    }
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut writer = datasets::DatasetWriter::create(&dataset_dir)
-        .with_context(|| format!("cannot create dataset {}", dataset_dir.display()))?;
+    let mut writer = create_dataset(out)?;
     let outcome = simulate(
         catalog,
         problem,
@@ -142,6 +134,21 @@ pub fn snapshot(
         simulated_secs: outcome.simulated_secs,
         wall_secs: started.elapsed().as_secs_f64(),
     })
+}
+
+/// A new dataset at `OUT/dataset`, refused when one is there already (a run never writes over
+/// another's).
+pub fn create_dataset(out: &Path) -> anyhow::Result<datasets::DatasetWriter> {
+    let dir = out.join("dataset");
+    if dir.exists() {
+        bail!(
+            "{} already exists: choose another --out or remove it",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    datasets::DatasetWriter::create(&dir)
+        .with_context(|| format!("cannot create dataset {}", dir.display()))
 }
 
 /// Every table of a written dataset, as rows.
