@@ -527,7 +527,10 @@ fn subcommand(verb: &str, rest: Vec<String>, p: &Parsed) -> Result<Classified, R
         "get" | "describe" | "logs" | "top" | "explain" | "events" | "api-resources"
         | "api-versions" | "version" | "cluster-info" | "diff" => read(rest),
         "annotate" | "apply" | "autoscale" | "create" | "expose" | "label" | "patch"
-        | "replace" | "run" | "scale" | "set" => write(rest, Targets::DryRunJson),
+        | "replace" | "run" | "set" => write(rest, Targets::DryRunJson),
+        // kubectl scale prints the object as it read it before scaling, even from a server dry
+        // run: its output cannot tell a change from none, so the named targets are saved.
+        "scale" => write(rest, Targets::ResourceArgs),
         "delete" => write(rest, Targets::DryRunNames),
         "cordon" | "uncordon" | "drain" | "taint" => write(rest, Targets::Nodes),
         "exec" => Ok((verb.to_string(), rest, NoDryRun, Targets::None)),

@@ -43,6 +43,21 @@ impl KubectlTools {
         }
     }
 
+    /// The same kubectl with a rollback stack of its own (SREGym keeps one per client session);
+    /// writes stay serialised with every other stack's.
+    pub fn with_own_stack(&self) -> Self {
+        KubectlTools {
+            runner: self.runner.clone(),
+            stack: Arc::default(),
+            writing: self.writing.clone(),
+        }
+    }
+
+    /// The command lines on the rollback stack, oldest first.
+    pub fn rollbackable_cmds(&self) -> Vec<String> {
+        self.stack().iter().map(|r| r.cmd.clone()).collect()
+    }
+
     /// Checks and runs one command line; the tool's answer, or its error text.
     pub async fn exec(&self, line: &str) -> Result<String, String> {
         let checked = command::check(line).map_err(|e| format!("Refused: {e}"))?;

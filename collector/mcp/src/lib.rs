@@ -25,6 +25,8 @@ pub mod kubectl;
 pub mod observe;
 pub mod run;
 pub mod server;
+pub mod sregym;
+pub mod sse;
 pub mod undo;
 
 pub use server::Faultline;
@@ -70,17 +72,34 @@ pub enum Error {
     Stdio(String),
 }
 
-/// The Streamable HTTP transport at `/mcp`. Every session shares one server: one rollback
-/// stack for all of them. Only loopback `Host` headers are accepted (rmcp's guard against DNS
-/// rebinding), which is where a session's agent runs.
+/// The Streamable HTTP transport at `/mcp`, and SREGym's SSE mounts beside it (`/kubectl/sse`,
+/// `/prometheus/sse`, …: [`sregym`]). Every Streamable HTTP session shares one server: one
+/// rollback stack for all of them. Only loopback `Host` headers are accepted there (rmcp's guard
+/// against DNS rebinding), which is where a session's agent runs.
 pub fn router(targets: Targets) -> Result<axum::Router, Error> {
     let server = Faultline::new(targets)?;
+    let mounts = sregym::router(&server);
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    Ok(axum::Router::new().nest_service("/mcp", service))
+    Ok(axum::Router::new()
+        .nest_service("/mcp", service)
+        .merge(mounts))
+}
+
+/// The conductor's `submit` tool over SSE at `/submit_mcp/sse`, as SREGym's submission API
+/// serves it beside `/submit`; it POSTs to `submit_url`.
+pub fn conductor_router(submit_url: String) -> Result<axum::Router, Error> {
+    // Only `submit` is served: the other targets are never asked.
+    let targets = Targets {
+        submit: Some(submit_url),
+        ..Targets::new(PathBuf::new(), String::new(), String::new(), String::new())
+    };
+    let server = Faultline::new(targets)?;
+    let mount = sregym::Mount::Conductor;
+    Ok(axum::Router::new().nest(mount.path(), sregym::mount_router(&server, mount)))
 }
 
 /// Serves MCP on stdin/stdout until the client closes stdin.

@@ -55,10 +55,12 @@ impl Apis {
 
     /// An instant query at the server's now: the `data` of the answer, as JSON.
     pub async fn metrics(&self, query: &str) -> Result<String, String> {
-        let data = self
-            .get(Api::Prometheus, "/api/v1/query", &[("query", query)])
-            .await?;
-        Ok(data.to_string())
+        Ok(self.metrics_data(query).await?.to_string())
+    }
+
+    pub(crate) async fn metrics_data(&self, query: &str) -> Result<Value, String> {
+        self.get(Api::Prometheus, "/api/v1/query", &[("query", query)])
+            .await
     }
 
     /// A range query; `start`/`end` are RFC 3339 or Unix seconds (default: the last 15 minutes
@@ -132,18 +134,24 @@ impl Apis {
 
     /// The alerts firing now, as JSON, or "No firing alerts".
     pub async fn alerts(&self) -> Result<String, String> {
+        let firing = self.firing_alerts().await?;
+        if firing.is_empty() {
+            return Ok("No firing alerts".into());
+        }
+        Ok(json!(firing).to_string())
+    }
+
+    /// The alerts in state `firing`, as Prometheus lists them.
+    pub(crate) async fn firing_alerts(&self) -> Result<Vec<Value>, String> {
         let data = self.get(Api::Prometheus, "/api/v1/alerts", &[]).await?;
-        let firing: Vec<&Value> = data
+        Ok(data
             .get("alerts")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .filter(|a| a.get("state").and_then(Value::as_str) == Some("firing"))
-            .collect();
-        if firing.is_empty() {
-            return Ok("No firing alerts".into());
-        }
-        Ok(json!(firing).to_string())
+            .cloned()
+            .collect())
     }
 
     /// The APIs' now, in Unix seconds: Prometheus's `time()`, or the wall clock when
@@ -163,38 +171,25 @@ impl Apis {
     // ---- Jaeger ----------------------------------------------------------------------------
 
     pub async fn services(&self) -> Result<String, String> {
-        let data = self.get(Api::Jaeger, "/api/services", &[]).await?;
-        Ok(data.to_string())
+        Ok(self.services_data().await?.to_string())
+    }
+
+    pub(crate) async fn services_data(&self) -> Result<Value, String> {
+        self.get(Api::Jaeger, "/api/services", &[]).await
     }
 
     pub async fn operations(&self, service: &str) -> Result<String, String> {
-        let data = self
-            .get(Api::Jaeger, "/api/operations", &[("service", service)])
-            .await?;
-        Ok(data.to_string())
+        Ok(self.operations_data(service).await?.to_string())
+    }
+
+    pub(crate) async fn operations_data(&self, service: &str) -> Result<Value, String> {
+        self.get(Api::Jaeger, "/api/operations", &[("service", service)])
+            .await
     }
 
     /// The last `TRACE_LIMIT` traces of a service, summarised: root, duration, errors, spans.
     pub async fn traces(&self, service: &str, minutes: u32) -> Result<String, String> {
-        let end_us = (self.now().await * 1e6) as i64;
-        let start_us = end_us - i64::from(minutes) * 60_000_000;
-        let (start, end, limit) = (
-            start_us.to_string(),
-            end_us.to_string(),
-            TRACE_LIMIT.to_string(),
-        );
-        let data = self
-            .get(
-                Api::Jaeger,
-                "/api/traces",
-                &[
-                    ("service", service),
-                    ("start", &start),
-                    ("end", &end),
-                    ("limit", &limit),
-                ],
-            )
-            .await?;
+        let data = self.traces_data(service, minutes).await?;
         let traces = data.as_array().cloned().unwrap_or_default();
         if traces.is_empty() {
             return Ok(format!(
@@ -208,20 +203,31 @@ impl Apis {
             .join("\n"))
     }
 
+    /// Jaeger's answer for the last `TRACE_LIMIT` traces of a service in the last `minutes`.
+    pub(crate) async fn traces_data(&self, service: &str, minutes: u32) -> Result<Value, String> {
+        let end_us = (self.now().await * 1e6) as i64;
+        let start_us = end_us - i64::from(minutes) * 60_000_000;
+        let (start, end, limit) = (
+            start_us.to_string(),
+            end_us.to_string(),
+            TRACE_LIMIT.to_string(),
+        );
+        self.get(
+            Api::Jaeger,
+            "/api/traces",
+            &[
+                ("service", service),
+                ("start", &start),
+                ("end", &end),
+                ("limit", &limit),
+            ],
+        )
+        .await
+    }
+
     /// Service-to-service calls over the last `minutes`, one edge a line.
     pub async fn dependencies(&self, minutes: u32) -> Result<String, String> {
-        let end_ms = (self.now().await * 1e3) as i64;
-        let (end, lookback) = (
-            end_ms.to_string(),
-            (i64::from(minutes) * 60_000).to_string(),
-        );
-        let data = self
-            .get(
-                Api::Jaeger,
-                "/api/dependencies",
-                &[("endTs", &end), ("lookback", &lookback)],
-            )
-            .await?;
+        let data = self.dependencies_data(minutes).await?;
         let edges = data.as_array().cloned().unwrap_or_default();
         if edges.is_empty() {
             return Ok(format!("No dependencies in the last {minutes} minutes."));
@@ -236,11 +242,35 @@ impl Apis {
         Ok(out)
     }
 
+    /// Jaeger's dependency edges over the last `minutes`.
+    pub(crate) async fn dependencies_data(&self, minutes: u32) -> Result<Value, String> {
+        let end_ms = (self.now().await * 1e3) as i64;
+        let (end, lookback) = (
+            end_ms.to_string(),
+            (i64::from(minutes) * 60_000).to_string(),
+        );
+        self.get(
+            Api::Jaeger,
+            "/api/dependencies",
+            &[("endTs", &end), ("lookback", &lookback)],
+        )
+        .await
+    }
+
     // ---- Loki ------------------------------------------------------------------------------
 
     /// The newest `LOG_LIMIT` lines a LogQL query selects in the last `minutes`, oldest first:
     /// `[YYYY-mm-dd HH:MM:SS] [k=v, ...] line`.
     pub async fn logs(&self, query: &str, minutes: u32) -> Result<String, String> {
+        let lines = self.log_lines(query, minutes).await?;
+        if lines.is_empty() {
+            return Ok(format!("No logs found in the last {minutes} minutes."));
+        }
+        Ok(lines.join("\n"))
+    }
+
+    /// The lines of [`Apis::logs`], formatted, oldest first.
+    pub(crate) async fn log_lines(&self, query: &str, minutes: u32) -> Result<Vec<String>, String> {
         let end_ns = (self.now().await * 1e9) as i128;
         let start_ns = end_ns - i128::from(minutes) * 60_000_000_000;
         let (start, end, limit) = (
@@ -261,33 +291,66 @@ impl Apis {
                 ],
             )
             .await?;
-        let lines = log_lines(&data);
-        if lines.is_empty() {
-            return Ok(format!("No logs found in the last {minutes} minutes."));
-        }
-        Ok(lines.join("\n"))
+        Ok(log_lines(&data))
     }
 
     pub async fn labels(&self) -> Result<String, String> {
-        let data = self.get(Api::Loki, "/loki/api/v1/labels", &[]).await?;
-        Ok(data.to_string())
+        Ok(self.labels_data().await?.to_string())
+    }
+
+    pub(crate) async fn labels_data(&self) -> Result<Value, String> {
+        self.get(Api::Loki, "/loki/api/v1/labels", &[]).await
     }
 
     pub async fn label_values(&self, label: &str) -> Result<String, String> {
-        let data = self
-            .get_segments(
-                Api::Loki,
-                &["loki", "api", "v1", "label", label, "values"],
-                &[],
-            )
-            .await?;
-        Ok(data.to_string())
+        Ok(self.label_values_data(label).await?.to_string())
+    }
+
+    pub(crate) async fn label_values_data(&self, label: &str) -> Result<Value, String> {
+        self.get_segments(
+            Api::Loki,
+            &["loki", "api", "v1", "label", label, "values"],
+            &[],
+        )
+        .await
     }
 
     // ---- submit ----------------------------------------------------------------------------
 
-    /// POSTs `{"solution": ans}`; the endpoint's answer as text.
+    /// POSTs `{"solution": ans}`; the endpoint's answer as text. A stage followed by another is
+    /// evaluated before the next opens (SREGym's conductor): the answer comes once it is, so an
+    /// agent's next submission is never taken for a duplicate of this one.
     pub async fn submit(&self, ans: &str) -> Result<String, String> {
+        let before = self.stage().await;
+        let (status, body) = self.post_solution(ans).await?;
+        if !(200..300).contains(&status) {
+            return Err(format!("the submit endpoint answered {status}: {body}"));
+        }
+        if before.as_deref() == Some("diagnosis") {
+            while self.stage().await.as_deref() == Some("diagnosis") {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(body)
+    }
+
+    /// The submission API's open stage (`GET …/status`), when it answers.
+    async fn stage(&self) -> Option<String> {
+        let url = self.submit.as_deref()?.strip_suffix("/submit")?;
+        let answer: Value = self
+            .http
+            .get(format!("{url}/status"))
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        answer.get("stage")?.as_str().map(str::to_string)
+    }
+
+    /// POSTs `{"solution": ans}`; the endpoint's status code and body.
+    pub(crate) async fn post_solution(&self, ans: &str) -> Result<(u16, String), String> {
         let Some(url) = &self.submit else {
             return Err("no submit endpoint is configured for this session".into());
         };
@@ -298,16 +361,12 @@ impl Apis {
             .send()
             .await
             .map_err(|e| format!("cannot reach the submit endpoint at {url}: {e}"))?;
-        let status = response.status();
+        let status = response.status().as_u16();
         let body = response
             .text()
             .await
             .map_err(|e| format!("reading the submit endpoint's answer: {e}"))?;
-        if status.is_success() {
-            Ok(body)
-        } else {
-            Err(format!("the submit endpoint answered {status}: {body}"))
-        }
+        Ok((status, body))
     }
 
     // ---- plumbing --------------------------------------------------------------------------

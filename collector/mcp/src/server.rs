@@ -28,8 +28,8 @@ const MAX_ANSWER: usize = 100_000;
 /// The MCP server: the session's kubectl and APIs as tools.
 #[derive(Clone)]
 pub struct Faultline {
-    kubectl: KubectlTools,
-    apis: Arc<Apis>,
+    pub(crate) kubectl: KubectlTools,
+    pub(crate) apis: Arc<Apis>,
     tool_router: ToolRouter<Faultline>,
 }
 

@@ -88,7 +88,13 @@ pub struct SessionOptions {
     pub llm_upstream: Option<String>,
     /// Where the agent's command runs.
     pub isolation: Isolation,
+    /// How long an agent that has submitted every stage may go on before it is ended (SREGym
+    /// gives 60 s: [`AFTER_LAST_STAGE`]); one that exits sooner ends the session sooner.
+    pub after_last_stage: Duration,
 }
+
+/// How long SREGym lets an agent run after its last stage.
+pub const AFTER_LAST_STAGE: Duration = Duration::from_secs(60);
 
 /// Where an agent's command line runs.
 #[derive(Debug, Clone, Default)]
@@ -104,8 +110,6 @@ pub enum Isolation {
     },
 }
 
-/// How long an agent that has submitted every stage may take to exit before it is ended.
-const AFTER_LAST_SUBMISSION: Duration = Duration::from_secs(2);
 /// How long an agent has to exit after SIGTERM before it is killed.
 const GRACE: Duration = Duration::from_secs(5);
 
@@ -225,7 +229,8 @@ impl Session {
             submissions: tx,
         });
         let handed = async {
-            let submit_url = servers.serve(submit::router(submit_state)).await?;
+            let (listener, submit_url) = Servers::bind().await?;
+            servers.serve_on(listener, submit::router(submit_state, &submit_url)?);
             let dirs = (dir.as_path(), workdir.path());
             hand_over(&env, &opts, &app, &submit_url, dirs, &mut servers).await
         }
@@ -314,6 +319,7 @@ impl Session {
                         dir: &self.dir,
                         truth: &self.truth,
                         task: &self.handover.prompt,
+                        progress: &self.progress,
                     };
                     on_submission(env, &with, &mut self.log, s, t0);
                     if lock(&self.progress).finished() {
@@ -366,6 +372,10 @@ impl Session {
             bail!("the session was stopped already")
         };
         let concluded = self.conclude(&env).await;
+        let logs = self.handover.workdir.join(AGENT_LOGS);
+        if let Err(e) = keep_agent_logs(&logs, &self.dir.join("agent_logs")) {
+            tracing::warn!("keeping the agent's logs from {}: {e}", logs.display());
+        }
         let ended = env.stop(&self.dir).await;
         let end = concluded?;
         let ended = ended?;
@@ -433,7 +443,7 @@ impl Session {
             && let Some(agent) = agent.as_mut()
         {
             // Time to read the last answer and leave on its own, as a finished agent does.
-            let _ = tokio::time::timeout(AFTER_LAST_SUBMISSION, agent.wait()).await;
+            let _ = tokio::time::timeout(self.opts.after_last_stage, agent.wait()).await;
         }
         // The agent is ended while the mitigation is graded: the fork no longer needs it.
         let end_agent = async {
@@ -564,14 +574,24 @@ struct Servers(Vec<tokio::task::JoinHandle<std::io::Result<()>>>);
 impl Servers {
     /// Serves a router on a free loopback port; its base URL.
     async fn serve(&mut self, router: axum::Router) -> anyhow::Result<String> {
+        let (listener, url) = Self::bind().await?;
+        self.serve_on(listener, router);
+        Ok(url)
+    }
+
+    /// A free loopback port and its base URL, for a router that must know its own URL.
+    async fn bind() -> anyhow::Result<(tokio::net::TcpListener, String)> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .context("cannot listen on 127.0.0.1")?;
         let url = format!("http://{}", listener.local_addr()?);
+        Ok((listener, url))
+    }
+
+    fn serve_on(&mut self, listener: tokio::net::TcpListener, router: axum::Router) {
         self.0.push(tokio::spawn(
             async move { axum::serve(listener, router).await },
         ));
-        Ok(url)
     }
 }
 
@@ -615,7 +635,8 @@ async fn hand_over(
             mcp_calls.clone(),
             count_request,
         ));
-    let mcp_url = format!("{}/mcp", servers.serve(mcp_router).await?);
+    let mcp_base = servers.serve(mcp_router).await?;
+    let mcp_url = format!("{mcp_base}/mcp");
     let values: BTreeMap<&str, String> = [
         ("app_name", app.app_name.clone()),
         ("namespace", app.namespace.clone()),
@@ -649,6 +670,7 @@ async fn hand_over(
         ),
         ("FAULTLINE_MCP_URL".into(), mcp_url.clone()),
     ];
+    agent_env.extend(sregym_env(workdir, &kubeconfig, submit_url, &mcp_base)?);
     let llm_usage = Arc::new(apis::llm_proxy::UsageCounter::new());
     if let Some(upstream) = &opts.llm_upstream {
         let upstream = apis::llm_proxy::Upstream {
@@ -661,6 +683,7 @@ async fn hand_over(
         // The names OpenAI's and Anthropic's SDKs (and the agents built on them) read.
         agent_env.push(("OPENAI_BASE_URL".into(), format!("{base}/v1")));
         agent_env.push(("OPENAI_API_BASE".into(), format!("{base}/v1")));
+        agent_env.push(("AGENT_API_BASE".into(), format!("{base}/v1")));
         agent_env.push(("ANTHROPIC_BASE_URL".into(), base));
     }
     agent_env.extend(opts.agent.env.iter().cloned());
@@ -676,6 +699,76 @@ async fn hand_over(
         stderr: dir.join("agent.stderr"),
     };
     Ok((handover, mcp_calls, llm_usage))
+}
+
+/// The names SREGym's launcher gives its agents, for agents written for it: the conductor as
+/// `API_HOSTNAME`/`API_PORT`, the MCP server as `MCP_SERVER_URL`/`MCP_SERVER_PORT` (its SSE
+/// mounts are on ours), the kubeconfig also at `~/.kube/config`, a logs directory
+/// (`AGENT_LOGS_DIR`, kept in the run as `agent_logs/`), and the model settings
+/// (`AGENT_MODEL_ID`, …) from the collector's own environment.
+fn sregym_env(
+    workdir: &Path,
+    kubeconfig: &Path,
+    submit_url: &str,
+    mcp_base: &str,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let kube = workdir.join(".kube");
+    std::fs::create_dir_all(&kube).context("creating the agent's ~/.kube")?;
+    std::fs::copy(kubeconfig, kube.join("config")).context("writing the agent's ~/.kube/config")?;
+    let logs = workdir.join(AGENT_LOGS);
+    std::fs::create_dir_all(&logs).context("creating the agent's logs directory")?;
+    let (host, api_port) = host_port(submit_url)?;
+    let (_, mcp_port) = host_port(mcp_base)?;
+    let mut env = vec![
+        ("API_HOSTNAME".to_string(), host),
+        ("API_PORT".into(), api_port),
+        ("MCP_SERVER_URL".into(), mcp_base.to_string()),
+        ("MCP_SERVER_PORT".into(), mcp_port),
+        ("AGENT_LOGS_DIR".into(), logs.display().to_string()),
+    ];
+    for key in [
+        "AGENT_MODEL_ID",
+        "AGENT_API_BASE",
+        "AGENT_API_KEY",
+        "AGENT_REASONING_EFFORT",
+    ] {
+        if let Ok(value) = std::env::var(key) {
+            env.push((key.into(), value));
+        }
+    }
+    Ok(env)
+}
+
+/// The agent's logs directory, below its working directory.
+const AGENT_LOGS: &str = "logs";
+
+/// `http://HOST:PORT` as its host and port.
+fn host_port(url: &str) -> anyhow::Result<(String, String)> {
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .with_context(|| format!("`{url}` is not an http:// URL"))?;
+    let (host, port) = authority
+        .rsplit_once(':')
+        .with_context(|| format!("`{url}` has no port"))?;
+    Ok((host.to_string(), port.to_string()))
+}
+
+/// Copies what the agent left in its logs directory into the run: files and directories only
+/// (a link the agent made would otherwise be followed out of its directory).
+fn keep_agent_logs(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            keep_agent_logs(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::create_dir_all(to)?;
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// Records a submission; the agent's request is answered once it is recorded (for a mitigation,
@@ -713,8 +806,12 @@ fn on_submission(env: &Env, with: &Judge<'_>, log: &mut Log, s: Submission, t0: 
                 opts.agent.name.clone(),
                 opts.trial.clone(),
             );
+            let progress = with.progress.clone();
             log.judged = Some(tokio::spawn(async move {
-                diagnosis::judge(&output, &truth, &judging, &log_dir, &agent, &trial).await
+                let judged =
+                    diagnosis::judge(&output, &truth, &judging, &log_dir, &agent, &trial).await;
+                lock(&progress).evaluated();
+                judged
             }));
             log.diagnosis = Some((s.output, at));
         }
@@ -731,6 +828,8 @@ struct Judge<'a> {
     truth: &'a Arc<judge::truth::LoadedTruth>,
     /// The agent's task.
     task: &'a str,
+    /// Told when the diagnosis is judged: the next stage opens then.
+    progress: &'a Arc<Mutex<Progress>>,
 }
 
 /// Grades the submitted mitigation, or the world at the end when none was submitted.

@@ -27,19 +27,21 @@ You are the on-call SRE for the application {app_name}, running in the Kubernete
 
 Users are seeing failures. Your work has two stages:
 
-1. Diagnose. Find the root cause: which resource is at fault and why it causes what users see. \
-Then submit your diagnosis in plain language.
-2. Mitigate. Fix the system so that it is healthy again and stays healthy. Then submit an empty \
-solution (\"\"). Fix the cause: restarting things, scaling to zero, deleting workloads or silencing \
-alerts does not count as a fix.
+1. Diagnose. Investigate the application (metrics, logs, traces, the cluster) and find the root \
+cause: which resource is at fault and why it causes what users see. Then submit a natural-language \
+description of the issue you found.
+2. Mitigate. Fix the system so that it is healthy again and stays healthy. When the fix is applied, \
+submit an empty solution (\"\") to have it validated. Fix the cause, not the symptoms: restarting \
+things, scaling to zero, deleting workloads or silencing alerts does not count as a fix.
 
 ",
     tools!(),
     "
 Submit each stage with:
   curl -s -X POST {submit_url}/submit -H 'Content-Type: application/json' -d '{\"solution\": \"...\"}'
-`curl -s {submit_url}/status` tells which stage is open; `curl -s {submit_url}/get_app` describes the \
-application. The stages close once each has been submitted.
+`curl -s {submit_url}/status` tells which stage is open: a submitted stage is evaluated before the \
+next opens, so wait until it names the next stage before submitting again. `curl -s \
+{submit_url}/get_app` describes the application.
 "
 );
 

@@ -1,6 +1,10 @@
 //! The stages of a session, SREGym's protocol: the agent diagnoses and submits a diagnosis, then
 //! mitigates and submits again; a replay session has the diagnosis stage only. IO-free: the
 //! submission API asks it what the stage is and whether a submission is accepted.
+//!
+//! As SREGym's conductor does, a stage followed by another stays open while its submission is
+//! evaluated (`GET /status` still names it) and the next opens once it is; a submission made
+//! meanwhile is a duplicate of the one being evaluated and is ignored.
 
 use serde::Serialize;
 
@@ -15,6 +19,19 @@ pub enum Stage {
     Done,
 }
 
+impl Stage {
+    /// The stage as `GET /status` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Setup => "setup",
+            Stage::Diagnosis => "diagnosis",
+            Stage::Mitigation => "mitigation",
+            Stage::TearingDown => "tearing_down",
+            Stage::Done => "done",
+        }
+    }
+}
+
 /// Where a session is in its protocol.
 #[derive(Debug, Clone)]
 pub struct Progress {
@@ -26,6 +43,8 @@ pub struct Progress {
     started: bool,
     /// Set when the session is ending for another reason (time limit, agent gone, interrupt).
     tearing_down: bool,
+    /// The open stage's submission is being evaluated; the next stage opens when it is.
+    evaluating: bool,
 }
 
 /// Why a submission was not taken.
@@ -35,6 +54,8 @@ pub enum Refusal {
     Done,
     #[error("no stage is open for submissions (the session is {0})")]
     Closed(&'static str),
+    #[error("the {0} submission is being evaluated; this one is a duplicate")]
+    Duplicate(&'static str),
 }
 
 impl Progress {
@@ -49,6 +70,7 @@ impl Progress {
             next: 0,
             started: false,
             tearing_down: false,
+            evaluating: false,
         }
     }
 
@@ -72,16 +94,30 @@ impl Progress {
         }
     }
 
-    /// Takes a submission for the open stage; returns that stage.
+    /// Takes a submission for the open stage; returns that stage. The last stage closes at
+    /// once; an earlier one stays open until [`Progress::evaluated`].
     pub fn submit(&mut self) -> Result<Stage, Refusal> {
         match self.stage() {
             Stage::Done => Err(Refusal::Done),
             Stage::Setup => Err(Refusal::Closed("setting up")),
             Stage::TearingDown => Err(Refusal::Closed("tearing down")),
+            stage if self.evaluating => Err(Refusal::Duplicate(stage.name())),
             stage => {
-                self.next += 1;
+                if self.next + 1 < self.plan.len() {
+                    self.evaluating = true;
+                } else {
+                    self.next += 1;
+                }
                 Ok(stage)
             }
+        }
+    }
+
+    /// The open stage's submission has been evaluated: the next stage opens.
+    pub fn evaluated(&mut self) {
+        if self.evaluating {
+            self.evaluating = false;
+            self.next += 1;
         }
     }
 
@@ -108,6 +144,10 @@ mod tests {
         p.start();
         assert_eq!(p.stage(), Stage::Diagnosis);
         assert_eq!(p.submit(), Ok(Stage::Diagnosis));
+        // Evaluated before the next stage opens; a submission meanwhile is a duplicate.
+        assert_eq!(p.stage(), Stage::Diagnosis);
+        assert_eq!(p.submit(), Err(Refusal::Duplicate("diagnosis")));
+        p.evaluated();
         assert_eq!(p.stage(), Stage::Mitigation);
         assert!(!p.finished());
         assert_eq!(p.submit(), Ok(Stage::Mitigation));

@@ -1,8 +1,13 @@
 //! The submission API an agent reports to, compatible with SREGym's conductor: `POST /submit`
 //! `{"solution": ...}`, `GET /status` (the stage), `GET /get_app` (the application, never the
-//! problem). A submission is handed to the session, which records it (and, for a mitigation,
-//! forks the world at that instant) before the agent gets its answer; grading happens after, and
-//! its result is not told to the agent.
+//! problem), and its `submit` MCP tool over SSE at `/submit_mcp/sse`. A submission is handed to
+//! the session, which records it (and, for a mitigation, forks the world at that instant) before
+//! the agent gets its answer; grading happens after, and its result is not told to the agent.
+//!
+//! Answers are shaped as the conductor's (FastAPI) are: `{"status": "200", "message":
+//! "Submission received"}`; a refusal is 400 `{"detail": …}`; a body that is not a solution is
+//! 422 with FastAPI's validation detail; a submission while the last one is evaluated is taken as
+//! the duplicate it is and answered as received.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -60,12 +65,16 @@ pub struct SubmitState {
     pub submissions: mpsc::Sender<Submission>,
 }
 
-pub fn router(state: Arc<SubmitState>) -> Router {
-    Router::new()
+/// The API; its `submit` MCP tool POSTs to `own_url` (this API's base URL).
+pub fn router(state: Arc<SubmitState>, own_url: &str) -> anyhow::Result<Router> {
+    let conductor = mcp::conductor_router(format!("{own_url}/submit"))
+        .map_err(|e| anyhow::anyhow!("the submit MCP tool: {e}"))?;
+    Ok(Router::new()
         .route("/submit", post(submit))
         .route("/status", get(status))
         .route("/get_app", get(get_app))
         .with_state(state)
+        .merge(conductor))
 }
 
 async fn status(State(s): State<Arc<SubmitState>>) -> Json<Value> {
@@ -80,18 +89,29 @@ async fn get_app(State(s): State<Arc<SubmitState>>) -> Json<AppInfo> {
 async fn submit(State(s): State<Arc<SubmitState>>, body: axum::body::Bytes) -> Response {
     let (output, usage) = match parse_body(&body) {
         Ok(parsed) => parsed,
-        Err(e) => return answer(StatusCode::BAD_REQUEST, "400", &e),
+        Err(e) => return invalid(&body, e),
     };
-    let stage = match s
+    let taken = s
         .progress
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .submit()
-    {
+        .submit();
+    let stage = match taken {
         Ok(stage) => stage,
-        Err(Refusal::Done) => return answer(StatusCode::OK, "done", "every stage is finished"),
-        Err(e @ Refusal::Closed(_)) => {
-            return answer(StatusCode::BAD_REQUEST, "400", &e.to_string());
+        Err(Refusal::Done) => {
+            return answer(
+                "done",
+                "All stages have been completed and graded. No further submissions are needed.",
+            );
+        }
+        Err(Refusal::Duplicate(stage)) => {
+            tracing::info!("a {stage} submission while the last one is evaluated: ignored");
+            return answer("200", "Submission received");
+        }
+        Err(Refusal::Closed(_)) => {
+            let stage = s.progress.lock().unwrap_or_else(|e| e.into_inner()).stage();
+            let why = format!("Cannot submit at stage: '{}'", stage.name());
+            return detail(StatusCode::BAD_REQUEST, json!(why));
         }
     };
     let (recorded, wait) = oneshot::channel();
@@ -103,40 +123,80 @@ async fn submit(State(s): State<Arc<SubmitState>>, body: axum::body::Bytes) -> R
         recorded,
     };
     if s.submissions.send(submission).await.is_err() || wait.await.is_err() {
-        return answer(
+        return detail(
             StatusCode::SERVICE_UNAVAILABLE,
-            "503",
-            "the session is shutting down",
+            json!("the session is shutting down"),
         );
     }
-    answer(StatusCode::OK, "200", "Submission received")
+    answer("200", "Submission received")
 }
 
-fn answer(code: StatusCode, status: &str, message: &str) -> Response {
-    (code, Json(json!({ "status": status, "message": message }))).into_response()
+fn answer(status: &str, message: &str) -> Response {
+    Json(json!({ "status": status, "message": message })).into_response()
+}
+
+/// An error as FastAPI answers one: `{"detail": …}`.
+fn detail(code: StatusCode, detail: Value) -> Response {
+    (code, Json(json!({ "detail": detail }))).into_response()
+}
+
+/// A body that is not a solution, answered 422 as FastAPI's validation answers it.
+fn invalid(body: &[u8], e: BadBody) -> Response {
+    let input: Value = serde_json::from_slice(body).unwrap_or_else(|_| json!({}));
+    let (kind, loc, msg) = match &e {
+        BadBody::NotJson(_) => (
+            "json_invalid",
+            json!(["body", 0]),
+            "JSON decode error".to_string(),
+        ),
+        BadBody::NotObject => (
+            "model_attributes_type",
+            json!(["body"]),
+            "Input should be a valid dictionary or object to extract fields from".to_string(),
+        ),
+        BadBody::NoSolution => (
+            "missing",
+            json!(["body", "solution"]),
+            "Field required".to_string(),
+        ),
+        BadBody::Field(field, why) => ("value_error", json!(["body", field]), why.clone()),
+    };
+    let item = json!({"type": kind, "loc": loc, "msg": msg, "input": input, "ctx": {"error": e.to_string()}});
+    detail(StatusCode::UNPROCESSABLE_ENTITY, json!([item]))
+}
+
+/// Why a body is not a solution.
+#[derive(Debug, thiserror::Error)]
+enum BadBody {
+    #[error("the body must be JSON like {{\"solution\": \"...\"}}: {0}")]
+    NotJson(String),
+    #[error("the body must be a JSON object with a `solution` field")]
+    NotObject,
+    #[error("missing field `solution` (a string; \"\" for a mitigation)")]
+    NoSolution,
+    #[error("`{0}`: {1}")]
+    Field(&'static str, String),
 }
 
 /// Reads `{"solution": TEXT | OUTPUT, "usage": {...}}`. The solution may be free text (SREGym),
 /// or a structured agent output (ITBench's entities and propagations), read as the judge reads
 /// output files.
-fn parse_body(body: &[u8]) -> Result<(AgentOutput, Option<AgentUsage>), String> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| format!("the body must be JSON like {{\"solution\": \"...\"}}: {e}"))?;
+fn parse_body(body: &[u8]) -> Result<(AgentOutput, Option<AgentUsage>), BadBody> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| BadBody::NotJson(e.to_string()))?;
     let Value::Object(mut map) = value else {
-        return Err("the body must be a JSON object with a `solution` field".into());
+        return Err(BadBody::NotObject);
     };
     let usage = match map.remove("usage") {
         None | Some(Value::Null) => None,
         Some(u) => Some(serde_json::from_value(u).map_err(|e| {
-            format!("`usage`: expected {{input_tokens, output_tokens, cached_input_tokens, steps, cost_usd}}: {e}")
+            BadBody::Field("usage", format!("expected {{input_tokens, output_tokens, cached_input_tokens, steps, cost_usd}}: {e}"))
         })?),
     };
     let output = match map.remove("solution") {
-        None => return Err("missing field `solution` (a string; \"\" for a mitigation)".into()),
+        None => return Err(BadBody::NoSolution),
         Some(Value::String(text)) => AgentOutput::from_text(text.trim()),
-        Some(other) => {
-            judge::submission::from_value(other).map_err(|e| format!("`solution`: {e}"))?
-        }
+        Some(other) => judge::submission::from_value(other)
+            .map_err(|e| BadBody::Field("solution", e.to_string()))?,
     };
     Ok((output, usage))
 }
@@ -162,21 +222,10 @@ mod tests {
 
     #[test]
     fn bad_bodies_say_what_was_expected() {
-        assert!(
-            parse_body(b"solution=x")
-                .unwrap_err()
-                .contains("must be JSON")
-        );
-        assert!(parse_body(b"[1]").unwrap_err().contains("`solution` field"));
-        assert!(
-            parse_body(b"{}")
-                .unwrap_err()
-                .contains("missing field `solution`")
-        );
-        assert!(
-            parse_body(br#"{"solution": "", "usage": {"input_tokens": "many"}}"#)
-                .unwrap_err()
-                .contains("`usage`")
-        );
+        let err = |b: &[u8]| parse_body(b).unwrap_err().to_string();
+        assert!(err(b"solution=x").contains("must be JSON"));
+        assert!(err(b"[1]").contains("`solution` field"));
+        assert!(err(b"{}").contains("missing field `solution`"));
+        assert!(err(br#"{"solution": "", "usage": {"input_tokens": "many"}}"#).contains("`usage`"));
     }
 }

@@ -183,6 +183,7 @@ fn geo_session(out: &std::path::Path) -> (Catalog, SessionOptions, String) {
             since_onset: Dur::from_secs(120),
         },
         time_limit: Duration::from_secs(600),
+        after_last_stage: Duration::from_secs(2),
         out: out.to_path_buf(),
         trial: "t1".into(),
         echo: false,

@@ -140,6 +140,37 @@ async fn dispatch(State(f): State<Arc<KubeFacade>>, request: Request) -> Respons
     {
         return node_proxy::serve(&f, node, rest);
     }
+    // A proxy to a pod or service: the apiserver looks the object up first, so a missing one is
+    // its NotFound; one that exists has no process behind it to answer (a recording, or the
+    // simulator's pods), as a pod whose port refuses connections.
+    if let [
+        "api",
+        "v1",
+        "namespaces",
+        ns,
+        kind @ ("pods" | "services"),
+        target,
+        "proxy",
+        ..,
+    ] = segments.as_slice()
+    {
+        let name = proxied_name(target);
+        let object = ["namespaces", *ns, *kind, name];
+        let found = resource(&f, "", "v1", &object, &Params::default(), &accept, None).await;
+        if found.status() == StatusCode::NOT_FOUND {
+            return found;
+        }
+        let what = if *kind == "services" {
+            "service"
+        } else {
+            "pod"
+        };
+        return status::status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            format!("error trying to reach {what}: dial tcp: connect: connection refused"),
+        );
+    }
     if let ["api", _, "namespaces", _, _, _, sub, ..] | ["api", _, _, _, sub, ..] =
         segments.as_slice()
         && access::is_stream(sub)
@@ -294,6 +325,16 @@ fn json_or_404(v: Option<Value>) -> Response {
 
 /// Routes a resource path (after the group/version) to list, get, watch, a subresource, or a
 /// write.
+/// The object a proxy path names: `name`, `name:port` or `scheme:name:port`.
+fn proxied_name(target: &str) -> &str {
+    let parts: Vec<&str> = target.split(':').collect();
+    match parts.as_slice() {
+        [_, name, _] => name,
+        [name, ..] => name,
+        [] => target,
+    }
+}
+
 async fn resource(
     f: &Arc<KubeFacade>,
     group: &str,

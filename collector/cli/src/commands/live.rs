@@ -43,6 +43,10 @@ pub struct Args {
     /// The agent's wall-clock time (e.g. 20m, 90s).
     #[arg(long, default_value = "20m")]
     pub time_limit: Dur,
+    /// How long the agent may go on after submitting its last stage before it is ended (SREGym
+    /// gives 60s); an agent that exits sooner ends the session sooner.
+    #[arg(long, default_value = "60s")]
+    pub after_last_stage: Dur,
     /// The run directory to write (must not exist).
     #[arg(long, value_parser = schemas::paths::output_dir)]
     pub out: PathBuf,
@@ -155,6 +159,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         staging: None,
         llm_upstream: args.llm_upstream.clone(),
         isolation: args.sandbox.isolation()?,
+        after_last_stage: Duration::from_millis(args.after_last_stage.as_millis()),
     };
     eprintln!("judging diagnoses with: {}", opts.judging.describe());
     let runtime = tokio::runtime::Runtime::new()?;

@@ -262,7 +262,7 @@ fn writes_are_classified_with_how_to_find_their_targets() {
             "kubectl scale deploy geo --replicas=2",
             "scale",
             Effect::DryRunnable,
-            Targets::DryRunJson,
+            Targets::ResourceArgs,
         ),
         (
             "kubectl set env deploy/geo A=1",

@@ -176,6 +176,9 @@ async fn run_cell(
             .clone()
             .or_else(|| opts.llm_upstream.clone()),
         isolation: opts.isolation.clone(),
+        after_last_stage: agent.after_last_stage.map_or(crate::AFTER_LAST_STAGE, |d| {
+            Duration::from_millis(d.as_millis())
+        }),
     };
     if let Some(parent) = cell.dir.parent() {
         std::fs::create_dir_all(parent)

@@ -30,6 +30,9 @@ pub struct AgentEntry {
     /// The LLM API this agent's calls are counted on their way to, overriding `--llm-upstream`.
     #[serde(default)]
     pub llm_upstream: Option<String>,
+    /// How long the agent may go on after its last stage (default 60s, as SREGym).
+    #[serde(default)]
+    pub after_last_stage: Option<Dur>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -50,7 +53,7 @@ pub fn read_agents(path: &Path) -> anyhow::Result<Vec<AgentEntry>> {
 /// [`read_agents`] over the file's text.
 pub fn parse_agents(text: &str, base: &Path) -> anyhow::Result<Vec<AgentEntry>> {
     let file: AgentsFile = toml::from_str(text).context(
-        "expected [[agents]] tables with name, command and optionally env, prompt, time_limit, llm_upstream",
+        "expected [[agents]] tables with name, command and optionally env, prompt, time_limit, llm_upstream, after_last_stage",
     )?;
     if file.agents.is_empty() {
         bail!("no [[agents]] table: nothing to evaluate");
