@@ -317,3 +317,33 @@ fn kubectl_writes_of_every_shape_change_the_live_cluster() {
     let err = fails(&l, &["-n", NS, "delete", "cm", "nope"]);
     assert!(err.contains("NotFound"), "{err}");
 }
+
+/// The API is served over TLS as a real apiserver is: the kubeconfig names the HTTPS port and the
+/// environment's own certificate authority, kubectl verifies the server against it (and refuses
+/// the server under any other authority), and plain HTTP stays served on its own port.
+#[test]
+fn kubectl_verifies_the_api_over_tls_with_the_kubeconfigs_authority() {
+    let l = up("hotel-geo-target-port", &[]);
+    let config = std::fs::read_to_string(&l.kubeconfig).expect("the kubeconfig");
+    let https = l.endpoints["kubernetes_https"]["url"]
+        .as_str()
+        .expect("the TLS endpoint in the ready line")
+        .to_string();
+    assert!(https.starts_with("https://127.0.0.1:"), "{https}");
+    assert!(config.contains(&format!("server: {https}")), "{config}");
+    assert!(config.contains("certificate-authority-data: "), "{config}");
+    assert!(ok(&l, &["get", "namespace", NS, "-o", "name"]).contains(NS));
+    // Another authority (the system's public roots) does not vouch for this server.
+    let other = l.fails(&[
+        "--certificate-authority",
+        "/etc/ssl/certs/ca-certificates.crt",
+        "get",
+        "namespaces",
+    ]);
+    assert!(
+        other.contains("x509") || other.contains("certificate"),
+        "{other}"
+    );
+    let plain = e2e::http_get(format!("{}/api/v1/namespaces/{NS}", l.url()));
+    assert!(plain.status().is_success(), "{}", plain.status());
+}

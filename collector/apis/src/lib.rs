@@ -17,3 +17,4 @@ pub mod llm_proxy;
 pub mod loki;
 pub mod prometheus;
 pub mod replay;
+pub mod tls;

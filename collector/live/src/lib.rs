@@ -430,13 +430,15 @@ fn ground_truth_of(run: &ProblemRun) -> schemas::GroundTruth {
         .ground_truth(&run.sim.app.namespace, run.outcome().window.start)
 }
 
-/// Binds one listener per API (the path spaces overlap), consecutive ports from `listen`.
+/// Binds one listener per API (the path spaces overlap), consecutive ports from `listen`, and
+/// the Kubernetes API's TLS listener after them.
 async fn listen(
     listen: SocketAddr,
     routers: [axum::Router; 4],
 ) -> anyhow::Result<(Endpoints, Vec<tokio::task::JoinHandle<std::io::Result<()>>>)> {
     let mut urls = Vec::new();
     let mut servers = Vec::new();
+    let kube_api = routers[0].clone();
     for (i, router) in routers.into_iter().enumerate() {
         let listener = apis::replay::bind(listen, i as u16).await?;
         let local = listener.local_addr()?;
@@ -447,6 +449,7 @@ async fn listen(
             async move { axum::serve(listener, service).await },
         ));
     }
+    let kubernetes_https = apis::replay::serve_https(listen, kube_api, &mut servers).await?;
     let [kubernetes, prometheus, jaeger, loki] =
         <[String; 4]>::try_from(urls).map_err(|_| anyhow::anyhow!("four listeners expected"))?;
     Ok((
@@ -455,6 +458,7 @@ async fn listen(
             prometheus,
             jaeger,
             loki,
+            kubernetes_https: Some(kubernetes_https),
         },
         servers,
     ))

@@ -176,6 +176,8 @@ impl OnCluster {
                 .loki
                 .clone()
                 .unwrap_or_default(),
+            // The agent's proxy in front of the cluster speaks plain HTTP on loopback.
+            kubernetes_https: None,
         };
         Ok(OnCluster {
             endpoints,

@@ -983,6 +983,7 @@ mod tests {
                 prometheus: String::new(),
                 jaeger: String::new(),
                 loki: String::new(),
+                kubernetes_https: None,
             },
             submit_url: String::new(),
             mcp_url: String::new(),

@@ -41,25 +41,62 @@ pub struct ReplayOptions {
 /// Where each API listens.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Endpoints {
+    /// The Kubernetes API over plain HTTP.
     pub kubernetes: String,
     pub prometheus: String,
     pub jaeger: String,
     pub loki: String,
+    /// The Kubernetes API over TLS, where it is served: what the kubeconfig points at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes_https: Option<Https>,
+}
+
+/// An API served over TLS, the certificate authority (PEM) that signed its certificate, and the
+/// bearer token its kubeconfig presents.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Https {
+    pub url: String,
+    #[serde(skip)]
+    pub ca_pem: String,
+    /// kubectl asks for a user name on a TLS connection with no credentials, as it would of a
+    /// real apiserver; the API takes any token, so this one only has to be there.
+    #[serde(skip)]
+    pub token: String,
 }
 
 impl Endpoints {
     pub fn env_lines(&self) -> String {
-        format!(
+        let mut lines = format!(
             "KUBERNETES_URL={}\nPROMETHEUS_URL={}\nJAEGER_URL={}\nLOKI_URL={}\n",
             self.kubernetes, self.prometheus, self.jaeger, self.loki
-        )
+        );
+        if let Some(https) = &self.kubernetes_https {
+            lines.push_str(&format!("KUBERNETES_HTTPS_URL={}\n", https.url));
+        }
+        lines
     }
 
+    /// A kubeconfig for the API: over TLS with its authority when it is served so (as a real
+    /// apiserver is), else plain HTTP.
     pub fn kubeconfig(&self) -> String {
+        use base64::Engine;
+        let (cluster, user) = match &self.kubernetes_https {
+            Some(https) => (
+                format!(
+                    "    server: {}\n    certificate-authority-data: {}\n",
+                    https.url,
+                    base64::engine::general_purpose::STANDARD.encode(&https.ca_pem)
+                ),
+                format!("\n    token: {}", https.token),
+            ),
+            None => (
+                format!("    server: {}\n", self.kubernetes),
+                " {}".to_string(),
+            ),
+        };
         format!(
             // Neutral names: an agent reading its kubeconfig learns nothing of the tool behind it.
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: default\n  cluster:\n    server: {}\ncontexts:\n- name: default\n  context:\n    cluster: default\n    user: default\ncurrent-context: default\nusers:\n- name: default\n  user: {{}}\n",
-            self.kubernetes
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: default\n  cluster:\n{cluster}contexts:\n- name: default\n  context:\n    cluster: default\n    user: default\ncurrent-context: default\nusers:\n- name: default\n  user:{user}\n"
         )
     }
 }
@@ -164,13 +201,9 @@ impl Replay {
             metric_directory.open()
         });
         let mut servers = Vec::new();
-        let kubernetes = serve(
-            opts.listen,
-            0,
-            audit_as(kube_router(kube), Api::Kubernetes),
-            &mut servers,
-        )
-        .await?;
+        let kube_api = audit_as(kube_router(kube), Api::Kubernetes);
+        let kubernetes = serve(opts.listen, 0, kube_api.clone(), &mut servers).await?;
+        let kubernetes_https = serve_https(opts.listen, kube_api, &mut servers).await?;
         let prometheus = serve(
             opts.listen,
             1,
@@ -206,6 +239,7 @@ impl Replay {
                 prometheus,
                 jaeger,
                 loki,
+                kubernetes_https: Some(kubernetes_https),
             },
             manifest,
             clock,
@@ -253,16 +287,34 @@ async fn serve(
     Ok(format!("http://{addr}"))
 }
 
+/// The Kubernetes API over TLS, on the port after the four plain ones, with a certificate
+/// authority of its own.
+pub async fn serve_https(
+    base: SocketAddr,
+    app: axum::Router,
+    servers: &mut Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+) -> anyhow::Result<Https> {
+    let tls = crate::tls::ServerTls::generate()?;
+    let listener = bind(base, 4).await?;
+    let url = format!("https://{}", listener.local_addr()?);
+    servers.push(tls.serve(listener, app)?);
+    Ok(Https {
+        url,
+        ca_pem: tls.ca_pem,
+        token: uuid::Uuid::new_v4().simple().to_string(),
+    })
+}
+
 /// Binds `base` with its port moved by `offset` (or a free port when the base port is 0). The
-/// four APIs take four consecutive ports: a base too close to 65535 is refused rather than
-/// wrapped around to ports 0, 1, 2.
+/// APIs take five consecutive ports (the Kubernetes API's TLS port last): a base too close to
+/// 65535 is refused rather than wrapped around to ports 0, 1, 2.
 pub async fn bind(base: SocketAddr, offset: u16) -> anyhow::Result<TcpListener> {
     let mut addr = base;
     if base.port() != 0 {
         let port = base.port().checked_add(offset).with_context(|| {
             format!(
-                "--listen {base}: the APIs take four consecutive ports from {}, beyond 65535; \
-                 choose a port of at most 65532 (or 0 for free ports)",
+                "--listen {base}: the APIs take five consecutive ports from {}, beyond 65535; \
+                 choose a port of at most 65531 (or 0 for free ports)",
                 base.port()
             )
         })?;

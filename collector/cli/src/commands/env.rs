@@ -58,11 +58,12 @@ pub struct UpArgs {
     /// Write the run (history, fault, changes, recovery) as a dataset here, ground truth beside it.
     #[arg(long, value_parser = schemas::paths::output_dir)]
     pub out: Option<PathBuf>,
-    /// Address of the Kubernetes API; Prometheus, Jaeger and Loki take the next ports. Port 0
-    /// picks free ports.
+    /// Address of the Kubernetes API (plain HTTP); Prometheus, Jaeger and Loki take the next
+    /// ports, and the Kubernetes API over TLS the one after (the kubeconfig's server, with its
+    /// CA). Port 0 picks free ports.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
-    /// Write a kubeconfig for kubectl here.
+    /// Write a kubeconfig for kubectl here (HTTPS, with the environment's certificate authority).
     #[arg(long)]
     pub write_kubeconfig: Option<PathBuf>,
     /// Write the endpoints as KEY=URL lines here.

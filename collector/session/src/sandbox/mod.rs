@@ -416,17 +416,21 @@ fn as_seen_inside(handover: &crate::Handover, text: &str) -> String {
 /// The session's ports on the host's loopback: every endpoint URL the agent is handed.
 fn loopback_ports(handover: &crate::Handover) -> Vec<u16> {
     let e = &handover.endpoints;
+    let https = e.kubernetes_https.as_ref().map(|h| &h.url);
     let urls = [&e.kubernetes, &e.prometheus, &e.jaeger, &e.loki]
         .into_iter()
+        .chain(https)
         .chain([&handover.submit_url, &handover.mcp_url])
         .chain(handover.env.iter().map(|(_, v)| v));
     let ports: BTreeSet<u16> = urls.filter_map(|u| loopback_port(u)).collect();
     ports.into_iter().collect()
 }
 
-/// The port of an `http://127.0.0.1:PORT...` or `http://localhost:PORT...` URL.
+/// The port of an `http(s)://127.0.0.1:PORT...` or `http(s)://localhost:PORT...` URL.
 fn loopback_port(url: &str) -> Option<u16> {
-    let rest = url.strip_prefix("http://")?;
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))?;
     let authority = rest.split('/').next()?;
     let (host, port) = authority.rsplit_once(':')?;
     matches!(host, "127.0.0.1" | "localhost")
@@ -528,7 +532,8 @@ mod tests {
         assert_eq!(loopback_port("http://127.0.0.1:8443"), Some(8443));
         assert_eq!(loopback_port("http://localhost:9/mcp"), Some(9));
         assert_eq!(loopback_port("http://10.0.0.1:80/"), None);
-        assert_eq!(loopback_port("https://127.0.0.1:443"), None);
+        assert_eq!(loopback_port("https://127.0.0.1:6443"), Some(6443));
+        assert_eq!(loopback_port("ftp://127.0.0.1:21"), None);
         assert_eq!(loopback_port("/home/agent/kubeconfig"), None);
     }
 
