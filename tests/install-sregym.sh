@@ -11,7 +11,8 @@
 # for Stratus's ClusterStateOracle, imported lazily; tiktoken, litellm, pandas for Stratus), with the
 # dependencies of those, closed over uv.lock for CPython on x86_64 Linux:
 #   clients.autosubmit.autosubmit_agent, clients.demo.driver, clients.stratus.stratus_agent.driver.driver,
-#   clients.claudecode.driver, clients.codex.driver (and llm_backend/, logger/, clients/harness/).
+#   clients.claudecode.driver, clients.codex.driver (and llm_backend/, logger/, clients/harness/),
+#   and its MCP server mcp_server.sregym_mcp_server (bashlex parses the kubectl lines it is given).
 # None of SREGym's server side (ansible, azure-*, docker, locust, opentelemetry-*, ...) is installed.
 #
 # The pins are listed below rather than read from uv.lock at install time, so that this script
@@ -22,12 +23,12 @@
 #
 # Idempotent: the venv is rebuilt only when it is missing or its marker (a hash of the pin list and of
 # the interpreter's version) differs. Wheels only (--only-binary), no dependency resolution
-# (--no-deps): exactly these 101 distributions, nothing else but the venv's own pip where there is one.
+# (--no-deps): exactly these 102 distributions, nothing else but the venv's own pip where there is one.
 set -euo pipefail
 
 VENV="${SREGYM_VENV:-/opt/sregym-venv}"
 MARKER="$VENV/.faultline-sregym-pins"
-# uv installs the 101 wheels in seconds where pip takes about 40 s on two cores; it is itself
+# uv installs the 102 wheels in seconds where pip takes about 40 s on two cores; it is itself
 # installed from PyPI at a pinned version into a throwaway venv, and pip is the fallback.
 UV_VERSION=0.9.5
 
@@ -40,6 +41,7 @@ annotated-types==0.7.0
 anyio==4.9.0
 attrs==25.3.0
 authlib==1.6.8
+bashlex==0.18
 cachetools==5.5.2
 certifi==2025.4.26
 cffi==1.17.1
@@ -198,7 +200,7 @@ fi
 LITELLM_LOCAL_MODEL_COST_MAP=True "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md
 import fastmcp, mcp, langgraph, langchain_core, langchain_litellm, litellm, openai  # noqa: F401
-import pandas, requests, yaml, rich, tiktoken, pydantic, anyio, kubernetes  # noqa: F401
+import pandas, requests, yaml, rich, tiktoken, pydantic, anyio, kubernetes, bashlex  # noqa: F401
 for name, version in (("fastmcp", "2.9.2"), ("mcp", "1.9.4")):
     assert md.version(name) == version, (name, md.version(name))
 PY

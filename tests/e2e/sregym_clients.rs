@@ -56,7 +56,10 @@ fn live(problem: &str, line: &str, extra: &[&str]) -> (Value, String) {
         .args(["--agent", &agent, "--agent-name", "sregym", "--out", "run"])
         .args(["--agent-bind", sregym.to_str().expect("UTF-8")])
         .args(["--agent-bind", venv.to_str().expect("UTF-8")])
+        // litellm would fetch its price list from the internet; Python would write bytecode caches
+        // beside SREGym's code.
         .args(["--agent-env", "LITELLM_LOCAL_MODEL_COST_MAP=True"])
+        .args(["--agent-env", "PYTHONDONTWRITEBYTECODE=1"])
         .args(extra)
         .env_remove("JUDGE_BASE_URL")
         .env_remove("JUDGE_MODEL")
@@ -224,6 +227,37 @@ fn sregyms_demo_driver_fixes_scale_to_zero_through_our_mcp() {
         .as_u64()
         .unwrap_or(0);
     assert!(kube >= 2, "the demo's commands reached the API: {run:#}");
+}
+
+/// SREGym's own MCP server, started as its Dockerfile starts it (`python -m
+/// mcp_server.sregym_mcp_server`) inside the agent's sandbox from a copy of its code (it writes its
+/// rollback states beside it), with SREGym's demo driver as its client: its filtering proxy
+/// insists on HTTPS and reads `~/.kube/config`, so its kubectl reaches our API over TLS with the
+/// session's certificate authority; the demo's submissions go to our conductor.
+#[test]
+fn sregyms_demo_driver_fixes_scale_to_zero_through_sregyms_own_mcp_server() {
+    let sregym = sregym();
+    let own = 19954;
+    let serve = format!(
+        "cp -r {} /tmp/sregym && chmod -R u+w /tmp/sregym && cd /tmp/sregym && \
+         (MCP_SERVER_PORT={own} EXPOSE_SERVER=false python -m mcp_server.sregym_mcp_server \
+           >\"$AGENT_LOGS_DIR/mcp_server.log\" 2>&1 &) && \
+         until [ \"$(curl -s -o /dev/null -w '%{{http_code}}' --max-time 1 http://127.0.0.1:{own}/kubectl/sse)\" = 200 ]; do sleep 0.2; done && \
+         (while :; do touch /tmp/next; sleep 1; done &) && \
+         MCP_SERVER_PORT={own} exec python -m clients.demo.driver",
+        sregym.display()
+    );
+    let line = format!("sh -c '{}'", serve.replace('\'', r"'\''"));
+    let (run, out) = live("social-user-scale-zero", &line, &[]);
+    submitted_both(&run);
+    assert_eq!(run["mitigation"]["success"], true, "{run:#}\n{out}");
+    let kube = run["api_requests"]["by_api"]["kubernetes"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        kube >= 2,
+        "SREGym's server's kubectl reached the API: {run:#}"
+    );
 }
 
 /// Stratus itself, with a scripted model behind the session's LLM proxy: it connects to the

@@ -306,7 +306,7 @@ fn listen_and_at_flags_are_checked_as_given() {
         .expect("collector runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("at most 65532"), "{err}");
+    assert!(err.contains("at most 65531"), "{err}");
     let out = collector()
         .arg("replay")
         .arg(dataset())

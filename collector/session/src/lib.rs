@@ -291,10 +291,12 @@ impl Session {
                 .collect();
             check_handover(&self.handover, &env.problem_id(), &given)?;
         }
-        self.agent = Some(launcher.launch(&self.handover)?);
-        self.sandbox = Some(launcher.sandbox());
+        // The stage opens before the agent starts: an agent that submits at once must not find
+        // the session still setting up.
         self.t0 = Some(Instant::now());
         lock(&self.progress).start();
+        self.agent = Some(launcher.launch(&self.handover)?);
+        self.sandbox = Some(launcher.sandbox());
         Ok(())
     }
 

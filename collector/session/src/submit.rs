@@ -106,7 +106,10 @@ async fn submit(State(s): State<Arc<SubmitState>>, body: axum::body::Bytes) -> R
         }
         Err(Refusal::Duplicate(stage)) => {
             tracing::info!("a {stage} submission while the last one is evaluated: ignored");
-            return answer("200", "Submission received");
+            return answer(
+                "200",
+                "Submission already accepted; evaluation in progress.",
+            );
         }
         Err(Refusal::Closed(_)) => {
             let stage = s.progress.lock().unwrap_or_else(|e| e.into_inner()).stage();

@@ -131,6 +131,20 @@ async fn mend_and_submit(
             .send()
     };
     submit(diagnosis.to_string()).await?.error_for_status()?;
+    // The mitigation stage opens once the diagnosis is evaluated, as SREGym's conductor opens it;
+    // a submission before then would be ignored as a duplicate.
+    loop {
+        let status: Value = http
+            .get(format!("{}/status", handover.submit_url))
+            .send()
+            .await?
+            .json()
+            .await?;
+        if status["stage"] != "diagnosis" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     if fix {
         http.patch(&svc)
             .header("Content-Type", "application/json-patch+json")
