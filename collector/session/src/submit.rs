@@ -223,6 +223,31 @@ mod tests {
         assert_eq!(u.map(|u| u.input_tokens + u.output_tokens), Some(13));
     }
 
+    async fn body_of(r: Response) -> (StatusCode, Value) {
+        let code = r.status();
+        let bytes = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
+        (code, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn refusals_are_shaped_as_fastapi_answers_them() {
+        let (code, v) = body_of(invalid(br#"{"answer": "x"}"#, BadBody::NoSolution)).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(v["detail"][0]["type"], "missing");
+        assert_eq!(v["detail"][0]["loc"], json!(["body", "solution"]));
+        assert_eq!(v["detail"][0]["input"], json!({"answer": "x"}));
+        let (code, v) = body_of(invalid(b"{", BadBody::NotJson("eof".into()))).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(v["detail"][0]["type"], "json_invalid");
+        let (code, v) = body_of(detail(
+            StatusCode::BAD_REQUEST,
+            json!("Cannot submit at stage: 'setup'"),
+        ))
+        .await;
+        assert_eq!(code, StatusCode::BAD_REQUEST);
+        assert_eq!(v, json!({"detail": "Cannot submit at stage: 'setup'"}));
+    }
+
     #[test]
     fn bad_bodies_say_what_was_expected() {
         let err = |b: &[u8]| parse_body(b).unwrap_err().to_string();
