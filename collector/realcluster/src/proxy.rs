@@ -35,15 +35,21 @@ struct Upstream {
 pub struct Proxy {
     pub addr: SocketAddr,
     task: JoinHandle<()>,
+    /// The same proxy over TLS, when asked for: the agent's kubeconfig points there, as at a
+    /// real apiserver.
+    pub https: Option<apis::replay::Https>,
+    tls_task: Option<JoinHandle<std::io::Result<()>>>,
 }
 
 impl Proxy {
-    /// Serves on `listen`, forwarding to the cluster `client` reaches.
+    /// Serves on `listen`, forwarding to the cluster `client` reaches; with `tls_too`, also over
+    /// TLS on a free port beside it (a CA of its own, see [`apis::tls`]).
     pub async fn start(
         listen: SocketAddr,
         client: kube::Client,
         hidden: Hidden,
         audit: Option<Arc<AuditLog>>,
+        tls_too: bool,
     ) -> anyhow::Result<Proxy> {
         let state = Arc::new(Upstream { client, hidden });
         let mut router = axum::Router::new().fallback(forward).with_state(state);
@@ -54,10 +60,20 @@ impl Proxy {
             .await
             .with_context(|| format!("binding the cluster API proxy to {listen}"))?;
         let addr = listener.local_addr()?;
+        let mut tls = Vec::new();
+        let https = match tls_too {
+            true => Some(apis::replay::serve_https(listen, router.clone(), &mut tls).await?),
+            false => None,
+        };
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         });
-        Ok(Proxy { addr, task })
+        Ok(Proxy {
+            addr,
+            task,
+            https,
+            tls_task: tls.pop(),
+        })
     }
 
     pub fn url(&self) -> String {
@@ -66,6 +82,9 @@ impl Proxy {
 
     pub fn stop(self) {
         self.task.abort();
+        if let Some(t) = self.tls_task {
+            t.abort();
+        }
     }
 }
 

@@ -142,8 +142,9 @@ impl OnCluster {
         let client = injector.cluster.client().clone();
         let serving = async {
             let listen: std::net::SocketAddr = "127.0.0.1:0".parse()?;
-            let agent = Proxy::start(listen, client.clone(), hidden.clone(), Some(log)).await?;
-            let capture = Proxy::start(listen, client, hidden, None).await?;
+            let agent =
+                Proxy::start(listen, client.clone(), hidden.clone(), Some(log), true).await?;
+            let capture = Proxy::start(listen, client, hidden, None, false).await?;
             let ns = &app.namespace;
             let opts = recording::options(capture.url(), ns, target, onset_ns);
             let recording = ClusterRecording::new(tokio::runtime::Handle::current(), opts)?;
@@ -176,8 +177,7 @@ impl OnCluster {
                 .loki
                 .clone()
                 .unwrap_or_default(),
-            // The agent's proxy in front of the cluster speaks plain HTTP on loopback.
-            kubernetes_https: None,
+            kubernetes_https: proxy.https.clone(),
         };
         Ok(OnCluster {
             endpoints,
