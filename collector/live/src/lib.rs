@@ -201,7 +201,7 @@ impl LiveEnv {
             audited(jaeger::router(traces), Api::Jaeger, audit_log.clone()),
             audited(loki::router(logs), Api::Loki, audit_log),
         ];
-        let (endpoints, servers) = listen(opts.listen, routers).await?;
+        let (endpoints, servers) = apis::replay::listen(opts.listen, routers).await?;
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {
             let (run, stores, stop) = (run.clone(), stores.clone(), stop.clone());
@@ -428,40 +428,6 @@ fn finish_dataset(
 fn ground_truth_of(run: &ProblemRun) -> schemas::GroundTruth {
     run.problem
         .ground_truth(&run.sim.app.namespace, run.outcome().window.start)
-}
-
-/// Binds one listener per API (the path spaces overlap), consecutive ports from `listen`, and
-/// the Kubernetes API's TLS listener after them.
-async fn listen(
-    listen: SocketAddr,
-    routers: [axum::Router; 4],
-) -> anyhow::Result<(Endpoints, Vec<tokio::task::JoinHandle<std::io::Result<()>>>)> {
-    let mut urls = Vec::new();
-    let mut servers = Vec::new();
-    let kube_api = routers[0].clone();
-    for (i, router) in routers.into_iter().enumerate() {
-        let listener = apis::replay::bind(listen, i as u16).await?;
-        let local = listener.local_addr()?;
-        urls.push(format!("http://{local}"));
-        // With the peer's address, which audit events record.
-        let service = router.into_make_service_with_connect_info::<SocketAddr>();
-        servers.push(tokio::spawn(
-            async move { axum::serve(listener, service).await },
-        ));
-    }
-    let kubernetes_https = apis::replay::serve_https(listen, kube_api, &mut servers).await?;
-    let [kubernetes, prometheus, jaeger, loki] =
-        <[String; 4]>::try_from(urls).map_err(|_| anyhow::anyhow!("four listeners expected"))?;
-    Ok((
-        Endpoints {
-            kubernetes,
-            prometheus,
-            jaeger,
-            loki,
-            kubernetes_https: Some(kubernetes_https),
-        },
-        servers,
-    ))
 }
 
 #[cfg(test)]

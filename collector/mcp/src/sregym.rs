@@ -187,13 +187,9 @@ fn text(answer: Result<String, String>, prefix: &str, tool: &str) -> String {
     answer.unwrap_or_else(|e| format!("[{prefix}] Error querying {tool}: {e}"))
 }
 
-/// Data as SREGym's tools give it (Python's `str()` of the JSON), "None" when empty.
+/// Data as SREGym's tools give it: Python's `str()` of the JSON (never empty: `[]`, `None`).
 fn data(answer: Result<Value, String>, prefix: &str, tool: &str) -> String {
-    let shown = answer.map(|v| {
-        let s = py_repr(&v);
-        if s.is_empty() { "None".into() } else { s }
-    });
-    text(shown, prefix, tool)
+    text(answer.map(|v| py_repr(&v)), prefix, tool)
 }
 
 #[tool_router]

@@ -60,10 +60,12 @@ impl Proxy {
             .await
             .with_context(|| format!("binding the cluster API proxy to {listen}"))?;
         let addr = listener.local_addr()?;
-        let mut tls = Vec::new();
-        let https = match tls_too {
-            true => Some(apis::replay::serve_https(listen, router.clone(), &mut tls).await?),
-            false => None,
+        let (https, tls_task) = match tls_too {
+            true => {
+                let (https, task) = apis::replay::serve_https(listen, router.clone()).await?;
+                (Some(https), Some(task))
+            }
+            false => (None, None),
         };
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
@@ -72,7 +74,7 @@ impl Proxy {
             addr,
             task,
             https,
-            tls_task: tls.pop(),
+            tls_task,
         })
     }
 

@@ -746,12 +746,12 @@ const AGENT_LOGS: &str = "logs";
 
 /// `http://HOST:PORT` as its host and port.
 fn host_port(url: &str) -> anyhow::Result<(String, String)> {
-    let authority = url
-        .strip_prefix("http://")
-        .and_then(|rest| rest.split('/').next())
-        .with_context(|| format!("`{url}` is not an http:// URL"))?;
-    let (host, port) = authority
-        .rsplit_once(':')
+    let parsed = url::Url::parse(url).with_context(|| format!("`{url}` is not a URL"))?;
+    let host = parsed
+        .host_str()
+        .with_context(|| format!("`{url}` has no host"))?;
+    let port = parsed
+        .port()
         .with_context(|| format!("`{url}` has no port"))?;
     Ok((host.to_string(), port.to_string()))
 }
@@ -785,10 +785,7 @@ fn on_submission(env: &Env, with: &Judge<'_>, log: &mut Log, s: Submission, t0: 
     }
     log.submissions.push(record::SubmittedStep {
         at: schemas::time::rfc3339_nanos(schemas::time::real_now_ns()),
-        stage: match s.stage {
-            Stage::Mitigation => "mitigation",
-            _ => "diagnosis",
-        },
+        stage: s.stage.name(),
         solution: s.output.diagnosis.clone(),
     });
     match s.stage {

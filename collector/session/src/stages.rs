@@ -6,11 +6,8 @@
 //! evaluated (`GET /status` still names it) and the next opens once it is; a submission made
 //! meanwhile is a duplicate of the one being evaluated and is ignored.
 
-use serde::Serialize;
-
 /// A stage as `GET /status` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
     Setup,
     Diagnosis,
@@ -29,6 +26,12 @@ impl Stage {
             Stage::TearingDown => "tearing_down",
             Stage::Done => "done",
         }
+    }
+}
+
+impl serde::Serialize for Stage {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 

@@ -323,18 +323,18 @@ fn json_or_404(v: Option<Value>) -> Response {
     }
 }
 
-/// Routes a resource path (after the group/version) to list, get, watch, a subresource, or a
-/// write.
 /// The object a proxy path names: `name`, `name:port` or `scheme:name:port`.
 fn proxied_name(target: &str) -> &str {
-    let parts: Vec<&str> = target.split(':').collect();
-    match parts.as_slice() {
-        [_, name, _] => name,
-        [name, ..] => name,
-        [] => target,
+    let mut parts = target.split(':');
+    let first = parts.next().unwrap_or(target);
+    match (parts.next(), parts.next()) {
+        (Some(name), Some(_)) => name,
+        _ => first,
     }
 }
 
+/// Routes a resource path (after the group/version) to list, get, watch, a subresource, or a
+/// write.
 async fn resource(
     f: &Arc<KubeFacade>,
     group: &str,

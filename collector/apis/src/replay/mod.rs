@@ -108,7 +108,7 @@ pub struct Replay {
     pub manifest: schemas::Manifest,
     /// The clock every API serves times by.
     pub clock: Clock,
-    servers: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+    servers: Vec<Server>,
 }
 
 impl Replay {
@@ -200,13 +200,8 @@ impl Replay {
         in_background("reading the metric directory", move || {
             metric_directory.open()
         });
-        let mut servers = Vec::new();
-        let kube_api = audit_as(kube_router(kube), Api::Kubernetes);
-        let kubernetes = serve(opts.listen, 0, kube_api.clone(), &mut servers).await?;
-        let kubernetes_https = serve_https(opts.listen, kube_api, &mut servers).await?;
-        let prometheus = serve(
-            opts.listen,
-            1,
+        let routers = [
+            audit_as(kube_router(kube), Api::Kubernetes),
             audit_as(
                 prometheus::router(
                     metrics,
@@ -216,31 +211,12 @@ impl Replay {
                 ),
                 Api::Prometheus,
             ),
-            &mut servers,
-        )
-        .await?;
-        let jaeger = serve(
-            opts.listen,
-            2,
             audit_as(jaeger::router(traces), Api::Jaeger),
-            &mut servers,
-        )
-        .await?;
-        let loki = serve(
-            opts.listen,
-            3,
             audit_as(loki::router(logs), Api::Loki),
-            &mut servers,
-        )
-        .await?;
+        ];
+        let (endpoints, servers) = listen(opts.listen, routers).await?;
         Ok(Replay {
-            endpoints: Endpoints {
-                kubernetes,
-                prometheus,
-                jaeger,
-                loki,
-                kubernetes_https: Some(kubernetes_https),
-            },
+            endpoints,
             manifest,
             clock,
             servers,
@@ -275,7 +251,7 @@ async fn serve(
     base: SocketAddr,
     offset: u16,
     app: axum::Router,
-    servers: &mut Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+    servers: &mut Vec<Server>,
 ) -> anyhow::Result<String> {
     let listener = bind(base, offset).await?;
     let addr = listener.local_addr()?;
@@ -287,22 +263,48 @@ async fn serve(
     Ok(format!("http://{addr}"))
 }
 
-/// The Kubernetes API over TLS, on the port after the four plain ones, with a certificate
-/// authority of its own.
-pub async fn serve_https(
+/// A server task.
+pub type Server = tokio::task::JoinHandle<std::io::Result<()>>;
+
+/// Serves the Kubernetes, Prometheus, Jaeger and Loki routers one listener each (their path
+/// spaces overlap) on consecutive ports from `base`, and the Kubernetes API over TLS after them.
+pub async fn listen(
     base: SocketAddr,
-    app: axum::Router,
-    servers: &mut Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
-) -> anyhow::Result<Https> {
+    routers: [axum::Router; 4],
+) -> anyhow::Result<(Endpoints, Vec<Server>)> {
+    let mut servers = Vec::new();
+    let mut urls = Vec::new();
+    let kube_api = routers[0].clone();
+    for (offset, router) in (0u16..).zip(routers) {
+        urls.push(serve(base, offset, router, &mut servers).await?);
+    }
+    let (https, server) = serve_https(base, kube_api).await?;
+    servers.push(server);
+    let [kubernetes, prometheus, jaeger, loki] =
+        <[String; 4]>::try_from(urls).map_err(|_| anyhow::anyhow!("four listeners expected"))?;
+    let endpoints = Endpoints {
+        kubernetes,
+        prometheus,
+        jaeger,
+        loki,
+        kubernetes_https: Some(https),
+    };
+    Ok((endpoints, servers))
+}
+
+/// Serves `app` over TLS, on the port after the four plain ones, with a certificate authority
+/// of its own.
+pub async fn serve_https(base: SocketAddr, app: axum::Router) -> anyhow::Result<(Https, Server)> {
     let tls = crate::tls::ServerTls::generate()?;
     let listener = bind(base, 4).await?;
     let url = format!("https://{}", listener.local_addr()?);
-    servers.push(tls.serve(listener, app)?);
-    Ok(Https {
+    let server = tls.serve(listener, app)?;
+    let https = Https {
         url,
         ca_pem: tls.ca_pem,
         token: uuid::Uuid::new_v4().simple().to_string(),
-    })
+    };
+    Ok((https, server))
 }
 
 /// Binds `base` with its port moved by `offset` (or a free port when the base port is 0). The

@@ -428,14 +428,10 @@ fn loopback_ports(handover: &crate::Handover) -> Vec<u16> {
 
 /// The port of an `http(s)://127.0.0.1:PORT...` or `http(s)://localhost:PORT...` URL.
 fn loopback_port(url: &str) -> Option<u16> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))?;
-    let authority = rest.split('/').next()?;
-    let (host, port) = authority.rsplit_once(':')?;
-    matches!(host, "127.0.0.1" | "localhost")
-        .then(|| port.parse().ok())
-        .flatten()
+    let url = url::Url::parse(url).ok()?;
+    let web = matches!(url.scheme(), "http" | "https");
+    let loopback = matches!(url.host_str()?, "127.0.0.1" | "localhost");
+    (web && loopback).then(|| url.port()).flatten()
 }
 
 /// What this host allows of the sandbox.
