@@ -13,6 +13,8 @@ pub mod export;
 pub mod in_place;
 pub mod reader;
 pub mod recording;
+pub mod sort_key;
+mod sorter;
 pub mod synth;
 pub mod table_file;
 pub mod validate;

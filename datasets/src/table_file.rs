@@ -1,6 +1,6 @@
 //! One table's Parquet file: the write properties every faultline file shares (ZSTD set explicitly,
 //! dictionary encoding, page statistics, format metadata) and a writer that encodes the columns of
-//! each row group on several threads at once.
+//! each batch on several threads at once, straight into the open row group.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::{
-    ArrowColumnChunk, ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory,
-    ArrowWriterOptions, compute_leaves,
+    ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory, ArrowWriterOptions,
+    compute_leaves,
 };
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
@@ -70,15 +70,19 @@ pub fn properties(table: Table, opts: &WriteOptions) -> Result<WriterProperties,
     Ok(builder.build())
 }
 
-/// Writes record batches of one table into one Parquet file, a row group at a time.
+/// Writes record batches of one table into one Parquet file, a row group at a time. Each batch
+/// is encoded into the open row group's column writers as it comes, so memory holds the encoded
+/// pages of one row group, not its rows.
 pub struct TableFileWriter {
     path: PathBuf,
     table: Table,
     writer: SerializedFileWriter<BufWriter<File>>,
     factory: ArrowRowGroupWriterFactory,
     opts: WriteOptions,
-    pending: Vec<RecordBatch>,
-    pending_rows: usize,
+    /// The open row group's column writers, one per leaf column.
+    columns: Option<Vec<ArrowColumnWriter>>,
+    /// Rows in the open row group.
+    open_rows: usize,
     row_groups: usize,
     rows: u64,
 }
@@ -102,8 +106,8 @@ impl TableFileWriter {
             writer,
             factory,
             opts,
-            pending: Vec::new(),
-            pending_rows: 0,
+            columns: None,
+            open_rows: 0,
             row_groups: 0,
             rows: 0,
         })
@@ -113,8 +117,7 @@ impl TableFileWriter {
         &self.path
     }
 
-    /// Appends a batch; full row groups are encoded and written as they fill, so memory stays at
-    /// about one row group.
+    /// Appends a batch; a row group is closed and written as it fills.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if batch.schema().fields() != self.table.schema().fields() {
             return Err(DatasetError::invalid(
@@ -128,58 +131,64 @@ impl TableFileWriter {
         }
         let mut offset = 0;
         while offset < batch.num_rows() {
-            let take =
-                (self.opts.row_group_rows - self.pending_rows).min(batch.num_rows() - offset);
-            self.pending.push(batch.slice(offset, take));
-            self.pending_rows += take;
+            let take = (self.opts.row_group_rows - self.open_rows).min(batch.num_rows() - offset);
+            self.encode(&batch.slice(offset, take))?;
             offset += take;
-            if self.pending_rows == self.opts.row_group_rows {
+            if self.open_rows == self.opts.row_group_rows {
                 self.flush_row_group()?;
             }
         }
         Ok(())
     }
 
-    fn flush_row_group(&mut self) -> Result<()> {
-        if self.pending_rows == 0 {
-            return Ok(());
-        }
+    /// Encodes a batch into the open row group, its columns on several threads.
+    fn encode(&mut self, batch: &RecordBatch) -> Result<()> {
         let path = self.path.clone();
         let pq = |e| DatasetError::parquet(&path, e);
-        let writers = self
-            .factory
-            .create_column_writers(self.row_groups)
-            .map_err(pq)?;
-        let schema = self.table.schema();
-        let mut jobs: Vec<Job> = writers
-            .into_iter()
-            .map(|writer| Job {
-                writer,
-                leaves: Vec::new(),
-                weight: 0,
-            })
-            .collect();
-        for batch in self.pending.drain(..) {
-            let mut leaf_index = 0;
-            for (field, column) in schema.fields().iter().zip(batch.columns()) {
-                let leaves = compute_leaves(field, column).map_err(pq)?;
-                let weight = column.get_array_memory_size() / leaves.len().max(1);
-                for leaf in leaves {
-                    let job = &mut jobs[leaf_index];
-                    job.leaves.push(leaf);
-                    job.weight += weight;
-                    leaf_index += 1;
-                }
+        if self.columns.is_none() {
+            let writers = self
+                .factory
+                .create_column_writers(self.row_groups)
+                .map_err(pq)?;
+            self.columns = Some(writers);
+        }
+        let writers = self.columns.as_mut().expect("opened above");
+        let mut jobs: Vec<Job> = Vec::with_capacity(writers.len());
+        let mut writers = writers.iter_mut();
+        for (field, column) in self.table.schema().fields().iter().zip(batch.columns()) {
+            let leaves = compute_leaves(field, column).map_err(pq)?;
+            let weight = column.get_array_memory_size() / leaves.len().max(1);
+            for leaf in leaves {
+                let writer = writers.next().expect("a writer per leaf column");
+                jobs.push(Job {
+                    writer,
+                    leaf,
+                    weight,
+                });
             }
         }
-        let chunks = encode_in_parallel(jobs, self.opts.threads).map_err(pq)?;
+        encode_in_parallel(jobs, self.opts.threads).map_err(pq)?;
+        self.open_rows += batch.num_rows();
+        Ok(())
+    }
+
+    fn flush_row_group(&mut self) -> Result<()> {
+        let Some(writers) = self.columns.take() else {
+            return Ok(());
+        };
+        let path = self.path.clone();
+        let pq = |e| DatasetError::parquet(&path, e);
         let mut row_group = self.writer.next_row_group().map_err(pq)?;
-        for chunk in chunks {
-            chunk.append_to_row_group(&mut row_group).map_err(pq)?;
+        for writer in writers {
+            writer
+                .close()
+                .map_err(pq)?
+                .append_to_row_group(&mut row_group)
+                .map_err(pq)?;
         }
         row_group.close().map_err(pq)?;
-        self.rows += self.pending_rows as u64;
-        self.pending_rows = 0;
+        self.rows += self.open_rows as u64;
+        self.open_rows = 0;
         self.row_groups += 1;
         Ok(())
     }
@@ -200,38 +209,27 @@ impl TableFileWriter {
     }
 }
 
-/// One leaf column of a row group waiting to be encoded.
-struct Job {
-    writer: ArrowColumnWriter,
-    leaves: Vec<ArrowLeafColumn>,
+/// One leaf column of a batch waiting to be encoded.
+struct Job<'a> {
+    writer: &'a mut ArrowColumnWriter,
+    leaf: ArrowLeafColumn,
     /// Approximate bytes to encode, to hand the largest columns out first.
     weight: usize,
 }
 
-/// Encodes every leaf column, `threads` at a time, largest first; returns the chunks in schema order.
-fn encode_in_parallel(
-    jobs: Vec<Job>,
-    threads: usize,
-) -> parquet::errors::Result<Vec<ArrowColumnChunk>> {
+/// Encodes every leaf column, `threads` at a time, largest first.
+fn encode_in_parallel(jobs: Vec<Job<'_>>, threads: usize) -> parquet::errors::Result<()> {
     let count = jobs.len();
-    let mut queue: Vec<(usize, Job)> = jobs.into_iter().enumerate().collect();
-    queue.sort_by_key(|(_, job)| job.weight);
+    let mut queue = jobs;
+    queue.sort_by_key(|job| job.weight);
     let queue = Mutex::new(queue);
-    let done: Mutex<Vec<Option<ArrowColumnChunk>>> = Mutex::new((0..count).map(|_| None).collect());
-    let encode_one = |mut job: Job| -> parquet::errors::Result<ArrowColumnChunk> {
-        for leaf in &job.leaves {
-            job.writer.write(leaf)?;
-        }
-        job.writer.close()
-    };
     let worker = || -> parquet::errors::Result<()> {
         loop {
             let next = queue.lock().expect("queue lock").pop();
-            let Some((index, job)) = next else {
+            let Some(job) = next else {
                 return Ok(());
             };
-            let chunk = encode_one(job)?;
-            done.lock().expect("results lock")[index] = Some(chunk);
+            job.writer.write(&job.leaf)?;
         }
     };
     std::thread::scope(|scope| {
@@ -244,11 +242,5 @@ fn encode_in_parallel(
             result = result.and(joined);
         }
         result
-    })?;
-    Ok(done
-        .into_inner()
-        .expect("results lock")
-        .into_iter()
-        .map(|chunk| chunk.expect("every column encoded"))
-        .collect())
+    })
 }

@@ -1,33 +1,35 @@
 //! `DatasetWriter`: takes rows of every table in any order and produces a complete dataset directory.
 //!
-//! Memory stays bounded whatever the volume: each table buffers at most `spill_rows` rows; a full
-//! buffer is sorted and spilled to a temporary Arrow IPC run, and `finish` merges the runs in sort
-//! order straight into the Parquet file. Everything is written inside a hidden sibling directory that
-//! is renamed into place only after every file and the manifest are fsynced, so a crash never leaves
-//! something a reader would take for a dataset.
+//! Rows are handed in chunks to a sorting thread ([`crate::sorter`]), so whoever produces them
+//! (the simulator, a capture) goes on while they are encoded and sorted, and memory stays bounded
+//! whatever the volume: past the budget, sorted runs spill to disk and `finish` merges them
+//! straight into the Parquet files. Everything is written inside a hidden sibling directory that
+//! is renamed into place only after every file and the manifest are fsynced, so a crash never
+//! leaves something a reader would take for a dataset.
 //!
 //! Every required table is written, empty or not; an optional table (`audit`) is written when it got
 //! rows or was asked for with [`DatasetWriter::include`], so a dataset without it stays as it was.
 
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap};
-use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
-use arrow::ipc::reader::FileReader;
-use arrow::ipc::writer::FileWriter;
-use arrow::record_batch::RecordBatch;
 use chrono::{DateTime, Utc};
 use schemas::manifest::Generator;
 use schemas::tables::{Row, Table};
 use schemas::{DATASET_FORMAT_NAME, DATASET_FORMAT_VERSION, Manifest, TableEntry, TimeWindow};
 use sha2::{Digest, Sha256};
 
-use crate::encode::{cmp_rows, decode, encode};
 use crate::error::{DatasetError, Result};
+use crate::sorter::Sorter;
 use crate::table_file::{TableFileWriter, WriteOptions};
 use crate::{MANIFEST_FILE, fsync_dir, sha256_file, write_atomically};
+
+/// Rows handed to the sorting thread at once.
+const HANDOFF_ROWS: usize = 4 * 1024;
+/// Hand-offs queued for the sorting thread before `push` waits for it.
+const HANDOFFS_QUEUED: usize = 4;
 
 /// What the manifest says about a dataset beyond its tables.
 #[derive(Debug, Clone)]
@@ -43,12 +45,15 @@ pub struct DatasetInfo {
 #[derive(Debug, Clone, Copy)]
 pub struct WriterConfig {
     pub file: WriteOptions,
-    /// Rows a table buffers before it spills a sorted run to disk.
+    /// Bytes the tables together hold in memory (encoded rows and their sort keys) before the
+    /// largest spills a sorted run to disk.
+    pub memory_bytes: usize,
+    /// Rows one table holds before it spills, whatever their size.
     pub spill_rows: usize,
-    /// Rows per batch when encoding sorted rows.
+    /// Rows per batch handed to the table files (and at most this many per encoded chunk).
     pub batch_rows: usize,
     /// Runs merged at once. Runs are merged in tiers (this many runs of one size become one run of
-    /// the next), so a merge holds at most `merge_fan_in` batches in memory and a long write
+    /// the next), so a merge holds one batch of at most `merge_fan_in` runs and a long write
     /// never accumulates more than `merge_fan_in` runs per tier.
     pub merge_fan_in: usize,
 }
@@ -57,20 +62,12 @@ impl Default for WriterConfig {
     fn default() -> Self {
         WriterConfig {
             file: WriteOptions::default(),
-            spill_rows: 1 << 20,
+            memory_bytes: 128 << 20,
+            spill_rows: usize::MAX,
             batch_rows: 64 * 1024,
             merge_fan_in: 16,
         }
     }
-}
-
-#[derive(Default)]
-struct TableBuffer {
-    rows: Vec<Row>,
-    /// Sorted runs on disk with their tier (0 = spilled from memory), tiers non-increasing.
-    runs: Vec<(PathBuf, u32)>,
-    /// Run files created so far, for unique names.
-    created: usize,
 }
 
 /// Writes one dataset directory. Drop it without `finish` and the partial directory is removed.
@@ -78,9 +75,12 @@ pub struct DatasetWriter {
     final_dir: PathBuf,
     tmp_dir: PathBuf,
     config: WriterConfig,
-    buffers: BTreeMap<Table, TableBuffer>,
     /// Optional tables to write even if they get no rows.
     included: Vec<Table>,
+    /// Rows gathered for the next hand-off.
+    handoff: Vec<Row>,
+    to_sorter: Option<SyncSender<Vec<Row>>>,
+    sorter: Option<JoinHandle<Result<Sorter>>>,
     finished: bool,
 }
 
@@ -114,14 +114,25 @@ impl DatasetWriter {
         }
         let runs = tmp_dir.join(".runs");
         std::fs::create_dir_all(&runs).map_err(|e| DatasetError::io(&runs, e))?;
+        let (to_sorter, handoffs) = sync_channel::<Vec<Row>>(HANDOFFS_QUEUED);
+        let sorter = std::thread::Builder::new()
+            .name("dataset-sorter".into())
+            .spawn(move || {
+                let mut sorter = Sorter::new(runs, config);
+                for rows in handoffs {
+                    sorter.push(rows)?;
+                }
+                Ok(sorter)
+            })
+            .map_err(|e| DatasetError::io(&tmp_dir, e))?;
         Ok(DatasetWriter {
             final_dir: dir.to_path_buf(),
             tmp_dir,
             config,
-            buffers: Table::every()
-                .map(|t| (t, TableBuffer::default()))
-                .collect(),
             included: Vec::new(),
+            handoff: Vec::with_capacity(HANDOFF_ROWS),
+            to_sorter: Some(to_sorter),
+            sorter: Some(sorter),
             finished: false,
         })
     }
@@ -134,27 +145,11 @@ impl DatasetWriter {
         }
     }
 
-    /// Whether `finish` writes the table's file.
-    fn writes(&self, table: Table) -> bool {
-        !table.is_optional()
-            || self.included.contains(&table)
-            || self
-                .buffers
-                .get(&table)
-                .is_some_and(|b| !b.rows.is_empty() || !b.runs.is_empty())
-    }
-
     /// Adds one row to its table.
     pub fn push(&mut self, row: Row) -> Result<()> {
-        let table = row.table();
-        let buffer = self
-            .buffers
-            .get_mut(&table)
-            .expect("every table has a buffer");
-        buffer.rows.push(row);
-        if buffer.rows.len() >= self.config.spill_rows {
-            self.spill(table)?;
-            self.compact(table)?;
+        self.handoff.push(row);
+        if self.handoff.len() >= HANDOFF_ROWS {
+            self.hand_off()?;
         }
         Ok(())
     }
@@ -164,90 +159,42 @@ impl DatasetWriter {
         rows.into_iter().try_for_each(|row| self.push(row))
     }
 
-    /// Sorts the buffered rows of a table into a new tier-0 run on disk.
-    fn spill(&mut self, table: Table) -> Result<()> {
-        let buffer = self
-            .buffers
-            .get_mut(&table)
-            .expect("every table has a buffer");
-        let path = run_path(&self.tmp_dir, table, buffer);
-        let mut rows = std::mem::take(&mut buffer.rows);
-        rows.sort_by(cmp_rows);
-        let mut run = RunWriter::create(table, &path)?;
-        for chunk in rows.chunks(self.config.batch_rows) {
-            run.write(&encode(table, chunk).map_err(|e| DatasetError::arrow(&path, e))?)?;
+    /// Sends the gathered rows to the sorting thread; its error if it has stopped.
+    fn hand_off(&mut self) -> Result<()> {
+        let rows = std::mem::replace(&mut self.handoff, Vec::with_capacity(HANDOFF_ROWS));
+        match &self.to_sorter {
+            Some(tx) if tx.send(rows).is_ok() => Ok(()),
+            _ => self.join_sorter().map(|_| ()),
         }
-        run.finish()?;
-        buffer.runs.push((path, 0));
-        Ok(())
     }
 
-    /// Merges the newest `merge_fan_in` runs into one of the next tier while they share a tier.
-    fn compact(&mut self, table: Table) -> Result<()> {
-        let fan_in = self.config.merge_fan_in.max(2);
-        let buffer = self
-            .buffers
-            .get_mut(&table)
-            .expect("every table has a buffer");
-        while buffer.runs.len() >= fan_in {
-            let newest = &buffer.runs[buffer.runs.len() - fan_in..];
-            let tier = newest[0].1;
-            if newest.iter().any(|(_, t)| *t != tier) {
-                break;
-            }
-            let inputs: Vec<PathBuf> = buffer
-                .runs
-                .drain(buffer.runs.len() - fan_in..)
-                .map(|(p, _)| p)
-                .collect();
-            let path = run_path(&self.tmp_dir, table, buffer);
-            let mut run = RunWriter::create(table, &path)?;
-            merge_runs(table, &inputs, self.config.batch_rows, |b| run.write(b))?;
-            run.finish()?;
-            for input in inputs {
-                std::fs::remove_file(&input).map_err(|e| DatasetError::io(&input, e))?;
-            }
-            buffer.runs.push((path, tier + 1));
+    /// Waits for the sorting thread to take every row handed to it, and takes it back.
+    fn join_sorter(&mut self) -> Result<Sorter> {
+        self.to_sorter = None;
+        let stopped =
+            || DatasetError::invalid(&self.tmp_dir, "the dataset's sorting thread stopped");
+        match self.sorter.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            _ => Err(stopped()),
         }
-        Ok(())
     }
 
     /// Sorts and writes every table, writes the manifest, and moves the directory into place.
     pub fn finish(mut self, info: DatasetInfo) -> Result<Manifest> {
+        if !self.handoff.is_empty() {
+            self.hand_off()?;
+        }
+        let mut sorter = self.join_sorter()?;
         let mut tables = BTreeMap::new();
         for table in Table::every() {
-            if !self.writes(table) {
+            let writes =
+                !table.is_optional() || self.included.contains(&table) || sorter.received(table);
+            if !writes {
                 continue;
             }
             let path = self.tmp_dir.join(table.file_name());
             let mut file = TableFileWriter::create(&path, table, self.config.file)?;
-            let buffer = self
-                .buffers
-                .get_mut(&table)
-                .expect("every table has a buffer");
-            if buffer.runs.is_empty() {
-                let mut rows = std::mem::take(&mut buffer.rows);
-                rows.sort_by(cmp_rows);
-                for chunk in rows.chunks(self.config.batch_rows) {
-                    let batch = encode(table, chunk).map_err(|e| DatasetError::arrow(&path, e))?;
-                    file.write(&batch)?;
-                }
-            } else {
-                // The last rows join the final merge as they are: compacting first would only
-                // read them twice.
-                if !buffer.rows.is_empty() {
-                    self.spill(table)?;
-                }
-                let runs: Vec<PathBuf> =
-                    std::mem::take(&mut self.buffers.get_mut(&table).unwrap().runs)
-                        .into_iter()
-                        .map(|(p, _)| p)
-                        .collect();
-                merge_runs(table, &runs, self.config.batch_rows, |b| file.write(b))?;
-                for run in runs {
-                    std::fs::remove_file(&run).map_err(|e| DatasetError::io(&run, e))?;
-                }
-            }
+            sorter.drain_sorted(table, &mut file)?;
             let rows = file.finish()?;
             tables.insert(table, table_entry(table, &path, rows)?);
         }
@@ -327,6 +274,8 @@ fn remove_abandoned(parent: &Path, name: &str) {
 impl Drop for DatasetWriter {
     fn drop(&mut self) {
         if !self.finished {
+            // The sorting thread writes runs inside the directory: it ends before it goes.
+            let _ = self.join_sorter();
             let _ = std::fs::remove_dir_all(&self.tmp_dir);
         }
     }
@@ -354,139 +303,4 @@ pub fn dataset_id(tables: &BTreeMap<Table, TableEntry>) -> String {
         hasher.update(entry.sha256.as_bytes());
     }
     format!("ds-{}", &hex::encode(hasher.finalize())[..20])
-}
-
-/// A run's next row, ordered for a min-heap; ties go to the earlier run so the merge is stable.
-struct Head {
-    row: Row,
-    run: usize,
-}
-
-impl PartialEq for Head {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Head {}
-impl PartialOrd for Head {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Head {
-    fn cmp(&self, other: &Self) -> Ordering {
-        cmp_rows(&other.row, &self.row).then(other.run.cmp(&self.run))
-    }
-}
-
-/// Reads one sorted run batch by batch.
-struct RunCursor {
-    path: PathBuf,
-    reader: FileReader<BufReader<File>>,
-    rows: std::vec::IntoIter<Row>,
-    table: Table,
-}
-
-impl RunCursor {
-    fn open(table: Table, path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| DatasetError::io(path, e))?;
-        let reader = FileReader::try_new(BufReader::new(file), None)
-            .map_err(|e| DatasetError::arrow(path, e))?;
-        Ok(RunCursor {
-            path: path.to_path_buf(),
-            reader,
-            rows: Vec::new().into_iter(),
-            table,
-        })
-    }
-
-    fn next_row(&mut self) -> Result<Option<Row>> {
-        loop {
-            if let Some(row) = self.rows.next() {
-                return Ok(Some(row));
-            }
-            match self.reader.next() {
-                None => return Ok(None),
-                Some(batch) => {
-                    let batch = batch.map_err(|e| DatasetError::arrow(&self.path, e))?;
-                    self.rows = decode(self.table, &batch)
-                        .map_err(|e| DatasetError::arrow(&self.path, e))?
-                        .into_iter();
-                }
-            }
-        }
-    }
-}
-
-/// The next run file of a table.
-fn run_path(tmp_dir: &Path, table: Table, buffer: &mut TableBuffer) -> PathBuf {
-    buffer.created += 1;
-    tmp_dir
-        .join(".runs")
-        .join(format!("{}-{}.arrow", table.name(), buffer.created))
-}
-
-/// A sorted run being written as Arrow IPC.
-struct RunWriter {
-    path: PathBuf,
-    writer: FileWriter<BufWriter<File>>,
-}
-
-impl RunWriter {
-    fn create(table: Table, path: &Path) -> Result<Self> {
-        let file = File::create(path).map_err(|e| DatasetError::io(path, e))?;
-        let writer = FileWriter::try_new(BufWriter::new(file), &table.schema())
-            .map_err(|e| DatasetError::arrow(path, e))?;
-        Ok(RunWriter {
-            path: path.to_path_buf(),
-            writer,
-        })
-    }
-
-    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.writer
-            .write(batch)
-            .map_err(|e| DatasetError::arrow(&self.path, e))
-    }
-
-    fn finish(mut self) -> Result<()> {
-        self.writer
-            .finish()
-            .map_err(|e| DatasetError::arrow(&self.path, e))
-    }
-}
-
-/// Merges sorted runs into `out`, batch by batch: at most one batch per run is held.
-fn merge_runs(
-    table: Table,
-    runs: &[PathBuf],
-    batch_rows: usize,
-    mut out: impl FnMut(&RecordBatch) -> Result<()>,
-) -> Result<()> {
-    let mut cursors = runs
-        .iter()
-        .map(|p| RunCursor::open(table, p))
-        .collect::<Result<Vec<_>>>()?;
-    let mut heap = BinaryHeap::new();
-    for (run, cursor) in cursors.iter_mut().enumerate() {
-        if let Some(row) = cursor.next_row()? {
-            heap.push(Head { row, run });
-        }
-    }
-    let mut batch = Vec::with_capacity(batch_rows);
-    let encoded = |rows: &[Row]| encode(table, rows).map_err(|e| DatasetError::arrow(&runs[0], e));
-    while let Some(Head { row, run }) = heap.pop() {
-        batch.push(row);
-        if let Some(next) = cursors[run].next_row()? {
-            heap.push(Head { row: next, run });
-        }
-        if batch.len() == batch_rows {
-            out(&encoded(&batch)?)?;
-            batch.clear();
-        }
-    }
-    if !batch.is_empty() {
-        out(&encoded(&batch)?)?;
-    }
-    Ok(())
 }

@@ -15,15 +15,10 @@ use tokio::sync::mpsc;
 /// Rows in flight between the sources and the writer.
 const CHANNEL_ROWS: usize = 4 * 1024;
 
-/// The writer's tuning for captures. A captured row is heavy in memory (every metric sample
-/// carries its own label map, every span two attribute maps: about 1–3 KiB each), so the
-/// defaults (a million buffered rows per table, merged 64k rows per run) would hold a whole
-/// hour of samples. Small spills bound the buffer; small batches bound each merge, which holds
-/// one batch per run it merges.
+/// The writer's tuning for captures: its memory budget bounds what a capture of any length
+/// holds; smaller row groups than a snapshot's, as a capture's files are read in place.
 fn writer_config() -> WriterConfig {
     WriterConfig {
-        spill_rows: 32 * 1024,
-        batch_rows: 1024,
         file: datasets::WriteOptions {
             row_group_rows: 64 * 1024,
             ..datasets::WriteOptions::default()

@@ -1,14 +1,15 @@
 //! The leak scan: nothing an agent can read in a dataset may name the problem, a fault primitive,
 //! the noise machinery or the injection tooling. Every distinct string of every table (object
 //! JSON, event texts, log lines, metric names and labels, span names and attributes, alert labels
-//! and annotations) is matched against the markers.
+//! and annotations) is matched against the markers, as the rows stream into the dataset.
 
 use std::collections::BTreeSet;
+use std::hash::BuildHasher;
 
 use problems::primitive::PRIMITIVE_NAMES;
 use regex::RegexSet;
-
-use super::visibility::Tables;
+use rustc_hash::{FxBuildHasher, FxHashSet};
+use schemas::tables::{Labels, Row};
 
 /// One marker found in a dataset.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,70 +57,103 @@ pub fn problem_markers(problem_id: &str) -> Vec<String> {
     m
 }
 
-fn collect(t: &Tables) -> BTreeSet<&str> {
-    let mut s: BTreeSet<&str> = BTreeSet::new();
-    for o in &t.objects {
-        s.insert(&o.object);
-        s.insert(&o.name);
-    }
-    for e in &t.events {
-        s.insert(&e.message);
-        s.insert(&e.reason);
-        s.insert(&e.name);
-        s.insert(&e.involved_name);
-    }
-    for l in &t.logs {
-        s.insert(&l.line);
-        s.insert(&l.pod);
-        s.insert(&l.container);
-    }
-    for m in &t.metrics {
-        s.insert(&m.metric);
-        for (k, v) in &m.labels {
-            s.insert(k);
-            s.insert(v);
-        }
-    }
-    for sp in &t.spans {
-        s.insert(&sp.name);
-        s.insert(&sp.service);
-        if let Some(m) = &sp.status_message {
-            s.insert(m);
-        }
-        for (k, v) in sp.attributes.iter().chain(&sp.resource_attributes) {
-            s.insert(k);
-            s.insert(v);
-        }
-    }
-    for a in &t.alerts {
-        s.insert(&a.alertname);
-        for (k, v) in a.labels.iter().chain(&a.annotations) {
-            s.insert(k);
-            s.insert(v);
-        }
-    }
-    s
+/// Scans rows as they stream past; each distinct text is matched once.
+pub struct LeakScan {
+    markers: Vec<String>,
+    set: RegexSet,
+    /// Hashes of the texts matched so far, forgotten past a bound so a day-long run stays small
+    /// (a text seen again after that is only matched again).
+    seen: FxHashSet<u64>,
+    found: BTreeSet<Leak>,
 }
 
-/// Every marker occurrence in the tables (empty: no leak).
-pub fn scan(t: &Tables, markers: &[String]) -> Vec<Leak> {
-    scan_texts(collect(t), markers)
+/// Distinct texts remembered before the memory of them is cleared.
+const SEEN_BOUND: usize = 1 << 20;
+
+impl LeakScan {
+    pub fn new(markers: &[String]) -> LeakScan {
+        LeakScan {
+            markers: markers.to_vec(),
+            set: RegexSet::new(markers).expect("markers are valid regexes"),
+            seen: FxHashSet::default(),
+            found: BTreeSet::new(),
+        }
+    }
+
+    /// Matches one text (once, however often it is seen).
+    pub fn text(&mut self, text: &str) {
+        if !self.seen.insert(FxBuildHasher.hash_one(text)) {
+            return;
+        }
+        if self.seen.len() > SEEN_BOUND {
+            self.seen.clear();
+        }
+        for i in self.set.matches(text).into_iter() {
+            self.found.insert(Leak {
+                marker: self.markers[i].clone(),
+                text: text.chars().take(160).collect(),
+            });
+        }
+    }
+
+    /// Every text an agent could read in a row: object JSON, event texts, log lines, metric
+    /// names and labels, span names and attributes, alert labels and annotations.
+    pub fn observe(&mut self, row: &Row) {
+        match row {
+            Row::Object(o) => {
+                self.text(&o.object);
+                self.text(&o.name);
+            }
+            Row::Event(e) => {
+                for t in [&e.message, &e.reason, &e.name, &e.involved_name] {
+                    self.text(t);
+                }
+            }
+            Row::Log(l) => {
+                for t in [&l.line, &l.pod, &l.container] {
+                    self.text(t);
+                }
+            }
+            Row::Metric(m) => {
+                self.text(&m.metric);
+                self.labels(&m.labels);
+            }
+            Row::Span(sp) => {
+                self.text(&sp.name);
+                self.text(&sp.service);
+                if let Some(m) = &sp.status_message {
+                    self.text(m);
+                }
+                self.labels(&sp.attributes);
+                self.labels(&sp.resource_attributes);
+            }
+            Row::Alert(a) => {
+                self.text(&a.alertname);
+                self.labels(&a.labels);
+                self.labels(&a.annotations);
+            }
+            Row::MetricMeta(_) | Row::Audit(_) => {}
+        }
+    }
+
+    fn labels(&mut self, labels: &Labels) {
+        for (k, v) in labels {
+            self.text(k);
+            self.text(v);
+        }
+    }
+
+    /// Every marker occurrence (empty: no leak).
+    pub fn finish(self) -> Vec<Leak> {
+        self.found.into_iter().collect()
+    }
 }
 
 /// Every marker occurrence in some texts (empty: no leak).
 pub fn scan_texts<'a>(texts: impl IntoIterator<Item = &'a str>, markers: &[String]) -> Vec<Leak> {
-    let set = RegexSet::new(markers).expect("markers are valid regexes");
-    let mut found = BTreeSet::new();
-    for text in texts {
-        for i in set.matches(text).into_iter() {
-            let short: String = text.chars().take(160).collect();
-            found.insert(Leak {
-                marker: markers[i].clone(),
-                text: short,
-            });
-        }
-    }
-    found.into_iter().collect()
+    let mut scan = LeakScan::new(markers);
+    texts.into_iter().for_each(|t| scan.text(t));
+    scan.finish()
 }
 
 #[cfg(test)]
@@ -129,7 +163,7 @@ mod tests {
 
     #[test]
     fn finds_markers_and_spares_ordinary_words() {
-        let mut t = Tables::default();
+        let mut t: Vec<Row> = vec![];
         let log = |line: &str| LogRow {
             time_ns: 0,
             namespace: "ns".into(),
@@ -139,13 +173,21 @@ mod tests {
             stream: "stdout".into(),
             line: line.into(),
         };
-        t.logs
-            .push(log("default-scheduler assigned pod; scaled up replica set"));
-        assert!(scan(&t, &markers("hr-geo-oom")).is_empty());
-        t.logs.push(log("applying service_target_port to geo"));
-        t.logs.push(log("chaos experiment started"));
-        t.logs.push(log("problem hr-geo-oom"));
-        let leaks = scan(&t, &markers("hr-geo-oom"));
+        let scan = |rows: &[Row]| {
+            let mut scan = LeakScan::new(&markers("hr-geo-oom"));
+            rows.iter().for_each(|r| scan.observe(r));
+            scan.finish()
+        };
+        t.push(Row::Log(log(
+            "default-scheduler assigned pod; scaled up replica set",
+        )));
+        assert!(scan(&t).is_empty());
+        t.push(Row::Log(log("applying service_target_port to geo")));
+        t.push(Row::Log(log("chaos experiment started")));
+        t.push(Row::Log(log("problem hr-geo-oom")));
+        // Seen twice, reported once.
+        t.push(Row::Log(log("problem hr-geo-oom")));
+        let leaks = scan(&t);
         assert_eq!(leaks.len(), 3, "{leaks:?}");
     }
 }

@@ -248,6 +248,12 @@ impl ProblemRun {
         self.elapsed
     }
 
+    /// When the first (non-decoy) fault is scheduled (ns): where the faulty period starts, known
+    /// before the run gets there (a run applies each fault at its scheduled second).
+    pub fn onset_ns(&self) -> i64 {
+        self.start_ns + self.onset_secs() * NS_PER_SEC
+    }
+
     /// When the first (non-decoy) fault is scheduled, in seconds since the start.
     pub fn onset_secs(&self) -> i64 {
         self.actions
@@ -486,7 +492,18 @@ pub fn simulate(
     sink: &mut dyn FnMut(Row) -> anyhow::Result<()>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> anyhow::Result<Outcome> {
-    let mut run = ProblemRun::new(catalog, problem, opts)?;
+    let run = ProblemRun::new(catalog, problem, opts)?;
+    run_to_end(run, problem, opts, sink, progress)
+}
+
+/// Steps a run built for `problem` and `opts` to its end.
+pub fn run_to_end(
+    mut run: ProblemRun,
+    problem: &ProblemSpec,
+    opts: &Options,
+    sink: &mut dyn FnMut(Row) -> anyhow::Result<()>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> anyhow::Result<Outcome> {
     let total_secs = (opts.duration.unwrap_or(problem.duration).as_millis() / 1000) as i64;
     for t in 0..total_secs {
         run.step(sink)?;

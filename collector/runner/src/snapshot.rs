@@ -9,12 +9,12 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use problems::{Catalog, ProblemSpec};
 use schemas::ground_truth::{EvaluatorRecord, GROUND_TRUTH_VERSION, VisibilityCheck};
-use schemas::tables::Table;
 use serde::Serialize;
 
-use super::leak;
+use super::leak::{self, LeakScan};
 pub use super::problem::{Options, Outcome, simulate};
-use super::visibility::{self, Tables};
+use super::problem::{ProblemRun, run_to_end};
+use super::visibility::Probe;
 
 /// What a snapshot produced.
 #[derive(Debug, Clone, Serialize)]
@@ -55,13 +55,26 @@ pub fn snapshot(
     let started = Instant::now();
     let dataset_dir = out.join("dataset");
     let mut writer = create_dataset(out)?;
-    let outcome = simulate(
-        catalog,
+    let run = ProblemRun::new(catalog, problem, opts)?;
+    // The checks see the rows on their way into the dataset, from the scheduled onset on.
+    let mut checks = Checks::new(problem, run.onset_ns());
+    let outcome = run_to_end(
+        run,
         problem,
         opts,
-        &mut |row| writer.push(row).map_err(anyhow::Error::from),
+        &mut |row| {
+            checks.observe(&row);
+            writer.push(row).map_err(anyhow::Error::from)
+        },
         progress,
     )?;
+    anyhow::ensure!(
+        outcome.onset_ns == checks.from,
+        "problem `{}`: its first fault was applied at {} ns, not at its scheduled {} ns",
+        problem.id,
+        outcome.onset_ns,
+        checks.from
+    );
     let app = catalog
         .app(&problem.application)
         .expect("checked by simulate");
@@ -74,13 +87,7 @@ pub fn snapshot(
             virtual_now: outcome.window.end,
         })
         .with_context(|| format!("cannot finish dataset {}", dataset_dir.display()))?;
-    let tables = read_tables(&dataset_dir)?;
-    let checks: Vec<VisibilityCheck> = problem
-        .visibility
-        .iter()
-        .map(|e| visibility::check(&tables, e, outcome.onset_ns))
-        .collect();
-    let leaks = leak::scan(&tables, &leak::markers(&problem.id));
+    let (checks, leaks) = checks.finish();
     let gt = problem.ground_truth(&app.namespace, outcome.window.start);
     let gt_path = out.join("ground_truth.json");
     datasets::write_atomically(&gt_path, &serde_json::to_vec_pretty(&gt)?)?;
@@ -151,16 +158,35 @@ pub fn create_dataset(out: &Path) -> anyhow::Result<datasets::DatasetWriter> {
         .with_context(|| format!("cannot create dataset {}", dir.display()))
 }
 
-/// Every table of a written dataset, as rows.
-pub fn read_tables(dir: &Path) -> anyhow::Result<Tables> {
-    let ds = datasets::Dataset::open(dir)
-        .with_context(|| format!("cannot open dataset {}", dir.display()))?;
-    let mut rows = vec![];
-    for t in Table::ALL {
-        rows.extend(
-            ds.read_rows(t)
-                .with_context(|| format!("cannot read table {t} of {}", dir.display()))?,
-        );
+/// The capture-quality checks and the leak scan over the rows of one run.
+struct Checks {
+    from: i64,
+    probes: Vec<Probe>,
+    leaks: LeakScan,
+}
+
+impl Checks {
+    fn new(problem: &ProblemSpec, from: i64) -> Checks {
+        Checks {
+            from,
+            probes: problem
+                .visibility
+                .iter()
+                .map(|e| Probe::new(e, from))
+                .collect(),
+            leaks: LeakScan::new(&leak::markers(&problem.id)),
+        }
     }
-    Ok(Tables::from_rows(rows))
+
+    fn observe(&mut self, row: &schemas::tables::Row) {
+        self.probes.iter_mut().for_each(|p| p.observe(row));
+        self.leaks.observe(row);
+    }
+
+    fn finish(self) -> (Vec<VisibilityCheck>, Vec<leak::Leak>) {
+        (
+            self.probes.into_iter().map(Probe::finish).collect(),
+            self.leaks.finish(),
+        )
+    }
 }
