@@ -14,45 +14,55 @@ use schemas::tables::{Labels, Row};
 
 /// Appends the sort key of `row` to `out`.
 pub fn sort_key(row: &Row, out: &mut Vec<u8>) {
+    let mut tail = Vec::new();
+    split_sort_key(row, out, &mut tail);
+    out.extend_from_slice(&tail);
+}
+
+/// Appends the sort key of `row` in two parts: its group (the leading fields many rows share: a
+/// series, a container, an object) to `group`, and the rest (time, and a tie-breaking id) to
+/// `tail`. The key is the group followed by the tail; the group's encoding is prefix-free, so
+/// rows order by group first, then by tail.
+pub fn split_sort_key(row: &Row, group: &mut Vec<u8>, tail: &mut Vec<u8>) {
     match row {
         Row::Object(r) => {
-            string(out, &r.kind);
-            opt_string(out, r.namespace.as_deref());
-            string(out, &r.name);
-            int64(out, r.observed_ns);
+            string(group, &r.kind);
+            opt_string(group, r.namespace.as_deref());
+            string(group, &r.name);
+            int64(tail, r.observed_ns);
         }
         Row::Event(r) => {
-            string(out, &r.namespace);
-            int64(out, r.time_ns);
-            string(out, &r.name);
+            string(group, &r.namespace);
+            int64(tail, r.time_ns);
+            string(tail, &r.name);
         }
         Row::Log(r) => {
-            string(out, &r.namespace);
-            string(out, &r.pod);
-            string(out, &r.container);
-            int32(out, r.restart);
-            int64(out, r.time_ns);
+            string(group, &r.namespace);
+            string(group, &r.pod);
+            string(group, &r.container);
+            int32(group, r.restart);
+            int64(tail, r.time_ns);
         }
         Row::Metric(r) => {
-            string(out, &r.metric);
-            labels(out, &r.labels);
-            int64(out, r.time_ns);
+            string(group, &r.metric);
+            labels(group, &r.labels);
+            int64(tail, r.time_ns);
         }
-        Row::MetricMeta(r) => string(out, &r.metric),
+        Row::MetricMeta(r) => string(group, &r.metric),
         Row::Span(r) => {
-            string(out, &r.service);
-            string(out, &r.name);
-            int64(out, r.start_ns);
-            string(out, &r.span_id);
+            string(group, &r.service);
+            string(group, &r.name);
+            int64(tail, r.start_ns);
+            string(tail, &r.span_id);
         }
         Row::Alert(r) => {
-            string(out, &r.alertname);
-            labels(out, &r.labels);
-            int64(out, r.time_ns);
+            string(group, &r.alertname);
+            labels(group, &r.labels);
+            int64(tail, r.time_ns);
         }
         Row::Audit(r) => {
-            int64(out, r.time_ns);
-            string(out, &r.audit_id);
+            int64(tail, r.time_ns);
+            string(tail, &r.audit_id);
         }
     }
 }

@@ -20,13 +20,15 @@ use arrow::ipc::reader::FileReader;
 use arrow::ipc::writer::FileWriter;
 use arrow::record_batch::RecordBatch;
 use arrow_array::cast::AsArray;
+use arrow_array::builder::BinaryBuilder;
 use arrow_array::{ArrayRef, BinaryArray};
+use rustc_hash::FxHashMap;
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use schemas::tables::{Row, Table};
 
 use crate::encode::encode;
 use crate::error::{DatasetError, Result};
-use crate::sort_key::sort_key;
+use crate::sort_key::split_sort_key;
 use crate::writer::WriterConfig;
 
 /// Rows per encoded chunk and per batch of a run file: small enough that a merge of many runs,
@@ -43,9 +45,16 @@ struct TableBuffer {
     rows: Vec<Row>,
     /// Encoded chunks, in arrival order.
     batches: Vec<RecordBatch>,
-    /// The sort keys of the rows of `batches` then `rows`, back to back in arrival order.
-    keys: Vec<u8>,
-    key_ends: Vec<usize>,
+    /// The distinct groups of the buffered rows' keys (a series, a container, an object): many
+    /// rows share one, so each is stored once and the sort compares them once.
+    group_ids: FxHashMap<Box<[u8]>, u32>,
+    groups: Vec<Box<[u8]>>,
+    /// Per buffered row, in arrival order: its group, and the end of its key's tail in `tails`.
+    row_groups: Vec<u32>,
+    tails: Vec<u8>,
+    tail_ends: Vec<usize>,
+    /// The current row's group, before it is looked up.
+    scratch: Vec<u8>,
     /// Bytes of `batches` and the keys: this table's share of the budget.
     bytes: usize,
     /// Sorted runs on disk with their tier (0 = spilled from memory), tiers non-increasing.
@@ -58,19 +67,62 @@ struct TableBuffer {
 
 impl TableBuffer {
     fn len(&self) -> usize {
-        self.key_ends.len()
+        self.row_groups.len()
     }
 
-    fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.key_ends[i - 1] };
-        &self.keys[start..self.key_ends[i]]
+    /// Takes a row's key; returns the bytes it holds.
+    fn add_key(&mut self, row: &Row) -> usize {
+        let before = self.tails.len();
+        self.scratch.clear();
+        split_sort_key(row, &mut self.scratch, &mut self.tails);
+        self.tail_ends.push(self.tails.len());
+        let mut added = self.tails.len() - before + size_of::<usize>() + size_of::<u32>();
+        let id = match self.group_ids.get(self.scratch.as_slice()) {
+            Some(id) => *id,
+            None => {
+                let id = self.groups.len() as u32;
+                let group: Box<[u8]> = self.scratch.as_slice().into();
+                added += 2 * group.len() + 32;
+                self.group_ids.insert(group.clone(), id);
+                self.groups.push(group);
+                id
+            }
+        };
+        self.row_groups.push(id);
+        added
+    }
+
+    fn tail(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.tail_ends[i - 1] };
+        &self.tails[start..self.tail_ends[i]]
     }
 
     /// Arrival indices in sort order; equal keys keep their arrival order.
     fn sorted(&self) -> Vec<usize> {
+        let mut by_bytes: Vec<usize> = (0..self.groups.len()).collect();
+        by_bytes.sort_unstable_by(|&a, &b| self.groups[a].cmp(&self.groups[b]));
+        let mut rank = vec![0u32; self.groups.len()];
+        for (r, &g) in by_bytes.iter().enumerate() {
+            rank[g] = r as u32;
+        }
         let mut order: Vec<usize> = (0..self.len()).collect();
-        order.sort_by(|&a, &b| self.key(a).cmp(self.key(b)));
+        order.sort_by(|&a, &b| {
+            let (ga, gb) = (self.row_groups[a] as usize, self.row_groups[b] as usize);
+            rank[ga]
+                .cmp(&rank[gb])
+                .then_with(|| self.tail(a).cmp(self.tail(b)))
+        });
         order
+    }
+
+    /// Forgets the buffered rows (they went to a run or a file).
+    fn clear(&mut self) {
+        self.batches.clear();
+        self.group_ids = FxHashMap::default();
+        self.groups = Vec::new();
+        self.row_groups = Vec::new();
+        self.tails = Vec::new();
+        self.tail_ends = Vec::new();
     }
 
     /// The (chunk, row in chunk) of every arrival index.
@@ -94,14 +146,21 @@ impl TableBuffer {
         let at = self.locations();
         let chunks: Vec<&RecordBatch> = self.batches.iter().collect();
         let arrow = |e| DatasetError::arrow(path, e);
+        let mut key = Vec::new();
         for part in order.chunks(batch_rows.max(1)) {
             let picks: Vec<(usize, usize)> = part.iter().map(|&i| at[i]).collect();
             let batch = interleave_record_batch(&chunks, &picks).map_err(arrow)?;
             out(match with_keys {
                 None => batch,
                 Some(schema) => {
-                    let keys = BinaryArray::from_iter_values(part.iter().map(|&i| self.key(i)));
-                    with_key_column(schema, batch, Arc::new(keys)).map_err(arrow)?
+                    let mut keys = BinaryBuilder::new();
+                    for &i in part {
+                        key.clear();
+                        key.extend_from_slice(&self.groups[self.row_groups[i] as usize]);
+                        key.extend_from_slice(self.tail(i));
+                        keys.append_value(&key);
+                    }
+                    with_key_column(schema, batch, Arc::new(keys.finish())).map_err(arrow)?
                 }
             })?;
         }
@@ -140,23 +199,15 @@ impl Sorter {
             .expect("every table has a buffer")
     }
 
-    /// Whether the table got any row.
-    pub fn received(&self, table: Table) -> bool {
-        self.buffers.get(&table).is_some_and(|b| b.received > 0)
-    }
-
     /// Takes rows of any tables, spilling whatever the budget requires.
     pub fn push(&mut self, rows: Vec<Row>) -> Result<()> {
         let chunk_rows = self.chunk_rows();
         for row in rows {
             let table = row.table();
             let buffer = self.buffer(table);
-            let before = buffer.keys.len();
-            sort_key(&row, &mut buffer.keys);
-            buffer.key_ends.push(buffer.keys.len());
+            let added = buffer.add_key(&row);
             buffer.rows.push(row);
             buffer.received += 1;
-            let added = buffer.keys.len() - before + size_of::<usize>();
             buffer.bytes += added;
             let (pending, buffered) = (buffer.rows.len(), buffer.len());
             self.held += added;
@@ -184,47 +235,24 @@ impl Sorter {
     /// Encodes the rows of a table that are not in a chunk yet.
     fn encode_pending(&mut self, table: Table) -> Result<()> {
         let runs_dir = self.runs_dir.clone();
-        let buffer = self.buffer(table);
-        if buffer.rows.is_empty() {
-            return Ok(());
-        }
-        let batch = encode(table, &buffer.rows).map_err(|e| DatasetError::arrow(&runs_dir, e))?;
-        buffer.rows.clear();
-        let bytes = batch.get_array_memory_size();
-        buffer.bytes += bytes;
-        buffer.batches.push(batch);
-        self.held += bytes;
+        self.held += self.buffer(table).encode_pending(table, &runs_dir)?;
         Ok(())
     }
 
     /// Sorts a table's buffered rows into a new tier-0 run on disk.
     fn spill(&mut self, table: Table) -> Result<()> {
-        self.encode_pending(table)?;
-        let runs_dir = self.runs_dir.clone();
-        let batch_rows = self.chunk_rows();
+        let (runs_dir, chunk_rows) = (self.runs_dir.clone(), self.chunk_rows());
         let buffer = self.buffer(table);
-        if buffer.len() == 0 {
-            return Ok(());
-        }
-        let path = run_path(&runs_dir, table, buffer);
-        let mut run = RunWriter::create(table, &path)?;
-        let schema = run.schema.clone();
-        buffer.sorted_batches(batch_rows, Some(&schema), |b| run.write(&b), &path)?;
-        run.finish()?;
-        let freed = std::mem::take(&mut buffer.bytes);
-        buffer.batches.clear();
-        buffer.keys = Vec::new();
-        buffer.key_ends = Vec::new();
-        buffer.runs.push((path, 0));
-        self.held -= freed;
+        let added = buffer.encode_pending(table, &runs_dir)?;
+        let freed = buffer.spill(table, &runs_dir, chunk_rows)?;
+        self.held = self.held + added - freed;
         Ok(())
     }
 
     /// Merges the newest `merge_fan_in` runs into one of the next tier while they share a tier.
     fn compact(&mut self, table: Table) -> Result<()> {
         let fan_in = self.config.merge_fan_in.max(2);
-        let runs_dir = self.runs_dir.clone();
-        let batch_rows = self.chunk_rows();
+        let (runs_dir, chunk_rows) = (self.runs_dir.clone(), self.chunk_rows());
         let buffer = self.buffer(table);
         while buffer.runs.len() >= fan_in {
             let newest = &buffer.runs[buffer.runs.len() - fan_in..];
@@ -239,7 +267,7 @@ impl Sorter {
                 .collect();
             let path = run_path(&runs_dir, table, buffer);
             let mut run = RunWriter::create(table, &path)?;
-            merge_runs(&inputs, batch_rows, true, |b| run.write(&b))?;
+            merge_runs(&inputs, chunk_rows, true, |b| run.write(&b))?;
             run.finish()?;
             remove_runs(&inputs)?;
             buffer.runs.push((path, tier + 1));
@@ -247,29 +275,86 @@ impl Sorter {
         Ok(())
     }
 
-    /// Writes a table's rows, sorted, into `out`, `batch_rows` at a time.
-    pub fn drain_sorted(&mut self, table: Table, out: &mut crate::TableFileWriter) -> Result<()> {
-        self.encode_pending(table)?;
-        let batch_rows = self.config.batch_rows.max(1);
+    /// Every table's rows, each to be drained into its file on its own (in parallel if need be).
+    pub fn into_tables(self) -> Vec<TableSort> {
+        let chunk_rows = self.chunk_rows();
+        self.buffers
+            .into_iter()
+            .map(|(table, buffer)| TableSort {
+                table,
+                buffer,
+                runs_dir: self.runs_dir.clone(),
+                chunk_rows,
+                batch_rows: self.config.batch_rows.max(1),
+            })
+            .collect()
+    }
+}
+
+impl TableBuffer {
+    /// Encodes the rows not in a chunk yet; returns the bytes that added.
+    fn encode_pending(&mut self, table: Table, runs_dir: &Path) -> Result<usize> {
+        if self.rows.is_empty() {
+            return Ok(0);
+        }
+        let batch = encode(table, &self.rows).map_err(|e| DatasetError::arrow(runs_dir, e))?;
+        self.rows.clear();
+        let bytes = batch.get_array_memory_size();
+        self.bytes += bytes;
+        self.batches.push(batch);
+        Ok(bytes)
+    }
+
+    /// Sorts the encoded rows into a new tier-0 run on disk; returns the bytes that freed.
+    fn spill(&mut self, table: Table, runs_dir: &Path, chunk_rows: usize) -> Result<usize> {
+        if self.batches.is_empty() {
+            return Ok(0);
+        }
+        let path = run_path(runs_dir, table, self);
+        let mut run = RunWriter::create(table, &path)?;
+        let schema = run.schema.clone();
+        self.sorted_batches(chunk_rows, Some(&schema), |b| run.write(&b), &path)?;
+        run.finish()?;
+        self.clear();
+        self.runs.push((path, 0));
+        Ok(std::mem::take(&mut self.bytes))
+    }
+}
+
+/// One table's sorted rows, ready to go to its file.
+pub(crate) struct TableSort {
+    pub table: Table,
+    buffer: TableBuffer,
+    runs_dir: PathBuf,
+    chunk_rows: usize,
+    batch_rows: usize,
+}
+
+impl TableSort {
+    /// Whether the table got any row.
+    pub fn received(&self) -> bool {
+        self.buffer.received > 0
+    }
+
+    /// Roughly how much work draining is, to start the largest tables first.
+    pub fn weight(&self) -> u64 {
+        self.buffer.received
+    }
+
+    /// Writes the table's rows, sorted, into `out`, `batch_rows` at a time.
+    pub fn drain_sorted(mut self, out: &mut crate::TableFileWriter) -> Result<()> {
+        let (table, runs_dir) = (self.table, self.runs_dir.clone());
+        let buffer = &mut self.buffer;
+        buffer.encode_pending(table, &runs_dir)?;
         let path = out.path().to_path_buf();
-        if self.buffer(table).runs.is_empty() {
-            let buffer = self.buffer(table);
-            buffer.sorted_batches(batch_rows, None, |b| out.write(&b), &path)?;
-            let freed = std::mem::take(&mut buffer.bytes);
-            buffer.batches.clear();
-            buffer.keys = Vec::new();
-            buffer.key_ends = Vec::new();
-            self.held -= freed;
-            return Ok(());
+        if buffer.runs.is_empty() {
+            return buffer.sorted_batches(self.batch_rows, None, |b| out.write(&b), &path);
         }
         // The last rows join the final merge as a run of their own: compacting first would only
         // read them twice.
-        self.spill(table)?;
-        let runs: Vec<PathBuf> = std::mem::take(&mut self.buffer(table).runs)
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect();
-        merge_runs(&runs, batch_rows, false, |b| out.write(&b))?;
+        buffer.spill(table, &runs_dir, self.chunk_rows)?;
+        let runs: Vec<PathBuf> = buffer.runs.drain(..).map(|(p, _)| p).collect();
+        merge_runs(&runs, self.batch_rows, false, |b| out.write(&b))?;
         remove_runs(&runs)
     }
 }
@@ -314,7 +399,7 @@ impl RunWriter {
     fn create(table: Table, path: &Path) -> Result<Self> {
         let schema = run_schema(table);
         let file = File::create(path).map_err(|e| DatasetError::io(path, e))?;
-        let writer = FileWriter::try_new(BufWriter::new(file), &schema)
+        let writer = FileWriter::try_new(BufWriter::with_capacity(1 << 20, file), &schema)
             .map_err(|e| DatasetError::arrow(path, e))?;
         Ok(RunWriter {
             path: path.to_path_buf(),
@@ -351,7 +436,7 @@ impl RunCursor {
     /// The run at `path` positioned on its first row; `None` when it holds none.
     fn open(path: &Path) -> Result<Option<Self>> {
         let file = File::open(path).map_err(|e| DatasetError::io(path, e))?;
-        let reader = FileReader::try_new(BufReader::new(file), None)
+        let reader = FileReader::try_new(BufReader::with_capacity(1 << 20, file), None)
             .map_err(|e| DatasetError::arrow(path, e))?;
         let mut cursor = RunCursor {
             path: path.to_path_buf(),

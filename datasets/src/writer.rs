@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -22,7 +23,7 @@ use schemas::{DATASET_FORMAT_NAME, DATASET_FORMAT_VERSION, Manifest, TableEntry,
 use sha2::{Digest, Sha256};
 
 use crate::error::{DatasetError, Result};
-use crate::sorter::Sorter;
+use crate::sorter::{Sorter, TableSort};
 use crate::table_file::{TableFileWriter, WriteOptions};
 use crate::{MANIFEST_FILE, fsync_dir, sha256_file, write_atomically};
 
@@ -179,25 +180,55 @@ impl DatasetWriter {
         }
     }
 
+    /// Writes each table's file, the largest first, as many at once as there are cores: the
+    /// sorted rows are merged and encoded only now, after the last row came.
+    fn write_tables(&self, tables: Vec<TableSort>) -> Result<BTreeMap<Table, TableEntry>> {
+        let queue = Mutex::new(tables);
+        let written = Mutex::new(BTreeMap::new());
+        let worker = || -> Result<()> {
+            loop {
+                let Some(sort) = queue.lock().expect("queue lock").pop() else {
+                    return Ok(());
+                };
+                let table = sort.table;
+                let path = self.tmp_dir.join(table.file_name());
+                let mut file = TableFileWriter::create(&path, table, self.config.file)?;
+                sort.drain_sorted(&mut file)?;
+                let rows = file.finish()?;
+                let entry = table_entry(table, &path, rows)?;
+                written.lock().expect("results lock").insert(table, entry);
+            }
+        };
+        let workers = self.config.file.threads.max(1);
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(worker)).collect();
+            let mut result = worker();
+            for helper in helpers {
+                let joined = helper
+                    .join()
+                    .unwrap_or_else(|_| Err(DatasetError::invalid(&self.tmp_dir, "a table writer panicked")));
+                result = result.and(joined);
+            }
+            result
+        })?;
+        Ok(written.into_inner().expect("results lock"))
+    }
+
     /// Sorts and writes every table, writes the manifest, and moves the directory into place.
     pub fn finish(mut self, info: DatasetInfo) -> Result<Manifest> {
         if !self.handoff.is_empty() {
             self.hand_off()?;
         }
-        let mut sorter = self.join_sorter()?;
-        let mut tables = BTreeMap::new();
-        for table in Table::every() {
-            let writes =
-                !table.is_optional() || self.included.contains(&table) || sorter.received(table);
-            if !writes {
-                continue;
-            }
-            let path = self.tmp_dir.join(table.file_name());
-            let mut file = TableFileWriter::create(&path, table, self.config.file)?;
-            sorter.drain_sorted(table, &mut file)?;
-            let rows = file.finish()?;
-            tables.insert(table, table_entry(table, &path, rows)?);
-        }
+        let sorter = self.join_sorter()?;
+        let mut tables: Vec<TableSort> = sorter
+            .into_tables()
+            .into_iter()
+            .filter(|t| {
+                !t.table.is_optional() || self.included.contains(&t.table) || t.received()
+            })
+            .collect();
+        tables.sort_by_key(TableSort::weight);
+        let tables = self.write_tables(tables)?;
         let runs = self.tmp_dir.join(".runs");
         std::fs::remove_dir(&runs).map_err(|e| DatasetError::io(&runs, e))?;
 
