@@ -19,11 +19,11 @@ use arrow::compute::interleave_record_batch;
 use arrow::ipc::reader::FileReader;
 use arrow::ipc::writer::FileWriter;
 use arrow::record_batch::RecordBatch;
-use arrow_array::cast::AsArray;
 use arrow_array::builder::BinaryBuilder;
+use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, BinaryArray};
-use rustc_hash::FxHashMap;
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use rustc_hash::FxHashMap;
 use schemas::tables::{Row, Table};
 
 use crate::encode::encode;

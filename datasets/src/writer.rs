@@ -204,9 +204,12 @@ impl DatasetWriter {
             let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(worker)).collect();
             let mut result = worker();
             for helper in helpers {
-                let joined = helper
-                    .join()
-                    .unwrap_or_else(|_| Err(DatasetError::invalid(&self.tmp_dir, "a table writer panicked")));
+                let joined = helper.join().unwrap_or_else(|_| {
+                    Err(DatasetError::invalid(
+                        &self.tmp_dir,
+                        "a table writer panicked",
+                    ))
+                });
                 result = result.and(joined);
             }
             result
@@ -223,9 +226,7 @@ impl DatasetWriter {
         let mut tables: Vec<TableSort> = sorter
             .into_tables()
             .into_iter()
-            .filter(|t| {
-                !t.table.is_optional() || self.included.contains(&t.table) || t.received()
-            })
+            .filter(|t| !t.table.is_optional() || self.included.contains(&t.table) || t.received())
             .collect();
         tables.sort_by_key(TableSort::weight);
         let tables = self.write_tables(tables)?;

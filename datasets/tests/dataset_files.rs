@@ -343,3 +343,54 @@ fn an_audit_event_that_disagrees_with_its_row_is_found() {
     assert!(audit[0].message.contains("id-9") && audit[0].row == Some(1));
     assert!(audit[1].message.contains("not JSON") && audit[1].row == Some(2));
 }
+
+/// A memory budget far below the data: tables spill by size, the largest first, runs merge in
+/// tiers, and the files hold the same bytes as when everything fits in memory.
+#[test]
+fn a_small_memory_budget_spills_to_the_same_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rows: Vec<Row> = metric_samples(20_000, 50).map(Row::Metric).collect();
+    rows.extend(mixed_rows(400));
+    let rows = scrambled(rows);
+    let tight = WriterConfig {
+        memory_bytes: 256 * 1024,
+        merge_fan_in: 3,
+        batch_rows: 1_000,
+        ..WriterConfig::default()
+    };
+    let roomy = WriterConfig {
+        batch_rows: 1_000,
+        ..WriterConfig::default()
+    };
+    let a = write(&tmp.path().join("a"), rows.clone(), tight);
+    let b = write(&tmp.path().join("b"), rows, roomy);
+    assert_eq!(a.tables, b.tables);
+    assert_eq!(a.dataset_id, b.dataset_id);
+    let report = validate(&tmp.path().join("a"));
+    assert!(report.is_valid(), "{:?}", report.findings);
+}
+
+/// When the sorting thread cannot write its runs, the writer says where, and leaves nothing.
+#[test]
+fn a_failing_spill_is_reported_with_its_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    let config = WriterConfig {
+        memory_bytes: 64 * 1024,
+        ..WriterConfig::default()
+    };
+    let mut w = DatasetWriter::with_config(&dir, config).unwrap();
+    let partial = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains(".ds.partial-"))
+        .expect("the writer's hidden directory");
+    std::fs::remove_dir_all(partial.join(".runs")).unwrap();
+    let pushed = w.extend(metric_samples(50_000, 50).map(Row::Metric));
+    let err = match pushed {
+        Err(e) => e,
+        Ok(()) => w.finish(info()).unwrap_err(),
+    };
+    assert!(err.to_string().contains(".runs"), "{err}");
+    assert!(!dir.exists());
+}

@@ -230,3 +230,62 @@ print(json.dumps(out))
         );
     }
 }
+
+/// A six-hour snapshot streams into its dataset: it validates, its checks ran, and the process's
+/// peak memory stays under what one simulated hour took when the writer held every row (1.3 GB),
+/// where a writer whose memory grows with the duration would need several GB.
+#[test]
+fn a_six_hour_snapshot_validates_in_bounded_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("six-hours");
+    let out = run(
+        "collector",
+        &[
+            "snapshot",
+            "--problem",
+            "hotel-geo-target-port",
+            "--duration",
+            "6h",
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["simulated_secs"], 6 * 3600, "{report}");
+    assert!(
+        report["rows"]["metrics"].as_u64().unwrap() > 2_000_000,
+        "{report}"
+    );
+    assert!(report["leaks"].as_array().unwrap().is_empty(), "{report}");
+    let checks = report["checks"].as_array().unwrap();
+    assert!(
+        !checks.is_empty() && checks.iter().all(|c| c["passed"] == true),
+        "{report}"
+    );
+    let peak = report["peak_rss_bytes"]
+        .as_u64()
+        .expect("peak memory on Linux");
+    assert!(
+        peak < 1 << 30,
+        "peak memory {} MiB for six simulated hours",
+        peak >> 20
+    );
+
+    let dataset = out_dir.join("dataset");
+    let out = run(
+        "collector",
+        &["dataset", "validate", dataset.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("valid"));
+    assert!(
+        std::fs::read_dir(&out_dir).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("partial")),
+        "no partial directory is left behind"
+    );
+}

@@ -36,6 +36,8 @@ pub struct Report {
     pub leaks: Vec<String>,
     pub simulated_secs: i64,
     pub wall_secs: f64,
+    /// The process's peak resident memory so far (where `/proc` tells it).
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl Report {
@@ -140,7 +142,22 @@ pub fn snapshot(
             .collect(),
         simulated_secs: outcome.simulated_secs,
         wall_secs: started.elapsed().as_secs_f64(),
+        peak_rss_bytes: peak_rss_bytes(),
     })
+}
+
+/// The process's peak resident set (VmHWM), if `/proc` is there to tell it.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 /// A new dataset at `OUT/dataset`, refused when one is there already (a run never writes over

@@ -209,8 +209,11 @@ fn print_summary(r: &Report) {
     println!("  ground truth  {}", r.ground_truth.display());
     println!("  evaluation    {}", r.evaluation.display());
     println!(
-        "  took          {:.1} s ({:.0}x real time)",
+        "  took          {:.1} s ({:.0}x real time){}",
         r.wall_secs,
-        r.simulated_secs as f64 / r.wall_secs.max(1e-3)
+        r.simulated_secs as f64 / r.wall_secs.max(1e-3),
+        r.peak_rss_bytes
+            .map(|b| format!(", peak memory {} MiB", b >> 20))
+            .unwrap_or_default()
     );
 }
