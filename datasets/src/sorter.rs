@@ -31,9 +31,13 @@ use crate::error::{DatasetError, Result};
 use crate::sort_key::split_sort_key;
 use crate::writer::WriterConfig;
 
-/// Rows per encoded chunk and per batch of a run file: small enough that a merge of many runs,
-/// holding one batch of each, stays small.
+/// Rows per encoded chunk, and at most per batch of a run file.
 const CHUNK_ROWS: usize = 8 * 1024;
+
+/// About the bytes of one batch of a run file: a merge holds one batch of each run it merges
+/// (and those its pending output draws from), so heavy rows (spans, with their attribute maps)
+/// get fewer rows per batch than light ones.
+const RUN_BATCH_BYTES: usize = 1 << 20;
 
 /// The run files' extra column: each row's sort key.
 const KEY_COLUMN: &str = "__sort_key";
@@ -63,9 +67,16 @@ struct TableBuffer {
     created: usize,
     /// Rows received in all.
     received: u64,
+    /// Bytes an encoded row takes, as the last chunk had it.
+    row_bytes: usize,
 }
 
 impl TableBuffer {
+    /// Rows per batch of this table's run files.
+    fn run_batch_rows(&self, chunk_rows: usize) -> usize {
+        (RUN_BATCH_BYTES / self.row_bytes.max(1)).clamp(256, chunk_rows.max(256))
+    }
+
     fn len(&self) -> usize {
         self.row_groups.len()
     }
@@ -267,7 +278,8 @@ impl Sorter {
                 .collect();
             let path = run_path(&runs_dir, table, buffer);
             let mut run = RunWriter::create(table, &path)?;
-            merge_runs(&inputs, chunk_rows, true, |b| run.write(&b))?;
+            let batch_rows = buffer.run_batch_rows(chunk_rows);
+            merge_runs(&inputs, batch_rows, true, |b| run.write(&b))?;
             run.finish()?;
             remove_runs(&inputs)?;
             buffer.runs.push((path, tier + 1));
@@ -300,6 +312,7 @@ impl TableBuffer {
         let batch = encode(table, &self.rows).map_err(|e| DatasetError::arrow(runs_dir, e))?;
         self.rows.clear();
         let bytes = batch.get_array_memory_size();
+        self.row_bytes = bytes / batch.num_rows().max(1);
         self.bytes += bytes;
         self.batches.push(batch);
         Ok(bytes)
@@ -313,7 +326,8 @@ impl TableBuffer {
         let path = run_path(runs_dir, table, self);
         let mut run = RunWriter::create(table, &path)?;
         let schema = run.schema.clone();
-        self.sorted_batches(chunk_rows, Some(&schema), |b| run.write(&b), &path)?;
+        let batch_rows = self.run_batch_rows(chunk_rows);
+        self.sorted_batches(batch_rows, Some(&schema), |b| run.write(&b), &path)?;
         run.finish()?;
         self.clear();
         self.runs.push((path, 0));
@@ -399,7 +413,7 @@ impl RunWriter {
     fn create(table: Table, path: &Path) -> Result<Self> {
         let schema = run_schema(table);
         let file = File::create(path).map_err(|e| DatasetError::io(path, e))?;
-        let writer = FileWriter::try_new(BufWriter::with_capacity(1 << 20, file), &schema)
+        let writer = FileWriter::try_new(BufWriter::with_capacity(1 << 18, file), &schema)
             .map_err(|e| DatasetError::arrow(path, e))?;
         Ok(RunWriter {
             path: path.to_path_buf(),
@@ -436,7 +450,7 @@ impl RunCursor {
     /// The run at `path` positioned on its first row; `None` when it holds none.
     fn open(path: &Path) -> Result<Option<Self>> {
         let file = File::open(path).map_err(|e| DatasetError::io(path, e))?;
-        let reader = FileReader::try_new(BufReader::with_capacity(1 << 20, file), None)
+        let reader = FileReader::try_new(BufReader::new(file), None)
             .map_err(|e| DatasetError::arrow(path, e))?;
         let mut cursor = RunCursor {
             path: path.to_path_buf(),

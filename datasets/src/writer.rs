@@ -65,7 +65,7 @@ impl Default for WriterConfig {
             file: WriteOptions::default(),
             memory_bytes: 128 << 20,
             spill_rows: usize::MAX,
-            batch_rows: 64 * 1024,
+            batch_rows: 8 * 1024,
             merge_fan_in: 16,
         }
     }
