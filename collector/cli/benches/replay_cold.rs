@@ -86,7 +86,8 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
 
     let started = Instant::now();
-    let replay = Replay::start(&dataset, &[]);
+    // Frozen at the recorded times: the mix asks for the hour before the manifest's virtual now.
+    let replay = Replay::start(&dataset, &[std::ffi::OsStr::new("--frozen")]);
     let pid = replay.child.id();
     let (kube, prom, jaeger, loki) = (
         replay.url("kubernetes"),
