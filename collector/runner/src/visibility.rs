@@ -192,28 +192,32 @@ impl Probe {
             return;
         }
         let label = |k: &str| m.labels.get(k);
+        let pods = &self.pods;
+        let is_pod = |name: Option<&String>| {
+            pods.as_ref()
+                .zip(name)
+                .is_some_and(|(re, name)| re.is_match(name))
+        };
         let seen = &mut self.seen;
         match &self.expectation {
-            Restarts { .. } => {
+            Restarts { .. }
                 if m.metric == "kube_pod_container_status_restarts_total"
-                    && self.is_pod(label("pod"))
-                {
-                    add_sample(&mut self.seen.series[0], m);
-                }
+                    && is_pod(label("pod")) =>
+            {
+                add_sample(&mut seen.series[0], m);
             }
             EndpointsEmpty { service } => {
                 seen.in_metrics |= m.metric == "kube_endpoint_address_available"
                     && label("endpoint") == Some(service)
                     && m.value == 0.0;
             }
-            PodPhase { phase, .. } => {
+            PodPhase { phase, .. }
                 if m.metric == "kube_pod_status_phase"
                     && m.value == 1.0
                     && label("phase") == Some(phase)
-                    && self.is_pod(label("pod"))
-                {
-                    self.seen.in_metrics = true;
-                }
+                    && is_pod(label("pod")) =>
+            {
+                seen.in_metrics = true;
             }
             MetricIncrease {
                 metric,
@@ -222,35 +226,35 @@ impl Probe {
                 ..
             } => {
                 let by_service = service.is_none()
-                    || self.is_pod(label("pod"))
+                    || is_pod(label("pod"))
                     || label("service_name") == service.as_ref()
                     || label("job") == service.as_ref();
                 let by_node = node.as_ref().is_none_or(|n| label("node") == Some(n));
                 if m.metric == *metric && by_service && by_node {
-                    add_sample(&mut self.seen.series[0], m);
+                    add_sample(&mut seen.series[0], m);
                 }
             }
             LatencyAbove { service, .. } => {
                 for (i, (name, by)) in LATENCY_METRICS.iter().enumerate() {
                     let of_service = if *by == "pod" {
-                        self.is_pod(label(by))
+                        is_pod(label(by))
                     } else {
                         label(by) == Some(service)
                     };
                     if m.metric == *name && of_service {
-                        add_sample(&mut self.seen.series[i], m);
+                        add_sample(&mut seen.series[i], m);
                     }
                 }
             }
             ErrorRatioAbove { service, .. } => {
                 for (i, name) in REQUEST_METRICS.iter().enumerate() {
                     let of_service = if i < 2 {
-                        self.is_pod(label("pod"))
+                        is_pod(label("pod"))
                     } else {
                         label("service_name") == Some(service)
                     };
                     if m.metric == *name && of_service {
-                        add_sample(&mut self.seen.series[i], m);
+                        add_sample(&mut seen.series[i], m);
                     }
                 }
             }
@@ -261,20 +265,19 @@ impl Probe {
                     && label("status").map(String::as_str) == Some("true")
                     && m.value == 0.0;
             }
-            ReplicasUnavailable { service } => {
-                if label("deployment") == Some(service) || label("statefulset") == Some(service) {
-                    let e = seen
-                        .replicas
-                        .entry(m.time_ns)
-                        .or_insert((f64::NAN, f64::NAN));
-                    match m.metric.as_str() {
-                        "kube_deployment_spec_replicas" | "kube_statefulset_replicas" => {
-                            e.0 = m.value
-                        }
-                        "kube_deployment_status_replicas_available"
-                        | "kube_statefulset_status_replicas_ready" => e.1 = m.value,
-                        _ => {}
-                    }
+            ReplicasUnavailable { service }
+                if label("deployment") == Some(service)
+                    || label("statefulset") == Some(service) =>
+            {
+                let e = seen
+                    .replicas
+                    .entry(m.time_ns)
+                    .or_insert((f64::NAN, f64::NAN));
+                match m.metric.as_str() {
+                    "kube_deployment_spec_replicas" | "kube_statefulset_replicas" => e.0 = m.value,
+                    "kube_deployment_status_replicas_available"
+                    | "kube_statefulset_status_replicas_ready" => e.1 = m.value,
+                    _ => {}
                 }
             }
             _ => {}
