@@ -61,23 +61,44 @@ fn unreadable_logs_are_gaps_and_the_rest_is_captured() {
 
     // The apps log once the stopped node's pods fail their callers: wait for lines on a
     // healthy node, then capture a window reaching a little past now (captured live until then).
-    l.until(
-        &["-n", "astronomy-shop", "logs", "deploy/frontend"],
-        "frontend logs",
-        |o| !o.trim().is_empty(),
-    );
-    let until = chrono::Utc::now() + chrono::Duration::seconds(3);
-    let out_dir = l.tmp.path().join("captured");
-    let out = Command::new(binary("collector"))
-        .args(["capture", "--json", "--since", "2m", "--until"])
-        .arg(until.to_rfc3339())
-        .arg("--kubeconfig")
-        .arg(&l.kubeconfig)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .expect("collector runs");
-    assert!(out.status.success(), "{}", text(&out));
+    // A noise pod kill between the two can leave no pod with lines to capture: then (and only
+    // then, a pod having been replaced) the capture is taken again.
+    let healthy = |ps: &[(String, String, String)]| -> BTreeSet<String> {
+        ps.iter()
+            .filter(|p| p.2 != SICK)
+            .map(|p| p.1.clone())
+            .collect()
+    };
+    let mut attempt = 0;
+    let (out, out_dir) = loop {
+        attempt += 1;
+        l.until(
+            &["-n", "astronomy-shop", "logs", "deploy/frontend"],
+            "frontend logs",
+            |o| !o.trim().is_empty(),
+        );
+        let before = healthy(&pods(&l));
+        let until = chrono::Utc::now() + chrono::Duration::seconds(3);
+        let out_dir = l.tmp.path().join(format!("captured-{attempt}"));
+        let out = Command::new(binary("collector"))
+            .args(["capture", "--json", "--since", "2m", "--until"])
+            .arg(until.to_rfc3339())
+            .arg("--kubeconfig")
+            .arg(&l.kubeconfig)
+            .arg("--out")
+            .arg(&out_dir)
+            .output()
+            .expect("collector runs");
+        assert!(out.status.success(), "{}", text(&out));
+        let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+        if summary["rows"]["logs"].as_u64().unwrap_or(0) > 0 {
+            break (out, out_dir);
+        }
+        assert!(
+            attempt < 3 && healthy(&pods(&l)) != before,
+            "no log lines captured, and no pod on a healthy node was replaced: {summary}"
+        );
+    };
     let at_end = pods(&l);
     let on = |node_sick: bool| -> BTreeSet<String> {
         at_start
