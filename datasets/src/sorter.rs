@@ -189,12 +189,14 @@ pub(crate) struct Sorter {
 }
 
 impl Sorter {
-    pub fn new(runs_dir: PathBuf, config: WriterConfig) -> Self {
+    /// A sorter for some of the tables (it is handed their rows only).
+    pub fn new(runs_dir: PathBuf, config: WriterConfig, tables: &[Table]) -> Self {
         Sorter {
             runs_dir,
             config,
-            buffers: Table::every()
-                .map(|t| (t, TableBuffer::default()))
+            buffers: tables
+                .iter()
+                .map(|t| (*t, TableBuffer::default()))
                 .collect(),
             held: 0,
         }
@@ -207,7 +209,7 @@ impl Sorter {
     fn buffer(&mut self, table: Table) -> &mut TableBuffer {
         self.buffers
             .get_mut(&table)
-            .expect("every table has a buffer")
+            .expect("a sorter is handed rows of its own tables only")
     }
 
     /// Takes rows of any tables, spilling whatever the budget requires.

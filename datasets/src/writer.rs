@@ -1,6 +1,6 @@
 //! `DatasetWriter`: takes rows of every table in any order and produces a complete dataset directory.
 //!
-//! Rows are handed in chunks to a sorting thread ([`crate::sorter`]), so whoever produces them
+//! Rows are handed in chunks to sorting threads ([`crate::sorter`]), so whoever produces them
 //! (the simulator, a capture) goes on while they are encoded and sorted, and memory stays bounded
 //! whatever the volume: past the budget, sorted runs spill to disk and `finish` merges them
 //! straight into the Parquet files. Everything is written inside a hidden sibling directory that
@@ -29,8 +29,64 @@ use crate::{MANIFEST_FILE, fsync_dir, sha256_file, write_atomically};
 
 /// Rows handed to the sorting thread at once.
 const HANDOFF_ROWS: usize = 4 * 1024;
-/// Hand-offs queued for the sorting thread before `push` waits for it.
+/// Hand-offs queued for a sorting thread before `push` waits for it.
 const HANDOFFS_QUEUED: usize = 4;
+
+/// Sorting threads: metric samples (most of a dataset's rows) on one, every other table on the
+/// other.
+const LANES: usize = 2;
+
+fn lane(table: Table) -> usize {
+    usize::from(table != Table::Metrics)
+}
+
+/// One sorting thread and the rows gathered for it.
+struct Lane {
+    handoff: Vec<Row>,
+    to_sorter: Option<SyncSender<Vec<Row>>>,
+    sorter: Option<JoinHandle<Result<Sorter>>>,
+}
+
+impl Lane {
+    fn start(number: usize, runs: PathBuf, config: WriterConfig) -> std::io::Result<Lane> {
+        let tables: Vec<Table> = Table::every().filter(|t| lane(*t) == number).collect();
+        let (to_sorter, handoffs) = sync_channel::<Vec<Row>>(HANDOFFS_QUEUED);
+        let sorter = std::thread::Builder::new()
+            .name("dataset-sorter".into())
+            .spawn(move || {
+                let mut sorter = Sorter::new(runs, config, &tables);
+                for rows in handoffs {
+                    sorter.push(rows)?;
+                }
+                Ok(sorter)
+            })?;
+        Ok(Lane {
+            handoff: Vec::with_capacity(HANDOFF_ROWS),
+            to_sorter: Some(to_sorter),
+            sorter: Some(sorter),
+        })
+    }
+
+    /// Sends the gathered rows to the sorting thread; false if it has stopped.
+    fn hand_off(&mut self) -> bool {
+        let rows = std::mem::replace(&mut self.handoff, Vec::with_capacity(HANDOFF_ROWS));
+        self.to_sorter
+            .as_ref()
+            .is_some_and(|tx| tx.send(rows).is_ok())
+    }
+
+    /// Waits for the sorting thread to take every row handed to it, and takes it back.
+    fn join(&mut self, dir: &Path) -> Result<Sorter> {
+        self.to_sorter = None;
+        match self.sorter.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            _ => Err(DatasetError::invalid(
+                dir,
+                "the dataset's sorting thread stopped",
+            )),
+        }
+    }
+}
 
 /// What the manifest says about a dataset beyond its tables.
 #[derive(Debug, Clone)]
@@ -78,10 +134,7 @@ pub struct DatasetWriter {
     config: WriterConfig,
     /// Optional tables to write even if they get no rows.
     included: Vec<Table>,
-    /// Rows gathered for the next hand-off.
-    handoff: Vec<Row>,
-    to_sorter: Option<SyncSender<Vec<Row>>>,
-    sorter: Option<JoinHandle<Result<Sorter>>>,
+    lanes: Vec<Lane>,
     finished: bool,
 }
 
@@ -115,25 +168,21 @@ impl DatasetWriter {
         }
         let runs = tmp_dir.join(".runs");
         std::fs::create_dir_all(&runs).map_err(|e| DatasetError::io(&runs, e))?;
-        let (to_sorter, handoffs) = sync_channel::<Vec<Row>>(HANDOFFS_QUEUED);
-        let sorter = std::thread::Builder::new()
-            .name("dataset-sorter".into())
-            .spawn(move || {
-                let mut sorter = Sorter::new(runs, config);
-                for rows in handoffs {
-                    sorter.push(rows)?;
-                }
-                Ok(sorter)
-            })
+        // Each lane keeps to its share of the budget.
+        let lane_config = WriterConfig {
+            memory_bytes: config.memory_bytes / LANES,
+            ..config
+        };
+        let lanes = (0..LANES)
+            .map(|number| Lane::start(number, runs.clone(), lane_config))
+            .collect::<std::io::Result<Vec<_>>>()
             .map_err(|e| DatasetError::io(&tmp_dir, e))?;
         Ok(DatasetWriter {
             final_dir: dir.to_path_buf(),
             tmp_dir,
             config,
             included: Vec::new(),
-            handoff: Vec::with_capacity(HANDOFF_ROWS),
-            to_sorter: Some(to_sorter),
-            sorter: Some(sorter),
+            lanes,
             finished: false,
         })
     }
@@ -148,9 +197,11 @@ impl DatasetWriter {
 
     /// Adds one row to its table.
     pub fn push(&mut self, row: Row) -> Result<()> {
-        self.handoff.push(row);
-        if self.handoff.len() >= HANDOFF_ROWS {
-            self.hand_off()?;
+        let lane = lane(row.table());
+        let handoff = &mut self.lanes[lane].handoff;
+        handoff.push(row);
+        if handoff.len() >= HANDOFF_ROWS {
+            self.hand_off(lane)?;
         }
         Ok(())
     }
@@ -160,24 +211,19 @@ impl DatasetWriter {
         rows.into_iter().try_for_each(|row| self.push(row))
     }
 
-    /// Sends the gathered rows to the sorting thread; its error if it has stopped.
-    fn hand_off(&mut self) -> Result<()> {
-        let rows = std::mem::replace(&mut self.handoff, Vec::with_capacity(HANDOFF_ROWS));
-        match &self.to_sorter {
-            Some(tx) if tx.send(rows).is_ok() => Ok(()),
-            _ => self.join_sorter().map(|_| ()),
+    /// Sends a lane's gathered rows to its sorting thread; its error if it has stopped.
+    fn hand_off(&mut self, lane: usize) -> Result<()> {
+        if self.lanes[lane].hand_off() {
+            return Ok(());
         }
+        self.lanes[lane].join(&self.tmp_dir).map(|_| ())
     }
 
-    /// Waits for the sorting thread to take every row handed to it, and takes it back.
-    fn join_sorter(&mut self) -> Result<Sorter> {
-        self.to_sorter = None;
-        let stopped =
-            || DatasetError::invalid(&self.tmp_dir, "the dataset's sorting thread stopped");
-        match self.sorter.take().map(JoinHandle::join) {
-            Some(Ok(result)) => result,
-            _ => Err(stopped()),
-        }
+    /// Waits for every sorting thread to take the rows handed to it, and takes them back.
+    fn join_sorters(&mut self) -> Result<Vec<Sorter>> {
+        let dir = self.tmp_dir.clone();
+        let joined: Vec<Result<Sorter>> = self.lanes.iter_mut().map(|l| l.join(&dir)).collect();
+        joined.into_iter().collect()
     }
 
     /// Writes each table's file, the largest first, as many at once as there are cores: the
@@ -219,13 +265,15 @@ impl DatasetWriter {
 
     /// Sorts and writes every table, writes the manifest, and moves the directory into place.
     pub fn finish(mut self, info: DatasetInfo) -> Result<Manifest> {
-        if !self.handoff.is_empty() {
-            self.hand_off()?;
+        for lane in 0..self.lanes.len() {
+            if !self.lanes[lane].handoff.is_empty() {
+                self.hand_off(lane)?;
+            }
         }
-        let sorter = self.join_sorter()?;
-        let mut tables: Vec<TableSort> = sorter
-            .into_tables()
+        let mut tables: Vec<TableSort> = self
+            .join_sorters()?
             .into_iter()
+            .flat_map(Sorter::into_tables)
             .filter(|t| !t.table.is_optional() || self.included.contains(&t.table) || t.received())
             .collect();
         tables.sort_by_key(TableSort::weight);
@@ -307,7 +355,7 @@ impl Drop for DatasetWriter {
     fn drop(&mut self) {
         if !self.finished {
             // The sorting thread writes runs inside the directory: it ends before it goes.
-            let _ = self.join_sorter();
+            let _ = self.join_sorters();
             let _ = std::fs::remove_dir_all(&self.tmp_dir);
         }
     }
