@@ -4,9 +4,8 @@
 //! Rows are encoded into Arrow chunks as they arrive, each with its sort key as order-preserving
 //! bytes ([`crate::sort_key`]): a group many rows share (a series, a container), stored once and
 //! ranked once per sort, and a short tail (time, id). When the chunks of all tables together
-//! reach the memory budget,
-//! the largest table's are sorted (by key bytes, ties in arrival order) and spilled to a run file
-//! (Arrow IPC, the keys as a last column). Runs are merged in tiers while rows keep coming, and a
+//! reach the memory budget, the largest table's are sorted (by key bytes, ties in arrival order)
+//! and spilled to a run file (Arrow IPC, the keys as a last column). Runs are merged in tiers while rows keep coming, and a
 //! table's file is written from one last merge, or straight from memory when nothing spilled.
 //! Sorting and merging gather rows with Arrow's `interleave`, never turning them back into rows.
 
