@@ -11,6 +11,7 @@ pub mod encode;
 pub mod error;
 pub mod export;
 pub mod in_place;
+mod parallel;
 pub mod reader;
 pub mod recording;
 pub mod sort_key;

@@ -12,13 +12,6 @@
 
 use schemas::tables::{Labels, Row};
 
-/// Appends the sort key of `row` to `out`.
-pub fn sort_key(row: &Row, out: &mut Vec<u8>) {
-    let mut tail = Vec::new();
-    split_sort_key(row, out, &mut tail);
-    out.extend_from_slice(&tail);
-}
-
 /// Appends the sort key of `row` in two parts: its group (the leading fields many rows share: a
 /// series, a container, an object) to `group`, and the rest (time, and a tie-breaking id) to
 /// `tail`. The key is the group followed by the tail; the group's encoding is prefix-free, so
@@ -43,11 +36,7 @@ pub fn split_sort_key(row: &Row, group: &mut Vec<u8>, tail: &mut Vec<u8>) {
             int32(group, r.restart);
             int64(tail, r.time_ns);
         }
-        Row::Metric(r) => {
-            string(group, &r.metric);
-            labels(group, &r.labels);
-            int64(tail, r.time_ns);
-        }
+        Row::Metric(r) => series(group, tail, &r.metric, &r.labels, r.time_ns),
         Row::MetricMeta(r) => string(group, &r.metric),
         Row::Span(r) => {
             string(group, &r.service);
@@ -55,16 +44,19 @@ pub fn split_sort_key(row: &Row, group: &mut Vec<u8>, tail: &mut Vec<u8>) {
             int64(tail, r.start_ns);
             string(tail, &r.span_id);
         }
-        Row::Alert(r) => {
-            string(group, &r.alertname);
-            labels(group, &r.labels);
-            int64(tail, r.time_ns);
-        }
+        Row::Alert(r) => series(group, tail, &r.alertname, &r.labels, r.time_ns),
         Row::Audit(r) => {
             int64(tail, r.time_ns);
             string(tail, &r.audit_id);
         }
     }
+}
+
+/// A sample of a series: the name and labels group, the time is the tail.
+fn series(group: &mut Vec<u8>, tail: &mut Vec<u8>, name: &str, l: &Labels, time_ns: i64) {
+    string(group, name);
+    labels(group, l);
+    int64(tail, time_ns);
 }
 
 fn string(out: &mut Vec<u8>, s: &str) {
@@ -116,10 +108,12 @@ mod tests {
     use crate::encode::cmp_rows;
     use schemas::tables::{ChangeType, LogRow, MetricSample, ObjectRow};
 
+    /// The whole key: the group, then the tail.
     fn key(row: &Row) -> Vec<u8> {
-        let mut k = Vec::new();
-        sort_key(row, &mut k);
-        k
+        let (mut group, mut tail) = (Vec::new(), Vec::new());
+        split_sort_key(row, &mut group, &mut tail);
+        group.extend_from_slice(&tail);
+        group
     }
 
     /// Every pair of rows built from awkward strings, label maps and integers orders the same by

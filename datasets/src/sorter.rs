@@ -5,8 +5,9 @@
 //! bytes ([`crate::sort_key`]): a group many rows share (a series, a container), stored once and
 //! ranked once per sort, and a short tail (time, id). When the chunks of all tables together
 //! reach the memory budget, the largest table's are sorted (by key bytes, ties in arrival order)
-//! and spilled to a run file (Arrow IPC, the keys as a last column). Runs are merged in tiers while rows keep coming, and a
-//! table's file is written from one last merge, or straight from memory when nothing spilled.
+//! and spilled to a run file (Arrow IPC, the keys as a last column). Runs are merged in tiers
+//! while rows keep coming, and a table's file is written from one last merge, or straight from
+//! memory when nothing spilled.
 //! Sorting and merging gather rows with Arrow's `interleave`, never turning them back into rows.
 
 use std::cmp::Reverse;
@@ -178,6 +179,36 @@ impl TableBuffer {
         }
         Ok(())
     }
+
+    /// Encodes the rows not in a chunk yet; returns the bytes that added.
+    fn encode_pending(&mut self, table: Table, runs_dir: &Path) -> Result<usize> {
+        if self.rows.is_empty() {
+            return Ok(0);
+        }
+        let batch = encode(table, &self.rows).map_err(|e| DatasetError::arrow(runs_dir, e))?;
+        self.rows.clear();
+        let bytes = batch.get_array_memory_size();
+        self.row_bytes = bytes / batch.num_rows().max(1);
+        self.bytes += bytes;
+        self.batches.push(batch);
+        Ok(bytes)
+    }
+
+    /// Sorts the encoded rows into a new tier-0 run on disk; returns the bytes that freed.
+    fn spill(&mut self, table: Table, runs_dir: &Path, chunk_rows: usize) -> Result<usize> {
+        if self.batches.is_empty() {
+            return Ok(0);
+        }
+        let path = run_path(runs_dir, table, self);
+        let mut run = RunWriter::create(table, &path)?;
+        let schema = run.schema.clone();
+        let batch_rows = self.run_batch_rows(chunk_rows);
+        self.sorted_batches(batch_rows, Some(&schema), |b| run.write(&b), &path)?;
+        run.finish()?;
+        self.clear();
+        self.runs.push((path, 0));
+        Ok(std::mem::take(&mut self.bytes))
+    }
 }
 
 /// Sorts every table of one dataset; run files go to `runs_dir`.
@@ -303,38 +334,6 @@ impl Sorter {
                 batch_rows: self.config.batch_rows.max(1),
             })
             .collect()
-    }
-}
-
-impl TableBuffer {
-    /// Encodes the rows not in a chunk yet; returns the bytes that added.
-    fn encode_pending(&mut self, table: Table, runs_dir: &Path) -> Result<usize> {
-        if self.rows.is_empty() {
-            return Ok(0);
-        }
-        let batch = encode(table, &self.rows).map_err(|e| DatasetError::arrow(runs_dir, e))?;
-        self.rows.clear();
-        let bytes = batch.get_array_memory_size();
-        self.row_bytes = bytes / batch.num_rows().max(1);
-        self.bytes += bytes;
-        self.batches.push(batch);
-        Ok(bytes)
-    }
-
-    /// Sorts the encoded rows into a new tier-0 run on disk; returns the bytes that freed.
-    fn spill(&mut self, table: Table, runs_dir: &Path, chunk_rows: usize) -> Result<usize> {
-        if self.batches.is_empty() {
-            return Ok(0);
-        }
-        let path = run_path(runs_dir, table, self);
-        let mut run = RunWriter::create(table, &path)?;
-        let schema = run.schema.clone();
-        let batch_rows = self.run_batch_rows(chunk_rows);
-        self.sorted_batches(batch_rows, Some(&schema), |b| run.write(&b), &path)?;
-        run.finish()?;
-        self.clear();
-        self.runs.push((path, 0));
-        Ok(std::mem::take(&mut self.bytes))
     }
 }
 

@@ -5,7 +5,6 @@
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
@@ -145,14 +144,14 @@ impl TableFileWriter {
     fn encode(&mut self, batch: &RecordBatch) -> Result<()> {
         let path = self.path.clone();
         let pq = |e| DatasetError::parquet(&path, e);
-        if self.columns.is_none() {
-            let writers = self
-                .factory
-                .create_column_writers(self.row_groups)
-                .map_err(pq)?;
-            self.columns = Some(writers);
-        }
-        let writers = self.columns.as_mut().expect("opened above");
+        let writers = match &mut self.columns {
+            Some(writers) => writers,
+            None => self.columns.insert(
+                self.factory
+                    .create_column_writers(self.row_groups)
+                    .map_err(pq)?,
+            ),
+        };
         let mut jobs: Vec<Job> = Vec::with_capacity(writers.len());
         let mut writers = writers.iter_mut();
         for (field, column) in self.table.schema().fields().iter().zip(batch.columns()) {
@@ -218,29 +217,12 @@ struct Job<'a> {
 }
 
 /// Encodes every leaf column, `threads` at a time, largest first.
-fn encode_in_parallel(jobs: Vec<Job<'_>>, threads: usize) -> parquet::errors::Result<()> {
-    let count = jobs.len();
-    let mut queue = jobs;
-    queue.sort_by_key(|job| job.weight);
-    let queue = Mutex::new(queue);
-    let worker = || -> parquet::errors::Result<()> {
-        loop {
-            let next = queue.lock().expect("queue lock").pop();
-            let Some(job) = next else {
-                return Ok(());
-            };
-            job.writer.write(&job.leaf)?;
-        }
-    };
-    std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads.clamp(1, count.max(1)))
-            .map(|_| scope.spawn(worker))
-            .collect();
-        let mut result = worker();
-        for helper in helpers {
-            let joined = helper.join().expect("encoder thread panicked");
-            result = result.and(joined);
-        }
-        result
-    })
+fn encode_in_parallel(mut jobs: Vec<Job<'_>>, threads: usize) -> parquet::errors::Result<()> {
+    jobs.sort_by_key(|job| job.weight);
+    crate::parallel::work_off(
+        jobs,
+        threads,
+        |job| job.writer.write(&job.leaf),
+        || panic!("encoder thread panicked"),
+    )
 }

@@ -226,39 +226,23 @@ impl DatasetWriter {
         joined.into_iter().collect()
     }
 
-    /// Writes each table's file, the largest first, as many at once as there are cores: the
-    /// sorted rows are merged and encoded only now, after the last row came.
+    /// Writes each table's file, the largest first (`tables` sorted by weight), as many at once
+    /// as there are cores: the sorted rows are merged and encoded only now, after the last row
+    /// came.
     fn write_tables(&self, tables: Vec<TableSort>) -> Result<BTreeMap<Table, TableEntry>> {
-        let queue = Mutex::new(tables);
         let written = Mutex::new(BTreeMap::new());
-        let worker = || -> Result<()> {
-            loop {
-                let Some(sort) = queue.lock().expect("queue lock").pop() else {
-                    return Ok(());
-                };
-                let table = sort.table;
-                let path = self.tmp_dir.join(table.file_name());
-                let mut file = TableFileWriter::create(&path, table, self.config.file)?;
-                sort.drain_sorted(&mut file)?;
-                let rows = file.finish()?;
-                let entry = table_entry(table, &path, rows)?;
-                written.lock().expect("results lock").insert(table, entry);
-            }
+        let write = |sort: TableSort| -> Result<()> {
+            let table = sort.table;
+            let path = self.tmp_dir.join(table.file_name());
+            let mut file = TableFileWriter::create(&path, table, self.config.file)?;
+            sort.drain_sorted(&mut file)?;
+            let rows = file.finish()?;
+            let entry = table_entry(table, &path, rows)?;
+            written.lock().expect("results lock").insert(table, entry);
+            Ok(())
         };
-        let workers = self.config.file.threads.max(1);
-        std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(worker)).collect();
-            let mut result = worker();
-            for helper in helpers {
-                let joined = helper.join().unwrap_or_else(|_| {
-                    Err(DatasetError::invalid(
-                        &self.tmp_dir,
-                        "a table writer panicked",
-                    ))
-                });
-                result = result.and(joined);
-            }
-            result
+        crate::parallel::work_off(tables, self.config.file.threads, write, || {
+            DatasetError::invalid(&self.tmp_dir, "a table writer panicked")
         })?;
         Ok(written.into_inner().expect("results lock"))
     }

@@ -616,16 +616,3 @@ fn bucket_p99(buckets: &BTreeMap<String, f64>) -> Option<f64> {
             .unwrap_or(top),
     )
 }
-
-/// Checks every expectation over some rows; `from` is the fault onset (ns).
-pub fn check_rows<'a>(
-    expectations: &[Expectation],
-    rows: impl IntoIterator<Item = &'a Row>,
-    from: i64,
-) -> Vec<VisibilityCheck> {
-    let mut probes: Vec<Probe> = expectations.iter().map(|e| Probe::new(e, from)).collect();
-    for row in rows {
-        probes.iter_mut().for_each(|p| p.observe(row));
-    }
-    probes.into_iter().map(Probe::finish).collect()
-}
