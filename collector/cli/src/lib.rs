@@ -21,6 +21,28 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Exit code for a command line clap could not parse (clap's own convention).
 pub const EXIT_USAGE: u8 = 2;
 
+/// Marks an error as worth another try (a results store that did not answer): the command then
+/// exits with [`results::EXIT_RETRY`], which an Indexed Job retries, instead of failing for good.
+#[derive(Debug)]
+pub struct Retry;
+
+impl std::fmt::Display for Retry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "temporary failure (exit {})", results::EXIT_RETRY)
+    }
+}
+
+/// The exit code of a failed command: [`results::EXIT_RETRY`] for a [`Retry`], else
+/// [`EXIT_FAILURE`].
+pub fn exit_code_of(err: &anyhow::Error) -> u8 {
+    // anyhow finds a context type under later contexts too.
+    if err.downcast_ref::<Retry>().is_some() {
+        results::EXIT_RETRY
+    } else {
+        EXIT_FAILURE
+    }
+}
+
 /// faultline's collector: make RCA datasets from SRE problems, serve them back through real APIs.
 #[derive(Debug, Parser)]
 #[command(
@@ -65,7 +87,8 @@ pub enum Command {
     Replay(commands::replay::Args),
     /// Run a problem in the embedded simulator and write its dataset and ground truth.
     Snapshot(snapshot::Args),
-    /// Run many problems and seeds in parallel, with an index.
+    /// Run many problems and seeds in parallel into a directory or object storage, sharded and
+    /// resumable, with an index.
     Sweep(sweep::Args),
 }
 

@@ -30,5 +30,5 @@ fn main() -> ExitCode {
 
 fn failed(err: anyhow::Error) -> ExitCode {
     eprintln!("error: {err:#}");
-    ExitCode::from(collector::EXIT_FAILURE)
+    ExitCode::from(collector::exit_code_of(&err))
 }

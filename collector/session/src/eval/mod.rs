@@ -1,9 +1,12 @@
 //! `collector eval`: agents × problems × runs × noise, each cell one session ([`crate::run`]),
-//! several at once. A finished cell is a run directory holding `run.json` (sessions publish a run
-//! by renaming it into place), so an evaluation killed at any point resumes by running the cells
-//! that have none; what a killed session left half-written sits in `<out>/.unfinished/` and is
-//! cleared when the evaluation starts again. Replay evaluations first record one dataset per
-//! (problem, seed, noise) under `<out>/.datasets/`, shared by every agent.
+//! several at once, each cell a run of a results store ([`results::Store`]: a directory or object
+//! storage) under the key `<agent>/<problem>/<trial>`. A finished cell is a published run holding
+//! `run.json`, so an evaluation killed at any point resumes by running the cells the store lacks;
+//! the cells are split into shards ([`results::Shard`]) that every shard computes alike, so Indexed
+//! Job pods (or processes on one machine) share one board. In a directory store a session is made
+//! under `<out>/.unfinished/shard-K-of-N/` and renamed into place; for an object store in a scratch
+//! directory and uploaded. Replay evaluations first record one dataset per (problem, seed, noise),
+//! shared by every agent of the shard.
 
 pub mod plan;
 
@@ -35,7 +38,15 @@ pub struct EvalOptions {
     pub noise: Vec<bool>,
     pub mode: Mode,
     pub jobs: usize,
-    pub out: PathBuf,
+    /// Where the runs go.
+    pub store: Arc<results::Store>,
+    /// This process's share of the cells.
+    pub shard: results::Shard,
+    /// This shard's private directory for sessions in the making ([`results::Store::scratch`]).
+    pub scratch: PathBuf,
+    /// Where replay cells' datasets are recorded (a directory store's `.datasets/`, kept for a
+    /// resumed evaluation; for an object store, under the scratch directory).
+    pub datasets: PathBuf,
     pub time_limit: Duration,
     pub speed: f64,
     pub since_onset: Dur,
@@ -52,37 +63,66 @@ pub struct EvalReport {
     pub ran: usize,
     /// Cells finished by an earlier invocation.
     pub resumed: usize,
-    /// Cells that could not run, with why.
-    pub failed: Vec<(PathBuf, String)>,
+    /// Cells that could not run (or not be stored), by key, with why.
+    pub failed: Vec<(String, String)>,
+    /// Cells another writer had stored first (a retried shard racing its first try).
+    pub raced: usize,
     pub interrupted: bool,
 }
 
 /// Called as cells finish: the cell and, when it failed, why.
 pub type OnCell<'a> = &'a (dyn Fn(&Cell, Option<&str>) + Sync);
 
-/// Runs every cell without a finished run.
+/// The plan every shard of this evaluation shares: its cells' keys, and what their runs depend
+/// on (agents' names and commands, not their environments, which may hold keys).
+pub fn plan(opts: &EvalOptions) -> results::Plan {
+    let cells = plan::cells(&opts.agents, &opts.problems, opts.runs, &opts.noise);
+    let agents: Vec<_> = opts
+        .agents
+        .iter()
+        .map(|a| {
+            serde_json::json!({
+                "name": a.name,
+                "command": a.command,
+                "time_limit": a.time_limit.map(|d| d.to_string()),
+            })
+        })
+        .collect();
+    results::Plan {
+        kind: "eval".into(),
+        settings: serde_json::json!({
+            "agents": agents,
+            "runs": opts.runs,
+            "mode": match opts.mode { Mode::Live => "live", Mode::Replay => "replay" },
+            "time_limit_secs": opts.time_limit.as_secs_f64(),
+            "speed": opts.speed,
+            "since_onset": opts.since_onset.to_string(),
+        }),
+        work: cells.into_iter().map(|c| c.key).collect(),
+    }
+}
+
+/// Runs this shard's cells that the store lacks.
 pub async fn run(
     catalog: &Catalog,
     opts: &EvalOptions,
     on_cell: OnCell<'_>,
     stop: watch::Receiver<bool>,
 ) -> anyhow::Result<EvalReport> {
-    let staging = opts.out.join(".unfinished");
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging)
-            .with_context(|| format!("clearing {}", staging.display()))?;
-    }
-    let cells = plan::cells(
+    let staging = opts.scratch.clone();
+    opts.store.put_plan(&plan(opts)).await?;
+    let cells = opts.shard.take(plan::cells(
         &opts.agents,
         &opts.problems,
         opts.runs,
         &opts.noise,
-        &opts.out,
-    );
+    ));
+    let keys: Vec<String> = cells.iter().map(|c| c.key.clone()).collect();
+    let stored = opts.store.completed(&keys).await?;
     let mut report = EvalReport::default();
     let mut todo = Vec::new();
     for c in cells {
-        if c.dir.join(session::RUN_FILE).is_file() {
+        if stored.contains(&c.key) {
             report.resumed += 1;
             on_cell(&c, None);
         } else {
@@ -92,32 +132,34 @@ pub async fn run(
     if opts.mode == Mode::Replay {
         record_datasets(catalog, opts, &todo).await?;
     }
-    let results: Vec<(Cell, Result<(), String>)> = futures_util::stream::iter(todo)
-        .map(|cell| {
-            let mut stop = stop.clone();
-            let staging = staging.clone();
-            async move {
-                let outcome = if *stop.borrow() {
-                    Err("interrupted before it started".to_string())
-                } else {
-                    let interrupt = async move {
-                        let _ = stop.wait_for(|s| *s).await;
+    let results: Vec<(Cell, Result<results::Published, String>)> =
+        futures_util::stream::iter(todo)
+            .map(|cell| {
+                let mut stop = stop.clone();
+                let staging = staging.clone();
+                async move {
+                    let outcome = if *stop.borrow() {
+                        Err("interrupted before it started".to_string())
+                    } else {
+                        let interrupt = async move {
+                            let _ = stop.wait_for(|s| *s).await;
+                        };
+                        run_cell(catalog, opts, &cell, staging, interrupt)
+                            .await
+                            .map_err(|e| format!("{e:#}"))
                     };
-                    run_cell(catalog, opts, &cell, staging, interrupt)
-                        .await
-                        .map_err(|e| format!("{e:#}"))
-                };
-                on_cell(&cell, outcome.as_ref().err().map(String::as_str));
-                (cell, outcome)
-            }
-        })
-        .buffer_unordered(opts.jobs.max(1))
-        .collect()
-        .await;
+                    on_cell(&cell, outcome.as_ref().err().map(String::as_str));
+                    (cell, outcome)
+                }
+            })
+            .buffer_unordered(opts.jobs.max(1))
+            .collect()
+            .await;
     for (cell, outcome) in results {
         match outcome {
-            Ok(()) => report.ran += 1,
-            Err(e) => report.failed.push((cell.dir, e)),
+            Ok(results::Published::Mine) => report.ran += 1,
+            Ok(results::Published::AlreadyThere) => report.raced += 1,
+            Err(e) => report.failed.push((cell.key, e)),
         }
     }
     report.interrupted = *stop.borrow();
@@ -130,7 +172,7 @@ async fn run_cell(
     cell: &Cell,
     staging: PathBuf,
     interrupt: impl std::future::Future<Output = ()>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<results::Published> {
     let agent = &opts.agents[cell.agent];
     let prompt = match &agent.prompt {
         Some(p) => Some(
@@ -152,7 +194,7 @@ async fn run_cell(
             since_onset: opts.since_onset,
         },
         Mode::Replay => Target::Replay {
-            dataset: dataset_dir(&opts.out, cell).join("dataset"),
+            dataset: dataset_dir(&opts.datasets, cell).join("dataset"),
         },
     };
     let session = SessionOptions {
@@ -166,7 +208,11 @@ async fn run_cell(
         time_limit: agent
             .time_limit
             .map_or(opts.time_limit, |d| Duration::from_millis(d.as_millis())),
-        out: cell.dir.clone(),
+        out: match opts.store.local_root() {
+            Some(root) => root.join(&cell.key),
+            // Named at random: while the agent runs no path of this process names the problem.
+            None => opts.scratch.join(uuid::Uuid::new_v4().simple().to_string()),
+        },
         trial: cell.trial.clone(),
         echo: false,
         judging: opts.judging.clone(),
@@ -180,16 +226,21 @@ async fn run_cell(
             Duration::from_millis(d.as_millis())
         }),
     };
-    if let Some(parent) = cell.dir.parent() {
+    if let Some(parent) = session.out.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    session::run(catalog, &session, interrupt).await.map(|_| ())
+    session::run(catalog, &session, interrupt).await?;
+    match opts.store.local_root() {
+        // The session renamed its run into place itself.
+        Some(_) => Ok(results::Published::Mine),
+        None => opts.store.publish(&cell.key, &session.out).await,
+    }
 }
 
 /// Where the dataset a replay cell is served from is recorded.
-fn dataset_dir(out: &Path, cell: &Cell) -> PathBuf {
-    out.join(".datasets").join(&cell.problem).join(format!(
+fn dataset_dir(datasets: &Path, cell: &Cell) -> PathBuf {
+    datasets.join(&cell.problem).join(format!(
         "{}-{}",
         if cell.noise { "noise" } else { "quiet" },
         cell.run
@@ -205,7 +256,7 @@ async fn record_datasets(
 ) -> anyhow::Result<()> {
     let mut wanted: Vec<(PathBuf, String, u64, bool)> = cells
         .iter()
-        .map(|c| (dataset_dir(&opts.out, c), c.problem.clone(), c.run, c.noise))
+        .map(|c| (dataset_dir(&opts.datasets, c), c.problem.clone(), c.run, c.noise))
         .filter(|(dir, ..)| !dir.join("evaluation.json").is_file())
         .collect();
     wanted.sort_by(|a, b| a.0.cmp(&b.0));
@@ -235,4 +286,56 @@ async fn record_datasets(
         r.context("recording a dataset")??;
     }
     Ok(())
+}
+
+/// The runs of an evaluation's store, gathered for its board.
+#[derive(Debug)]
+pub struct Gathered {
+    /// Each stored run's `run.json`, local (downloaded into the cache for an object store).
+    pub run_files: Vec<PathBuf>,
+    /// The plan's runs not in the store (yet).
+    pub missing: Vec<String>,
+    /// Runs per (agent, problem, noise) in the plan: the board's default k.
+    pub runs: Option<usize>,
+}
+
+/// Gathers the stored runs of the evaluation in `store` (some shards may still be running);
+/// `fetched` is called as each run is at hand.
+pub async fn gather(
+    store: &results::Store,
+    cache: &Path,
+    fetched: &(dyn Fn(usize) + Sync),
+) -> anyhow::Result<Gathered> {
+    let plan = store
+        .plan()
+        .await?
+        .with_context(|| format!("{} holds no evaluation (no plan.json)", store.describe()))?;
+    anyhow::ensure!(
+        plan.kind == "eval",
+        "{} holds a {}, not an evaluation",
+        store.describe(),
+        plan.kind
+    );
+    let stored = store.completed(&plan.work).await?;
+    let dirs: Vec<PathBuf> = futures_util::stream::iter(plan.work.iter().filter(|k| stored.contains(*k)))
+        .map(|k| async move {
+            let dir = store.local_copy(k, cache).await;
+            fetched(1);
+            dir
+        })
+        .buffered(8)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<_>>()?;
+    Ok(Gathered {
+        run_files: dirs.into_iter().map(|d| d.join(session::RUN_FILE)).collect(),
+        missing: plan
+            .work
+            .iter()
+            .filter(|k| !stored.contains(*k))
+            .cloned()
+            .collect(),
+        runs: plan.settings["runs"].as_u64().map(|n| n as usize),
+    })
 }

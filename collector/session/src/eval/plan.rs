@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use problems::Dur;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// One agent of the agents file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentEntry {
     /// Names the agent's runs and its leaderboard rows; a directory name.
@@ -19,19 +19,19 @@ pub struct AgentEntry {
     /// A shell command line, run from the directory `collector eval` was started in.
     pub command: String,
     /// Extra environment.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// A prompt template file, relative to the agents file.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<PathBuf>,
     /// This agent's time limit, overriding `--time-limit`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<Dur>,
     /// The LLM API this agent's calls are counted on their way to, overriding `--llm-upstream`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm_upstream: Option<String>,
     /// How long the agent may go on after its last stage (default 60s, as SREGym).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_last_stage: Option<Dur>,
 }
 
@@ -99,20 +99,14 @@ pub struct Cell {
     /// 1-based run number; also the seed.
     pub run: u64,
     pub noise: bool,
-    /// The run directory.
-    pub dir: PathBuf,
+    /// The run's key in the results store: `<agent>/<problem>/<trial>`.
+    pub key: String,
     /// The trial name in `run.json`.
     pub trial: String,
 }
 
 /// Every cell, agents outermost; problems in the order given.
-pub fn cells(
-    agents: &[AgentEntry],
-    problems: &[String],
-    runs: u64,
-    noise: &[bool],
-    out: &Path,
-) -> Vec<Cell> {
+pub fn cells(agents: &[AgentEntry], problems: &[String], runs: u64, noise: &[bool]) -> Vec<Cell> {
     let mut all = Vec::new();
     for (a, agent) in agents.iter().enumerate() {
         for problem in problems {
@@ -124,7 +118,7 @@ pub fn cells(
                         problem: problem.clone(),
                         run,
                         noise: with_noise,
-                        dir: out.join(&agent.name).join(problem).join(&trial),
+                        key: format!("{}/{problem}/{trial}", agent.name),
                         trial,
                     });
                 }
@@ -221,12 +215,12 @@ mod tests {
         .unwrap();
         let problems = vec!["p1".to_string(), "p2".to_string()];
         let noise = parse_noise("on,off").unwrap();
-        let all = cells(&agents, &problems, 3, &noise, Path::new("/out"));
+        let all = cells(&agents, &problems, 3, &noise);
         assert_eq!(all.len(), 2 * 2 * 2 * 3);
-        let dirs: BTreeSet<_> = all.iter().map(|c| c.dir.clone()).collect();
-        assert_eq!(dirs.len(), all.len(), "every cell has its own directory");
-        assert_eq!(all[0].dir, Path::new("/out/a/p1/noise-1"));
-        assert_eq!(all[3].dir, Path::new("/out/a/p1/quiet-1"));
+        let keys: BTreeSet<_> = all.iter().map(|c| c.key.clone()).collect();
+        assert_eq!(keys.len(), all.len(), "every cell has its own key");
+        assert_eq!(all[0].key, "a/p1/noise-1");
+        assert_eq!(all[3].key, "a/p1/quiet-1");
         assert_eq!((all[3].run, all[3].noise), (1, false));
         assert_eq!(parse_noise("off, on,off").unwrap(), vec![false, true]);
         assert!(parse_noise("maybe").unwrap_err().contains("maybe"));
