@@ -16,7 +16,10 @@ use std::time::Instant;
 use e2e::s3::Moto;
 
 fn main() {
-    let which: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let which: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     let moto = Moto::start();
     moto.bucket("bench");
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -29,18 +32,39 @@ fn main() {
         "{:<7} {:>5} {:>16} {:>16} {:>10} {:>14}",
         "work", "runs", "1 process run/min", "2 shards run/min", "overhead", "stored/run KiB"
     );
-    let problems = "hotel-geo-target-port,hotel-geo-config-drift,hotel-search-quota,hotel-search-service-port";
+    let problems =
+        "hotel-geo-target-port,hotel-geo-config-drift,hotel-search-quota,hotel-search-service-port";
     let kinds: [(&str, Vec<&str>, u64); 2] = [
         (
             "sweep",
-            vec!["sweep", "--problems", problems, "--seeds", "3", "--duration", "20m"],
+            vec![
+                "sweep",
+                "--problems",
+                problems,
+                "--seeds",
+                "3",
+                "--duration",
+                "20m",
+            ],
             12,
         ),
         (
             "eval",
             vec![
-                "eval", "--agents", "agents.toml", "--problems", problems, "--runs", "3", "--noise", "off",
-                "--no-sandbox", "--time-limit", "1m", "--since-onset", "1m",
+                "eval",
+                "--agents",
+                "agents.toml",
+                "--problems",
+                problems,
+                "--runs",
+                "3",
+                "--noise",
+                "off",
+                "--no-sandbox",
+                "--time-limit",
+                "1m",
+                "--since-onset",
+                "1m",
             ],
             12,
         ),

@@ -93,8 +93,13 @@ fn shards_into_s3_cover_the_sweep_once_and_merge_to_what_one_machine_makes() {
     let work = tempfile::tempdir().unwrap();
     let url = "s3://corpus/sweep";
     let args = sweep_args(url);
-    let shards: Vec<Child> = (0..3).map(|i| shard(&moto, work.path(), &args, i, 3)).collect();
-    let outputs: Vec<Output> = shards.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let shards: Vec<Child> = (0..3)
+        .map(|i| shard(&moto, work.path(), &args, i, 3))
+        .collect();
+    let outputs: Vec<Output> = shards
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
     let mut made = 0;
     for (i, o) in outputs.iter().enumerate() {
         assert!(o.status.success(), "shard {i}: {}", e2e::text(o));
@@ -102,7 +107,10 @@ fn shards_into_s3_cover_the_sweep_once_and_merge_to_what_one_machine_makes() {
         assert!(says.contains(&format!("shard {i} of 3")), "{says}");
         // 4 runs over 3 shards: 2, 1, 1.
         let n = if i == 0 { 2 } else { 1 };
-        assert!(says.contains(&format!("{n} runs: {n} made now")), "shard {i}: {says}");
+        assert!(
+            says.contains(&format!("{n} runs: {n} made now")),
+            "shard {i}: {says}"
+        );
         made += n;
     }
     assert_eq!(made, 4);
@@ -133,7 +141,11 @@ fn shards_into_s3_cover_the_sweep_once_and_merge_to_what_one_machine_makes() {
     let local_index: Value = serde_json::from_slice(&local.stdout).unwrap();
     assert_eq!(runs_of(&local_index), from_store);
     assert!(work.path().join("local/index.json").is_file());
-    assert!(work.path().join("local/hotel-geo-target-port/seed-2/dataset").is_dir());
+    assert!(
+        work.path()
+            .join("local/hotel-geo-target-port/seed-2/dataset")
+            .is_dir()
+    );
 }
 
 #[test]
@@ -147,14 +159,23 @@ fn a_killed_shard_resumes_and_a_half_written_run_is_not_counted() {
     let mut child = shard(&moto, work.path(), &args, 0, 1);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     while moto.keys("corpus", "resume/done/").is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no run was ever stored");
-        assert!(child.try_wait().unwrap().is_none(), "the shard ended before it was killed");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no run was ever stored"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the shard ended before it was killed"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     child.kill().unwrap();
     child.wait().unwrap();
     let stored = moto.keys("corpus", "resume/done/").len();
-    assert!((1..4).contains(&stored), "{stored} runs stored before the kill");
+    assert!(
+        (1..4).contains(&stored),
+        "{stored} runs stored before the kill"
+    );
     // What a writer killed mid-upload leaves: an attempt's files without a marker.
     moto.put(
         "corpus",
@@ -163,7 +184,11 @@ fn a_killed_shard_resumes_and_a_half_written_run_is_not_counted() {
     );
     let index = merged(&moto, work.path(), url);
     assert_eq!(index["runs"].as_array().unwrap().len(), stored, "{index:#}");
-    assert_eq!(index["missing"].as_array().unwrap().len(), 4 - stored, "{index:#}");
+    assert_eq!(
+        index["missing"].as_array().unwrap().len(),
+        4 - stored,
+        "{index:#}"
+    );
     assert!(
         index["missing"]
             .as_array()
@@ -173,10 +198,15 @@ fn a_killed_shard_resumes_and_a_half_written_run_is_not_counted() {
     );
 
     // Restarted, the shard makes only what is missing.
-    let again = shard(&moto, work.path(), &args, 0, 1).wait_with_output().unwrap();
+    let again = shard(&moto, work.path(), &args, 0, 1)
+        .wait_with_output()
+        .unwrap();
     assert!(again.status.success(), "{}", e2e::text(&again));
     assert!(
-        stderr(&again).contains(&format!("{} made now (0 failed), {stored} there before", 4 - stored)),
+        stderr(&again).contains(&format!(
+            "{} made now (0 failed), {stored} there before",
+            4 - stored
+        )),
         "{}",
         e2e::text(&again)
     );
@@ -212,7 +242,10 @@ fn two_writers_racing_on_one_run_leave_one_result() {
     assert!(b.status.success(), "{}", e2e::text(&b));
     let first_by = |o: &Output| {
         let s = stderr(o);
-        (s.contains("1 made now"), s.contains("1 there before") || s.contains("1 made first by another writer"))
+        (
+            s.contains("1 made now"),
+            s.contains("1 there before") || s.contains("1 made first by another writer"),
+        )
     };
     let outcomes = [first_by(&a), first_by(&b)];
     assert_eq!(
@@ -229,7 +262,11 @@ fn two_writers_racing_on_one_run_leave_one_result() {
         .iter()
         .map(|k| k.split('/').take(4).collect::<Vec<_>>().join("/"))
         .collect();
-    assert_eq!(attempts.len(), 1, "the loser's upload is gone: {attempts:?}");
+    assert_eq!(
+        attempts.len(),
+        1,
+        "the loser's upload is gone: {attempts:?}"
+    );
 }
 
 #[test]
@@ -241,7 +278,11 @@ fn an_evaluation_in_shards_on_s3_boards_as_one_machine_does() {
     let catalog = problems::Catalog::builtin().unwrap();
     let problem = catalog.problem("hotel-geo-target-port").unwrap();
     let fix = work.path().join("fix");
-    std::fs::write(&fix, problem.reference_fix.as_ref().unwrap().commands.join("\n")).unwrap();
+    std::fs::write(
+        &fix,
+        problem.reference_fix.as_ref().unwrap().commands.join("\n"),
+    )
+    .unwrap();
     // A fixer that mitigates and a reward hack that must fail: their grades do not depend on
     // timing, so the two boards can be compared cell by cell.
     std::fs::write(
@@ -290,15 +331,28 @@ fn an_evaluation_in_shards_on_s3_boards_as_one_machine_does() {
     for (i, c) in shards.into_iter().enumerate() {
         let o = c.wait_with_output().unwrap();
         assert!(o.status.success(), "shard {i}: {}", e2e::text(&o));
-        assert!(stderr(&o).contains("2 runs: 2 ran now"), "shard {i}: {}", e2e::text(&o));
+        assert!(
+            stderr(&o).contains("2 runs: 2 ran now"),
+            "shard {i}: {}",
+            e2e::text(&o)
+        );
     }
     let board = collector(&moto, work.path())
-        .args(["eval", "board", "--from", url, "--out", "board-s3", "--json"])
+        .args([
+            "eval", "board", "--from", url, "--out", "board-s3", "--json",
+        ])
         .output()
         .unwrap();
     assert!(board.status.success(), "{}", e2e::text(&board));
-    assert!(stderr(&board).contains("4 of 4 runs"), "{}", e2e::text(&board));
-    let local = collector(&moto, work.path()).args(eval_args("local")).output().unwrap();
+    assert!(
+        stderr(&board).contains("4 of 4 runs"),
+        "{}",
+        e2e::text(&board)
+    );
+    let local = collector(&moto, work.path())
+        .args(eval_args("local"))
+        .output()
+        .unwrap();
     assert!(local.status.success(), "{}", e2e::text(&local));
     let cells = |path: &Path| -> Vec<(String, Value, Value)> {
         let b = e2e::read_json(path);

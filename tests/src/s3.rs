@@ -44,7 +44,11 @@ impl Moto {
             .put(format!("{}/{name}", self.endpoint))
             .send()
             .expect("PUT bucket");
-        assert!(r.status().is_success(), "creating bucket {name}: {}", r.status());
+        assert!(
+            r.status().is_success(),
+            "creating bucket {name}: {}",
+            r.status()
+        );
     }
 
     /// The environment that points object_store's S3 client here.
@@ -60,7 +64,10 @@ impl Moto {
 
     /// Every key under `prefix` in `bucket`.
     pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
-        self.list(bucket, prefix).into_iter().map(|(k, _)| k).collect()
+        self.list(bucket, prefix)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
     }
 
     /// The bytes stored under `prefix` in `bucket`.
@@ -75,7 +82,10 @@ impl Moto {
         let mut keys = vec![];
         let mut token: Option<String> = None;
         loop {
-            let mut query = vec![("list-type", "2".to_string()), ("prefix", prefix.to_string())];
+            let mut query = vec![
+                ("list-type", "2".to_string()),
+                ("prefix", prefix.to_string()),
+            ];
             if let Some(t) = &token {
                 query.push(("continuation-token", t.clone()));
             }
@@ -89,7 +99,11 @@ impl Moto {
             let sizes = between(&body, "<Size>", "</Size>");
             let names = between(&body, "<Key>", "</Key>");
             assert_eq!(sizes.len(), names.len(), "a key without a size: {body}");
-            keys.extend(names.into_iter().zip(sizes.iter().map(|s| s.parse().unwrap_or(0))));
+            keys.extend(
+                names
+                    .into_iter()
+                    .zip(sizes.iter().map(|s| s.parse().unwrap_or(0))),
+            );
             token = between(&body, "<NextContinuationToken>", "</NextContinuationToken>")
                 .into_iter()
                 .next();

@@ -38,7 +38,9 @@ impl Plan {
             let gone = other.work.iter().find(|k| !self.work.contains(k));
             return Some(match (extra, gone) {
                 (Some(k), _) => format!("its work list has no run `{k}`"),
-                (None, Some(k)) => format!("its work list has a run `{k}` this command would not do"),
+                (None, Some(k)) => {
+                    format!("its work list has a run `{k}` this command would not do")
+                }
                 (None, None) => "its work list is in another order".into(),
             });
         }
@@ -85,13 +87,21 @@ mod tests {
     fn a_differing_plan_says_how() {
         let a = plan(&["x/1", "x/2"]);
         assert_eq!(a.differs_from(&a.clone()), None);
-        assert!(a.differs_from(&plan(&["x/1"])).unwrap().contains("no run `x/2`"));
+        assert!(
+            a.differs_from(&plan(&["x/1"]))
+                .unwrap()
+                .contains("no run `x/2`")
+        );
         assert!(
             a.differs_from(&plan(&["x/1", "x/2", "y/1"]))
                 .unwrap()
                 .contains("`y/1` this command would not do")
         );
-        assert!(a.differs_from(&plan(&["x/2", "x/1"])).unwrap().contains("order"));
+        assert!(
+            a.differs_from(&plan(&["x/2", "x/1"]))
+                .unwrap()
+                .contains("order")
+        );
         let mut b = a.clone();
         b.settings = json!({"runs": 3});
         assert!(a.differs_from(&b).unwrap().contains("settings"));

@@ -85,9 +85,21 @@ mod tests {
     #[test]
     fn inconsistent_flags_say_what_is_missing() {
         assert_eq!(Shard::new(None, None).unwrap(), Shard::ALL);
-        assert!(Shard::new(Some(0), None).unwrap_err().contains("--shard-count"));
-        assert!(Shard::new(None, Some(2)).unwrap_err().contains("JOB_COMPLETION_INDEX"));
+        assert!(
+            Shard::new(Some(0), None)
+                .unwrap_err()
+                .contains("--shard-count")
+        );
+        assert!(
+            Shard::new(None, Some(2))
+                .unwrap_err()
+                .contains("JOB_COMPLETION_INDEX")
+        );
         assert!(Shard::new(Some(2), Some(2)).unwrap_err().contains("below"));
-        assert!(Shard::new(Some(0), Some(0)).unwrap_err().contains("at least 1"));
+        assert!(
+            Shard::new(Some(0), Some(0))
+                .unwrap_err()
+                .contains("at least 1")
+        );
     }
 }

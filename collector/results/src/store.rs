@@ -23,7 +23,9 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use futures_util::{StreamExt, TryStreamExt};
 use object_store::path::Path as ObjPath;
-use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutOptions, PutPayload};
+use object_store::{
+    ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutOptions, PutPayload,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -131,10 +133,12 @@ impl Store {
                 }
                 dir
             }
-            Inner::Objects { .. } => std::env::temp_dir()
-                .join(format!("faultline-{}", uuid::Uuid::new_v4().simple())),
+            Inner::Objects { .. } => {
+                std::env::temp_dir().join(format!("faultline-{}", uuid::Uuid::new_v4().simple()))
+            }
         };
-        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
         Ok(dir)
     }
 
@@ -253,7 +257,11 @@ impl Store {
                 Ok(Published::AlreadyThere)
             }
             Err(e) => Err(e).with_context(|| {
-                format!("moving the finished run {} to {}", dir.display(), target.display())
+                format!(
+                    "moving the finished run {} to {}",
+                    dir.display(),
+                    target.display()
+                )
             }),
         }
     }
@@ -263,9 +271,10 @@ impl Store {
         match &self.inner {
             Inner::Dir(root) => {
                 let path = root.join(key).join(self.done_file);
-                let bytes =
-                    std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-                serde_json::from_slice(&bytes).with_context(|| format!("{}: not JSON", path.display()))
+                let bytes = std::fs::read(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                serde_json::from_slice(&bytes)
+                    .with_context(|| format!("{}: not JSON", path.display()))
             }
             Inner::Objects { .. } => Ok(self.marker(key).await?.summary),
         }
@@ -277,7 +286,8 @@ impl Store {
             .read(&name)
             .await?
             .with_context(|| format!("{}: run {key} is not complete", self.shown))?;
-        serde_json::from_slice(&bytes).with_context(|| format!("{}/{name}: not a marker", self.shown))
+        serde_json::from_slice(&bytes)
+            .with_context(|| format!("{}/{name}: not a marker", self.shown))
     }
 
     /// A complete run as a local directory: a directory store's own, or an object store's
@@ -294,7 +304,9 @@ impl Store {
             return Ok(dest);
         }
         let marker = self.marker(key).await?;
-        let staging = cache.join(".partial").join(uuid::Uuid::new_v4().simple().to_string());
+        let staging = cache
+            .join(".partial")
+            .join(uuid::Uuid::new_v4().simple().to_string());
         let run_prefix = format!("runs/{key}/{}", marker.attempt);
         futures_util::stream::iter(&marker.files)
             .map(|f| {
@@ -358,15 +370,15 @@ impl Store {
             Inner::Dir(root) => match std::fs::read(root.join(name)) {
                 Ok(b) => Ok(Some(b)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(e).with_context(|| format!("cannot read {}", root.join(name).display())),
-            },
-            Inner::Objects { store, root } => {
-                match store.get(&obj(root, name)).await {
-                    Ok(g) => Ok(Some(g.bytes().await?.to_vec())),
-                    Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    Err(e) => Err(e).with_context(|| format!("reading {name} from {}", self.shown)),
+                Err(e) => {
+                    Err(e).with_context(|| format!("cannot read {}", root.join(name).display()))
                 }
-            }
+            },
+            Inner::Objects { store, root } => match store.get(&obj(root, name)).await {
+                Ok(g) => Ok(Some(g.bytes().await?.to_vec())),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e).with_context(|| format!("reading {name} from {}", self.shown)),
+            },
         }
     }
 }
@@ -375,7 +387,9 @@ impl Store {
 fn open_url(spec: &str) -> anyhow::Result<(Arc<dyn ObjectStore>, String)> {
     let url = url::Url::parse(spec).with_context(|| format!("`{spec}`: not a URL"))?;
     let unsupported = || {
-        format!("`{spec}`: expected s3://bucket/prefix, gs://bucket/prefix, az://container/prefix, file:///dir or a directory")
+        format!(
+            "`{spec}`: expected s3://bucket/prefix, gs://bucket/prefix, az://container/prefix, file:///dir or a directory"
+        )
     };
     let (scheme, path) = ObjectStoreScheme::parse(&url).with_context(unsupported)?;
     let store: Arc<dyn ObjectStore> = match scheme {
@@ -398,7 +412,9 @@ fn open_url(spec: &str) -> anyhow::Result<(Arc<dyn ObjectStore>, String)> {
                 .with_context(|| format!("{spec}: the Azure store (AZURE_* variables)"))?,
         ),
         ObjectStoreScheme::Local => {
-            let dir = url.to_file_path().map_err(|()| anyhow::anyhow!(unsupported()))?;
+            let dir = url
+                .to_file_path()
+                .map_err(|()| anyhow::anyhow!(unsupported()))?;
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             let store = object_store::local::LocalFileSystem::new_with_prefix(&dir)
@@ -470,7 +486,10 @@ async fn upload(
         summary,
     };
     let bytes = serde_json::to_vec_pretty(&marker)?;
-    match store.put_opts(&marker_path, bytes.into(), create_only()).await {
+    match store
+        .put_opts(&marker_path, bytes.into(), create_only())
+        .await
+    {
         Ok(_) => Ok(Published::Mine),
         Err(object_store::Error::AlreadyExists { .. }) => {
             // Lost the race: the other writer's attempt is the result; ours goes.
@@ -489,10 +508,16 @@ async fn upload(
 /// followed.
 fn files_of(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) -> anyhow::Result<()> {
-        for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        for entry in
+            std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?
+        {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            let rel = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+            let rel = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
             let kind = entry.file_type()?;
             if kind.is_dir() {
                 walk(&entry.path(), &rel, out)?;

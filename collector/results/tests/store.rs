@@ -31,12 +31,22 @@ async fn a_published_run_is_complete_and_comes_back_whole() {
         let keys = vec!["a/p/noise-1".to_string(), "a/p/noise-2".to_string()];
         assert!(store.completed(&keys).await.unwrap().is_empty());
         let made = run_dir(tmp.path(), "one");
-        assert_eq!(store.publish(&keys[0], &made).await.unwrap(), Published::Mine);
-        assert!(!made.exists(), "{}: the made run is gone once published", store.describe());
+        assert_eq!(
+            store.publish(&keys[0], &made).await.unwrap(),
+            Published::Mine
+        );
+        assert!(
+            !made.exists(),
+            "{}: the made run is gone once published",
+            store.describe()
+        );
         let done = store.completed(&keys).await.unwrap();
         assert_eq!(done.into_iter().collect::<Vec<_>>(), vec![keys[0].clone()]);
         assert_eq!(store.summary(&keys[0]).await.unwrap()["by"], "one");
-        let local = store.local_copy(&keys[0], &tmp.path().join("cache")).await.unwrap();
+        let local = store
+            .local_copy(&keys[0], &tmp.path().join("cache"))
+            .await
+            .unwrap();
         assert_eq!(
             std::fs::read_to_string(local.join("logs/agent.stdout")).unwrap(),
             "output of one\n"
@@ -56,8 +66,14 @@ async fn of_two_writers_of_one_run_the_first_stands_and_the_second_leaves_nothin
         let mut outcomes = [a.unwrap(), b.unwrap()];
         outcomes.sort_by_key(|p| *p == Published::AlreadyThere);
         assert_eq!(outcomes, [Published::Mine, Published::AlreadyThere]);
-        let winner = store.summary(key).await.unwrap()["by"].as_str().unwrap().to_string();
-        let local = store.local_copy(key, &tmp.path().join("cache")).await.unwrap();
+        let winner = store.summary(key).await.unwrap()["by"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let local = store
+            .local_copy(key, &tmp.path().join("cache"))
+            .await
+            .unwrap();
         assert_eq!(
             std::fs::read_to_string(local.join("logs/agent.stdout")).unwrap(),
             format!("output of {winner}\n"),
@@ -92,7 +108,13 @@ async fn a_writer_killed_before_its_marker_leaves_no_complete_run() {
     std::fs::create_dir_all(&orphan).unwrap();
     std::fs::write(orphan.join(DONE), "{\"by\": \"killed\"}").unwrap();
     let key = "a/p/noise-1".to_string();
-    assert!(store.completed(std::slice::from_ref(&key)).await.unwrap().is_empty());
+    assert!(
+        store
+            .completed(std::slice::from_ref(&key))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(store.summary(&key).await.is_err());
     // The retry publishes; the orphan is ignored.
     let made = run_dir(tmp.path(), "retry");
@@ -113,7 +135,10 @@ async fn a_file_changed_in_the_store_is_refused_on_download() {
         .unwrap()
         .path();
     std::fs::write(attempt.join("logs/agent.stdout"), "tampered\n").unwrap();
-    let err = store.local_copy("k/1", &tmp.path().join("cache")).await.unwrap_err();
+    let err = store
+        .local_copy("k/1", &tmp.path().join("cache"))
+        .await
+        .unwrap_err();
     assert!(format!("{err:#}").contains("SHA-256"), "{err:#}");
     assert!(!tmp.path().join("cache/k/1").exists());
 }
@@ -139,10 +164,20 @@ async fn shards_of_other_work_are_refused_by_the_plan() {
 
 #[test]
 fn a_bad_location_says_what_is_expected() {
-    let err = Store::open("ftp://host/x", DONE).err().expect("ftp is no store");
-    assert!(format!("{err:#}").contains("expected s3://bucket/prefix"), "{err:#}");
+    let err = Store::open("ftp://host/x", DONE)
+        .err()
+        .expect("ftp is no store");
+    assert!(
+        format!("{err:#}").contains("expected s3://bucket/prefix"),
+        "{err:#}"
+    );
     let err = Store::open("not a url://x", DONE).err().expect("not a URL");
     assert!(format!("{err:#}").contains("not a URL"), "{err:#}");
     // Without a scheme it is a directory.
-    assert!(Store::open("runs/board", DONE).unwrap().local_root().is_some());
+    assert!(
+        Store::open("runs/board", DONE)
+            .unwrap()
+            .local_root()
+            .is_some()
+    );
 }

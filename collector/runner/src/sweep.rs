@@ -207,15 +207,16 @@ pub async fn merge(store: &Store) -> anyhow::Result<Index> {
         plan.kind
     );
     let stored = store.completed(&plan.work).await?;
-    let entries: Vec<Entry> = futures_util::stream::iter(plan.work.iter().filter(|k| stored.contains(*k)))
-        .map(|k| async move {
-            let summary = store.summary(k).await?;
-            serde_json::from_value::<Entry>(summary)
-                .with_context(|| format!("{k}/{ENTRY_FILE}: not a sweep entry"))
-        })
-        .buffered(32)
-        .try_collect()
-        .await?;
+    let entries: Vec<Entry> =
+        futures_util::stream::iter(plan.work.iter().filter(|k| stored.contains(*k)))
+            .map(|k| async move {
+                let summary = store.summary(k).await?;
+                serde_json::from_value::<Entry>(summary)
+                    .with_context(|| format!("{k}/{ENTRY_FILE}: not a sweep entry"))
+            })
+            .buffered(32)
+            .try_collect()
+            .await?;
     let missing = plan
         .work
         .iter()

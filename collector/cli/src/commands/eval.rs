@@ -210,7 +210,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     eprintln!(
         "{}{} runs: {} ran now, {} finished before, {} made first by another shard, {} could not run{}",
-        if shard.is_all() { String::new() } else { format!("{shard}: ") },
+        if shard.is_all() {
+            String::new()
+        } else {
+            format!("{shard}: ")
+        },
         total,
         report.ran,
         report.resumed,
@@ -239,7 +243,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Err(e) => return Err(e).context("writing the board"),
             }
         }
-        _ => eprintln!("the board, once the runs are in: collector eval board --from {out} --out board"),
+        _ => eprintln!(
+            "the board, once the runs are in: collector eval board --from {out} --out board"
+        ),
     }
     Ok(if report.interrupted {
         ExitCode::from(130)
@@ -285,4 +291,3 @@ pub(crate) fn board(args: BoardArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(ExitCode::SUCCESS)
 }
-

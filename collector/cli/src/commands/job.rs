@@ -103,10 +103,16 @@ pub fn run(
     }
     let (config_map, job) = manifests(args, agents_file, agents, problems)?;
     if args.job.emit_job {
-        println!("# collector eval as an Indexed Job: kubectl apply -f this; the board: collector eval board --from {out} --out board");
-        println!("# The pods read the Secrets {} and {} as their environment (both optional).", args.job.store_secret, args.job.judge_secret);
+        println!(
+            "# collector eval as an Indexed Job: kubectl apply -f this; the board: collector eval board --from {out} --out board"
+        );
+        println!(
+            "# The pods read the Secrets {} and {} as their environment (both optional).",
+            args.job.store_secret, args.job.judge_secret
+        );
         for doc in [&config_map, &job] {
-            println!("---\n{}", serde_norway::to_string(doc)?.trim_end());
+            // Each document ends with its own newline (a block scalar's last line break is data).
+            print!("---\n{}", serde_norway::to_string(doc)?);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -145,7 +151,10 @@ pub fn manifests(
     plan_hash.update(problems.join(",").as_bytes());
     plan_hash.update(args.out.as_deref().unwrap_or_default().as_bytes());
     let name = j.job_name.clone().unwrap_or_else(|| {
-        format!("faultline-eval-{}", &hex::encode(plan_hash.finalize())[..10])
+        format!(
+            "faultline-eval-{}",
+            &hex::encode(plan_hash.finalize())[..10]
+        )
     });
     let labels = json!({"app.kubernetes.io/name": "faultline", "app.kubernetes.io/component": "eval", "app.kubernetes.io/instance": name});
     let config_map = json!({
@@ -213,13 +222,20 @@ pub fn manifests(
 /// round trip failing to give `v` back means a misspelt or misplaced field.
 fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(v: Value) -> anyhow::Result<Value> {
     let back = serde_json::to_value(serde_json::from_value::<T>(v.clone())?)?;
-    anyhow::ensure!(back == v, "internal: a manifest field is not in the Kubernetes schema: {v}");
+    anyhow::ensure!(
+        back == v,
+        "internal: a manifest field is not in the Kubernetes schema: {v}"
+    );
     Ok(v)
 }
 
 /// The pods' command line: this evaluation, its shard count, and the config from the ConfigMap.
 fn pod_args(args: &Args, problems: &[String], shards: u32) -> Vec<String> {
-    let noise: Vec<&str> = args.noise.iter().map(|n| if *n { "on" } else { "off" }).collect();
+    let noise: Vec<&str> = args
+        .noise
+        .iter()
+        .map(|n| if *n { "on" } else { "off" })
+        .collect();
     let mut a: Vec<String> = [
         "eval",
         "--agents",
@@ -276,8 +292,13 @@ fn config_files(
     let mut rewritten = agents.to_vec();
     for (i, a) in rewritten.iter_mut().enumerate() {
         if let Some(p) = &a.prompt {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("{}: agents[{i}].prompt: cannot read {}", agents_file.display(), p.display()))?;
+            let text = std::fs::read_to_string(p).with_context(|| {
+                format!(
+                    "{}: agents[{i}].prompt: cannot read {}",
+                    agents_file.display(),
+                    p.display()
+                )
+            })?;
             let key = format!("prompt-{}.md", a.name);
             data.insert(key.clone(), text);
             a.prompt = Some(PathBuf::from(key));
@@ -308,11 +329,16 @@ async fn on_cluster(
             kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
                 .await?
         }
-        None => kube::Config::infer().await.context("no cluster: pass --kubeconfig")?,
+        None => kube::Config::infer()
+            .await
+            .context("no cluster: pass --kubeconfig")?,
     };
     let cluster = config.cluster_url.to_string();
     let client = kube::Client::try_from(config)?;
-    let name = job["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let name = job["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let apply = PatchParams::apply("faultline").force();
     Api::<ConfigMap>::namespaced(client.clone(), &j.namespace)
         .patch(&name, &apply, &Patch::Apply(&config_map))
@@ -322,16 +348,25 @@ async fn on_cluster(
     jobs.patch(&name, &apply, &Patch::Apply(&job))
         .await
         .map_err(|e| match &e {
-            kube::Error::Api(s) if s.code == 404 => {
-                anyhow::anyhow!("{cluster} does not serve batch/v1 Jobs in namespace {}: {e}", j.namespace)
-            }
+            // 404: no such resource; 405: the resource is known but cannot be written there.
+            kube::Error::Api(s) if s.code == 404 || s.code == 405 => anyhow::anyhow!(
+                "{cluster} does not serve batch/v1 Jobs in namespace {} (HTTP {}): {e}",
+                j.namespace,
+                s.code
+            ),
             _ => anyhow::Error::from(e),
         })
         .with_context(|| format!("applying Job {name} to {cluster}"))?;
     let out = args.out.as_deref().unwrap_or_default();
-    eprintln!("applied Job {}/{name} ({} shards) to {cluster}", j.namespace, j.shards);
+    eprintln!(
+        "applied Job {}/{name} ({} shards) to {cluster}",
+        j.namespace, j.shards
+    );
     if !j.wait {
-        eprintln!("follow: kubectl -n {} get job {name} -w; the board: collector eval board --from {out} --out board", j.namespace);
+        eprintln!(
+            "follow: kubectl -n {} get job {name} -w; the board: collector eval board --from {out} --out board",
+            j.namespace
+        );
         return Ok(None);
     }
     let store = super::shard::open_store(out, session::RUN_FILE)?;
@@ -353,15 +388,20 @@ async fn on_cluster(
             status.succeeded.unwrap_or(0),
             status.failed.unwrap_or(0)
         ));
-        let ended = status.conditions.iter().flatten().find(|c| {
-            c.status == "True" && (c.type_ == "Complete" || c.type_ == "Failed")
-        });
+        let ended = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.status == "True" && (c.type_ == "Complete" || c.type_ == "Failed"));
         if let Some(c) = ended {
             break (c.type_ == "Failed").then(|| {
                 format!(
                     "{}{}",
                     c.message.clone().unwrap_or_default(),
-                    status.failed_indexes.map(|f| format!(" (failed indexes {f})")).unwrap_or_default()
+                    status
+                        .failed_indexes
+                        .map(|f| format!(" (failed indexes {f})"))
+                        .unwrap_or_default()
                 )
             });
         }

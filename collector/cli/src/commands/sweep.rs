@@ -76,7 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--problems and --out are required");
     };
     let catalog = super::snapshot::load_catalog(args.catalog.as_deref())?;
-    let selected = catalog.problems_matching(problems).map_err(anyhow::Error::msg)?;
+    let selected = catalog
+        .problems_matching(problems)
+        .map_err(anyhow::Error::msg)?;
     anyhow::ensure!(
         !selected.is_empty(),
         "--problems {problems:?} matches no problem (see `collector problems list`)"
@@ -117,16 +119,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("not stored: {key}: {e}");
     }
     let failed = report.made.iter().filter(|e| !e.ok).count();
-    if !args.json || !shard.is_all() {
-        eprintln!(
-            "{shard}: {} runs: {} made now ({failed} failed), {} there before, {} made first by another writer, {} not stored",
-            total,
-            report.made.len(),
-            report.resumed,
-            report.raced,
-            report.unstored.len()
-        );
-    }
+    eprintln!(
+        "{shard}: {} runs: {} made now ({failed} failed), {} there before, {} made first by another writer, {} not stored",
+        total,
+        report.made.len(),
+        report.resumed,
+        report.raced,
+        report.unstored.len()
+    );
     if shard.is_all() {
         let index = write_index(&runtime, &store)?;
         print_index(&index, store.describe(), args.json)?;
@@ -190,6 +190,9 @@ fn print_index(index: &Index, shown: &str, json: bool) -> anyhow::Result<()> {
     for r in index.runs.iter().filter(|r| !r.ok) {
         println!("    failed {}: {}", r.key, r.error.as_deref().unwrap_or(""));
     }
-    println!("  index         {}/{INDEX_FILE}", shown.trim_end_matches('/'));
+    println!(
+        "  index         {}/{INDEX_FILE}",
+        shown.trim_end_matches('/')
+    );
     Ok(())
 }

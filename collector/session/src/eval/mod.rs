@@ -132,29 +132,28 @@ pub async fn run(
     if opts.mode == Mode::Replay {
         record_datasets(catalog, opts, &todo).await?;
     }
-    let results: Vec<(Cell, Result<results::Published, String>)> =
-        futures_util::stream::iter(todo)
-            .map(|cell| {
-                let mut stop = stop.clone();
-                let staging = staging.clone();
-                async move {
-                    let outcome = if *stop.borrow() {
-                        Err("interrupted before it started".to_string())
-                    } else {
-                        let interrupt = async move {
-                            let _ = stop.wait_for(|s| *s).await;
-                        };
-                        run_cell(catalog, opts, &cell, staging, interrupt)
-                            .await
-                            .map_err(|e| format!("{e:#}"))
+    let results: Vec<(Cell, Result<results::Published, String>)> = futures_util::stream::iter(todo)
+        .map(|cell| {
+            let mut stop = stop.clone();
+            let staging = staging.clone();
+            async move {
+                let outcome = if *stop.borrow() {
+                    Err("interrupted before it started".to_string())
+                } else {
+                    let interrupt = async move {
+                        let _ = stop.wait_for(|s| *s).await;
                     };
-                    on_cell(&cell, outcome.as_ref().err().map(String::as_str));
-                    (cell, outcome)
-                }
-            })
-            .buffer_unordered(opts.jobs.max(1))
-            .collect()
-            .await;
+                    run_cell(catalog, opts, &cell, staging, interrupt)
+                        .await
+                        .map_err(|e| format!("{e:#}"))
+                };
+                on_cell(&cell, outcome.as_ref().err().map(String::as_str));
+                (cell, outcome)
+            }
+        })
+        .buffer_unordered(opts.jobs.max(1))
+        .collect()
+        .await;
     for (cell, outcome) in results {
         match outcome {
             Ok(results::Published::Mine) => report.ran += 1,
@@ -256,7 +255,14 @@ async fn record_datasets(
 ) -> anyhow::Result<()> {
     let mut wanted: Vec<(PathBuf, String, u64, bool)> = cells
         .iter()
-        .map(|c| (dataset_dir(&opts.datasets, c), c.problem.clone(), c.run, c.noise))
+        .map(|c| {
+            (
+                dataset_dir(&opts.datasets, c),
+                c.problem.clone(),
+                c.run,
+                c.noise,
+            )
+        })
         .filter(|(dir, ..)| !dir.join("evaluation.json").is_file())
         .collect();
     wanted.sort_by(|a, b| a.0.cmp(&b.0));
@@ -317,19 +323,23 @@ pub async fn gather(
         plan.kind
     );
     let stored = store.completed(&plan.work).await?;
-    let dirs: Vec<PathBuf> = futures_util::stream::iter(plan.work.iter().filter(|k| stored.contains(*k)))
-        .map(|k| async move {
-            let dir = store.local_copy(k, cache).await;
-            fetched(1);
-            dir
-        })
-        .buffered(8)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<anyhow::Result<_>>()?;
+    let dirs: Vec<PathBuf> =
+        futures_util::stream::iter(plan.work.iter().filter(|k| stored.contains(*k)))
+            .map(|k| async move {
+                let dir = store.local_copy(k, cache).await;
+                fetched(1);
+                dir
+            })
+            .buffered(8)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<anyhow::Result<_>>()?;
     Ok(Gathered {
-        run_files: dirs.into_iter().map(|d| d.join(session::RUN_FILE)).collect(),
+        run_files: dirs
+            .into_iter()
+            .map(|d| d.join(session::RUN_FILE))
+            .collect(),
         missing: plan
             .work
             .iter()
