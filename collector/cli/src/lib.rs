@@ -70,7 +70,7 @@ pub enum Command {
     /// Run a problem live in the simulator, behind writable Kubernetes and read APIs.
     Env(env_cmd::Args),
     /// Evaluate agents × problems × runs × noise in parallel, resumable, and write the board.
-    Eval(eval_cmd::Args),
+    Eval(Box<eval_cmd::Args>),
     /// Fault real processes through eBPF, scoped to a cgroup: failing syscalls, packet loss; what
     /// this kernel allows; which catalog problems this host can run.
     Inject(commands::inject::Args),
@@ -109,7 +109,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dataset(args) => dataset::run(args),
         Command::Deploy(args) => commands::deploy::run(args),
         Command::Env(args) => env_cmd::run(args),
-        Command::Eval(args) => eval_cmd::run(args),
+        Command::Eval(args) => eval_cmd::run(*args),
         Command::Inject(args) => commands::inject::run(args),
         Command::Live(args) => live_cmd::run(*args),
         Command::Mcp(args) => commands::mcp::run(args),

@@ -28,10 +28,11 @@ pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/faultline/collector:", env!("CA
 /// Where the ConfigMap is mounted in the pods.
 const CONFIG_DIR: &str = "/etc/faultline";
 
-// Resource requests per pod, from the benchmarks: a live session (simulator, APIs, MCP server,
-// the agent's sandbox; a scripted agent) peaks near 300 MiB and half a core while the agent
-// works; a replay cell records its dataset first (a 1 h snapshot peaks at 373 MiB, see the
-// dataset_memory bench). The agent's own needs come on top and are the user's to add.
+// Resource requests per pod, measured: `collector eval` of the scripted reference fixer (speed 10)
+// peaked at 480 MiB for one session and 1.55 GiB for four at once (about 360 MiB a session over a
+// base near 120 MiB), using 0.3 core a session; a replay cell records its dataset first (a 1 h
+// snapshot peaks at 373 MiB, see the dataset_memory bench). The agent's own needs come on top and
+// are the user's to add.
 const POD_BASE_MIB: u64 = 256;
 const SESSION_MIB: u64 = 384;
 const RECORDING_MIB: u64 = 512;
