@@ -73,33 +73,21 @@ fn main() {
         if !which.is_empty() && !which.iter().any(|w| w == kind) {
             continue;
         }
-        let local = tmp.path().join(format!("{kind}-local"));
-        let started = Instant::now();
-        let status = collector(&moto, tmp.path(), &args)
-            .args(["--jobs", "2", "--out"])
-            .arg(&local)
-            .status()
-            .expect("collector runs");
-        assert!(status.success(), "{kind} into a directory: {status:?}");
-        let one = started.elapsed().as_secs_f64();
-        let url = format!("s3://bench/{kind}");
-        let started = Instant::now();
-        let shards: Vec<Child> = (0..2)
-            .map(|i| {
-                collector(&moto, tmp.path(), &args)
-                    .args(["--jobs", "1", "--out", &url])
-                    .env("JOB_COMPLETION_INDEX", i.to_string())
-                    .env("FAULTLINE_SHARD_COUNT", "2")
-                    .spawn()
-                    .expect("collector runs")
-            })
-            .collect();
-        for mut s in shards {
-            let status = s.wait().unwrap();
-            assert!(status.success(), "a {kind} shard: {status:?}");
+        // Rounds alternate the two ways, so a drift in the machine's speed meets both.
+        let (mut one, mut sharded) = (vec![], vec![]);
+        let mut stored = 0;
+        for round in 0..ROUNDS {
+            one.push(one_process(
+                &moto,
+                tmp.path(),
+                &args,
+                &format!("{kind}-{round}"),
+            ));
+            let url = format!("s3://bench/{kind}-{round}");
+            sharded.push(two_shards(&moto, tmp.path(), &args, &url));
+            stored = moto.bytes("bench", &format!("{kind}-{round}/"));
         }
-        let sharded = started.elapsed().as_secs_f64();
-        let stored = moto.bytes("bench", &format!("{kind}/"));
+        let (one, sharded) = (median(one), median(sharded));
         println!(
             "{kind:<7} {runs:>5} {:>16.1} {:>16.1} {:>9.1}% {:>14.1}",
             runs as f64 * 60.0 / one,
@@ -108,6 +96,47 @@ fn main() {
             stored as f64 / runs as f64 / 1024.0
         );
     }
+    println!(
+        "(medians of {ROUNDS} rounds; overhead: the shards' wall time over the one process's, minus 1)"
+    );
+}
+
+const ROUNDS: usize = 3;
+
+/// Seconds for one process with two jobs, into a directory.
+fn one_process(moto: &Moto, cwd: &Path, args: &[&str], out: &str) -> f64 {
+    let started = Instant::now();
+    let status = collector(moto, cwd, args)
+        .args(["--jobs", "2", "--out", out])
+        .status()
+        .expect("collector runs");
+    assert!(status.success(), "{out}: {status:?}");
+    started.elapsed().as_secs_f64()
+}
+
+/// Seconds for two shard processes with one job each, into S3.
+fn two_shards(moto: &Moto, cwd: &Path, args: &[&str], url: &str) -> f64 {
+    let started = Instant::now();
+    let shards: Vec<Child> = (0..2)
+        .map(|i| {
+            collector(moto, cwd, args)
+                .args(["--jobs", "1", "--out", url])
+                .env("JOB_COMPLETION_INDEX", i.to_string())
+                .env("FAULTLINE_SHARD_COUNT", "2")
+                .spawn()
+                .expect("collector runs")
+        })
+        .collect();
+    for mut s in shards {
+        let status = s.wait().unwrap();
+        assert!(status.success(), "a shard into {url}: {status:?}");
+    }
+    started.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 fn collector(moto: &Moto, cwd: &Path, args: &[&str]) -> Command {
