@@ -54,6 +54,22 @@ enum Inner {
     },
 }
 
+/// A store holding the runs of another plan: no try of this command can add to it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{store} holds the results of other work ({why}): use another --out, or the command that made it"
+)]
+pub struct OtherWork {
+    pub store: String,
+    pub why: String,
+}
+
+/// Whether an error of a store is worth another try: anything but a store of other work (a store
+/// that did not answer, a file that could not be written).
+pub fn worth_retrying(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<OtherWork>().is_none()
+}
+
 /// What publishing a run did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Published {
@@ -164,10 +180,11 @@ impl Store {
                 .await?
                 .context("the plan vanished while it was being compared")?;
             if let Some(why) = plan.differs_from(&there) {
-                bail!(
-                    "{} holds the results of other work ({why}): use another --out, or the command that made it",
-                    self.shown
-                );
+                return Err(OtherWork {
+                    store: self.shown.clone(),
+                    why,
+                }
+                .into());
             }
         }
         Ok(())
@@ -393,12 +410,23 @@ fn open_url(spec: &str) -> anyhow::Result<(Arc<dyn ObjectStore>, String)> {
     };
     let (scheme, path) = ObjectStoreScheme::parse(&url).with_context(unsupported)?;
     let store: Arc<dyn ObjectStore> = match scheme {
-        ObjectStoreScheme::AmazonS3 => Arc::new(
-            object_store::aws::AmazonS3Builder::from_env()
-                .with_url(spec)
-                .build()
-                .with_context(|| format!("{spec}: the S3 store (AWS_* variables)"))?,
-        ),
+        ObjectStoreScheme::AmazonS3 => {
+            warn_without_credentials(
+                "S3",
+                &[
+                    "AWS_ACCESS_KEY_ID",
+                    "AWS_WEB_IDENTITY_TOKEN_FILE",
+                    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                ],
+            );
+            Arc::new(
+                object_store::aws::AmazonS3Builder::from_env()
+                    .with_url(spec)
+                    .build()
+                    .with_context(|| format!("{spec}: the S3 store (AWS_* variables)"))?,
+            )
+        }
         ObjectStoreScheme::GoogleCloudStorage => Arc::new(
             object_store::gcp::GoogleCloudStorageBuilder::from_env()
                 .with_url(spec)
@@ -424,6 +452,17 @@ fn open_url(spec: &str) -> anyhow::Result<(Arc<dyn ObjectStore>, String)> {
         _ => bail!(unsupported()),
     };
     Ok((store, path.as_ref().to_string()))
+}
+
+/// Says, before the first request fails obscurely, that no credentials are in the environment:
+/// the client then asks the cloud's instance metadata service, which off the cloud refuses.
+fn warn_without_credentials(cloud: &str, variables: &[&str]) {
+    if variables.iter().all(|v| std::env::var_os(v).is_none()) {
+        tracing::warn!(
+            "no {cloud} credentials in the environment ({}): asking the instance's metadata service",
+            variables.join(", ")
+        );
+    }
 }
 
 /// `root/rel` as an object path.

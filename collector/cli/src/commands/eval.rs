@@ -12,7 +12,7 @@ use anyhow::Context;
 use problems::Dur;
 
 use super::job::JobArgs;
-use super::shard::{OUT_HELP, ShardArgs, open_store, progress};
+use super::shard::{OUT_HELP, ShardArgs, open_store, progress, retry};
 use super::snapshot::load_catalog;
 use session::Judging;
 use session::eval::{self, EvalOptions, plan};
@@ -202,7 +202,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&opts.scratch);
         let _ = std::fs::remove_dir_all(&opts.datasets);
     }
-    let report = report.map_err(|e| e.context(crate::Retry))?;
+    let report = report.map_err(retry)?;
     if !args.json {
         for (key, e) in &report.failed {
             eprintln!("failed: {key}: {e}");

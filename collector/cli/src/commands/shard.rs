@@ -48,3 +48,12 @@ pub fn progress(hidden: bool, total: u64, what: &str) -> ProgressBar {
     );
     bar
 }
+
+/// A store that did not answer is worth another try: the error says so through the exit code.
+pub fn retry(e: anyhow::Error) -> anyhow::Error {
+    if results::worth_retrying(&e) {
+        e.context(crate::Retry)
+    } else {
+        e
+    }
+}

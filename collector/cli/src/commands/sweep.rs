@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use problems::Dur;
 
-use super::shard::{OUT_HELP, ShardArgs, open_store, progress};
+use super::shard::{OUT_HELP, ShardArgs, open_store, progress, retry};
 use runner::snapshot::Options;
 use runner::sweep::{self, ENTRY_FILE, INDEX_FILE, Index, Sweep};
 
@@ -159,11 +159,6 @@ fn write_index(runtime: &tokio::runtime::Runtime, store: &results::Store) -> any
             .await?;
         Ok(index)
     })
-}
-
-/// A store that did not answer is worth another try: the error says so through the exit code.
-fn retry(e: anyhow::Error) -> anyhow::Error {
-    e.context(crate::Retry)
 }
 
 fn print_index(index: &Index, shown: &str, json: bool) -> anyhow::Result<()> {
