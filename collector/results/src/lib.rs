@@ -10,7 +10,7 @@ pub mod store;
 
 pub use plan::{Plan, check_key};
 pub use shard::Shard;
-pub use store::{OtherWork, Published, Store, worth_retrying};
+pub use store::{OtherWork, Progress, Published, Store, worth_retrying};
 
 /// Exit code of a shard that could not finish its share for a reason worth another try (a store
 /// that did not answer, a session that could not start): EX_TEMPFAIL. An Indexed Job's

@@ -54,6 +54,14 @@ enum Inner {
     },
 }
 
+/// A plan's runs: those stored and those not (yet), each in plan order.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub plan: Plan,
+    pub done: Vec<String>,
+    pub missing: Vec<String>,
+}
+
 /// A store holding the runs of another plan: no try of this command can add to it.
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -198,6 +206,27 @@ impl Store {
         serde_json::from_slice(&bytes)
             .map(Some)
             .with_context(|| format!("{}/{PLAN_FILE}: not a plan", self.shown))
+    }
+
+    /// How far the work of the store's plan is, the plan being of `kind` (`sweep`, `eval`).
+    pub async fn progress(&self, kind: &str) -> anyhow::Result<Progress> {
+        let plan = self
+            .plan()
+            .await?
+            .with_context(|| format!("{} holds no {kind} (no {PLAN_FILE})", self.shown))?;
+        anyhow::ensure!(
+            plan.kind == kind,
+            "{} holds a {} where a {kind} was expected",
+            self.shown,
+            plan.kind
+        );
+        let stored = self.completed(&plan.work).await?;
+        let (done, missing) = plan.work.iter().cloned().partition(|k| stored.contains(k));
+        Ok(Progress {
+            plan,
+            done,
+            missing,
+        })
     }
 
     /// Which of `keys` are complete.

@@ -193,36 +193,17 @@ impl Sweep<'_> {
 /// The index of everything the store holds of its plan: each stored run's entry, in plan order,
 /// and the keys still missing.
 pub async fn merge(store: &Store) -> anyhow::Result<Index> {
-    let plan = store.plan().await?.with_context(|| {
-        format!(
-            "{} holds no sweep (no {})",
-            store.describe(),
-            results::store::PLAN_FILE
-        )
-    })?;
-    anyhow::ensure!(
-        plan.kind == "sweep",
-        "{} holds an {}, not a sweep",
-        store.describe(),
-        plan.kind
-    );
-    let stored = store.completed(&plan.work).await?;
-    let entries: Vec<Entry> =
-        futures_util::stream::iter(plan.work.iter().filter(|k| stored.contains(*k)))
-            .map(|k| async move {
-                let summary = store.summary(k).await?;
-                serde_json::from_value::<Entry>(summary)
-                    .with_context(|| format!("{k}/{ENTRY_FILE}: not a sweep entry"))
-            })
-            .buffered(32)
-            .try_collect()
-            .await?;
-    let missing = plan
-        .work
-        .iter()
-        .filter(|k| !stored.contains(*k))
-        .cloned()
-        .collect();
+    let progress = store.progress("sweep").await?;
+    let entries: Vec<Entry> = futures_util::stream::iter(&progress.done)
+        .map(|k| async move {
+            let summary = store.summary(k).await?;
+            serde_json::from_value::<Entry>(summary)
+                .with_context(|| format!("{k}/{ENTRY_FILE}: not a sweep entry"))
+        })
+        .buffered(32)
+        .try_collect()
+        .await?;
+    let missing = progress.missing;
     Ok(Index {
         failed: entries.iter().filter(|r| !r.ok).count(),
         checks_failed: entries

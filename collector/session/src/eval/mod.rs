@@ -312,40 +312,24 @@ pub async fn gather(
     cache: &Path,
     fetched: &(dyn Fn(usize) + Sync),
 ) -> anyhow::Result<Gathered> {
-    let plan = store
-        .plan()
-        .await?
-        .with_context(|| format!("{} holds no evaluation (no plan.json)", store.describe()))?;
-    anyhow::ensure!(
-        plan.kind == "eval",
-        "{} holds a {}, not an evaluation",
-        store.describe(),
-        plan.kind
-    );
-    let stored = store.completed(&plan.work).await?;
-    let dirs: Vec<PathBuf> =
-        futures_util::stream::iter(plan.work.iter().filter(|k| stored.contains(*k)))
-            .map(|k| async move {
-                let dir = store.local_copy(k, cache).await;
-                fetched(1);
-                dir
-            })
-            .buffered(8)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect::<anyhow::Result<_>>()?;
+    let progress = store.progress("eval").await?;
+    let dirs: Vec<PathBuf> = futures_util::stream::iter(&progress.done)
+        .map(|k| async move {
+            let dir = store.local_copy(k, cache).await;
+            fetched(1);
+            dir
+        })
+        .buffered(8)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<_>>()?;
     Ok(Gathered {
         run_files: dirs
             .into_iter()
             .map(|d| d.join(session::RUN_FILE))
             .collect(),
-        missing: plan
-            .work
-            .iter()
-            .filter(|k| !stored.contains(*k))
-            .cloned()
-            .collect(),
-        runs: plan.settings["runs"].as_u64().map(|n| n as usize),
+        runs: progress.plan.settings["runs"].as_u64().map(|n| n as usize),
+        missing: progress.missing,
     })
 }
