@@ -123,12 +123,11 @@ fn the_job_is_an_indexed_job_of_shards_that_retries_only_infrastructure_failures
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
+    // Options are `--flag=value` words: no value stands alone for YAML 1.1 to read as a boolean.
     let after = |flag: &str| {
-        args[args
-            .iter()
-            .position(|a| *a == flag)
+        args.iter()
+            .find_map(|a| a.strip_prefix(&format!("{flag}=")))
             .unwrap_or_else(|| panic!("{flag} in {args:?}"))
-            + 1]
     };
     assert_eq!(after("--shard-count"), "8");
     assert_eq!(after("--out"), "s3://evals/board-7");
@@ -140,8 +139,14 @@ fn the_job_is_an_indexed_job_of_shards_that_retries_only_infrastructure_failures
         "hotel-geo-config-drift,hotel-geo-target-port"
     );
     assert!(
-        !args.contains(&"--shard-index"),
+        !args.iter().any(|a| a.starts_with("--shard-index")),
         "the index comes from JOB_COMPLETION_INDEX"
+    );
+    // As kubectl reads them (YAML 1.1), every argument is still a string.
+    assert!(
+        args.iter()
+            .all(|a| !["on", "off", "yes", "no", "y", "n"].contains(a)),
+        "{args:?}"
     );
     // Three sessions at once: their memory and CPU are requested.
     assert_eq!(c["resources"]["requests"]["cpu"], "1500m");

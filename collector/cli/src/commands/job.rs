@@ -108,7 +108,7 @@ pub fn run(
             "# collector eval as an Indexed Job: kubectl apply -f this; the board: collector eval board --from {out} --out board"
         );
         println!(
-            "# The pods read the Secrets {} and {} as their environment (both optional).",
+            "# The pods read the Secrets {} and {} as their environment (both optional): keys go there, not in the agents' env, which travels in the ConfigMap.",
             args.job.store_secret, args.job.judge_secret
         );
         for doc in [&config_map, &job] {
@@ -231,57 +231,46 @@ fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(v: Value) -> anyhow:
 }
 
 /// The pods' command line: this evaluation, its shard count, and the config from the ConfigMap.
+/// Each option is one `--flag=value` word: kubectl reads manifests as YAML 1.1, where a value
+/// alone such as `on` (of `--noise on`) is a boolean, which the API refuses as an argument.
 fn pod_args(args: &Args, problems: &[String], shards: u32) -> Vec<String> {
     let noise: Vec<&str> = args
         .noise
         .iter()
         .map(|n| if *n { "on" } else { "off" })
         .collect();
-    let mut a: Vec<String> = [
-        "eval",
-        "--agents",
-        &format!("{CONFIG_DIR}/agents.toml"),
-        "--problems",
-        &problems.join(","),
-        "--runs",
-        &args.runs.to_string(),
-        "--noise",
-        &noise.join(","),
-        "--mode",
-        match args.mode {
-            ModeArg::Live => "live",
-            ModeArg::Replay => "replay",
-        },
-        "--jobs",
-        &args.jobs.to_string(),
-        "--out",
-        args.out.as_deref().unwrap_or_default(),
-        "--time-limit",
-        &args.time_limit.to_string(),
-        "--speed",
-        &args.speed.to_string(),
-        "--since-onset",
-        &args.since_onset.to_string(),
-        "--shard-count",
-        &shards.to_string(),
-        "--json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mode = match args.mode {
+        ModeArg::Live => "live",
+        ModeArg::Replay => "replay",
+    };
+    let mut options: Vec<(&str, String)> = vec![
+        ("agents", format!("{CONFIG_DIR}/agents.toml")),
+        ("problems", problems.join(",")),
+        ("runs", args.runs.to_string()),
+        ("noise", noise.join(",")),
+        ("mode", mode.into()),
+        ("jobs", args.jobs.to_string()),
+        ("out", args.out.clone().unwrap_or_default()),
+        ("time-limit", args.time_limit.to_string()),
+        ("speed", args.speed.to_string()),
+        ("since-onset", args.since_onset.to_string()),
+        ("shard-count", shards.to_string()),
+    ];
     if let Some(u) = &args.llm_upstream {
-        a.extend(["--llm-upstream".into(), u.clone()]);
-    }
-    if args.sandbox.no_sandbox {
-        a.push("--no-sandbox".into());
+        options.push(("llm-upstream", u.clone()));
     }
     for b in &args.sandbox.agent_binds {
-        a.extend(["--agent-bind".into(), b.display().to_string()]);
+        options.push(("agent-bind", b.display().to_string()));
     }
     if args.sandbox.agent_network == super::sandbox::NetworkArg::Public {
-        a.extend(["--agent-network".into(), "public".into()]);
+        options.push(("agent-network", "public".into()));
     }
-    a
+    let mut words = vec!["eval".to_string(), "--json".to_string()];
+    if args.sandbox.no_sandbox {
+        words.push("--no-sandbox".into());
+    }
+    words.extend(options.into_iter().map(|(k, v)| format!("--{k}={v}")));
+    words
 }
 
 /// The ConfigMap's files: the agents file, its prompts beside it under keys of their own.
