@@ -263,7 +263,10 @@ pub(crate) fn board(args: BoardArgs) -> anyhow::Result<ExitCode> {
     let bar = progress(args.json, 0, "runs at hand");
     let runtime = tokio::runtime::Runtime::new()?;
     let gathered = runtime
-        .block_on(eval::gather(&store, &cache, &|n| bar.inc(n as u64)))
+        .block_on(eval::gather(&store, &cache, &|total| {
+            bar.set_length(total as u64);
+            bar.inc(1);
+        }))
         .with_context(|| format!("reading {}", args.from))?;
     bar.finish_and_clear();
     let total = gathered.run_files.len() + gathered.missing.len();

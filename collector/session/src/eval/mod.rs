@@ -306,17 +306,18 @@ pub struct Gathered {
 }
 
 /// Gathers the stored runs of the evaluation in `store` (some shards may still be running);
-/// `fetched` is called as each run is at hand.
+/// `fetched` is called as each run is at hand, with how many there are to fetch.
 pub async fn gather(
     store: &results::Store,
     cache: &Path,
     fetched: &(dyn Fn(usize) + Sync),
 ) -> anyhow::Result<Gathered> {
     let progress = store.progress("eval").await?;
+    let total = progress.done.len();
     let dirs: Vec<PathBuf> = futures_util::stream::iter(&progress.done)
         .map(|k| async move {
             let dir = store.local_copy(k, cache).await;
-            fetched(1);
+            fetched(total);
             dir
         })
         .buffered(8)
