@@ -327,7 +327,7 @@ impl Store {
     }
 
     async fn marker(&self, key: &str) -> anyhow::Result<Marker> {
-        let name = format!("done/{key}.json");
+        let name = marker_name(key);
         let bytes = self
             .read(&name)
             .await?
@@ -353,7 +353,7 @@ impl Store {
         let staging = cache
             .join(".partial")
             .join(uuid::Uuid::new_v4().simple().to_string());
-        let run_prefix = format!("runs/{key}/{}", marker.attempt);
+        let run_prefix = attempt_prefix(key, &marker.attempt);
         futures_util::stream::iter(&marker.files)
             .map(|f| {
                 let from = obj(root, &format!("{run_prefix}/{}", f.path));
@@ -393,14 +393,9 @@ impl Store {
     pub async fn put_file(&self, name: &str, bytes: Vec<u8>) -> anyhow::Result<()> {
         match &self.inner {
             Inner::Dir(root) => {
-                std::fs::create_dir_all(root)?;
-                let tmp = root.join(format!(".{name}.tmp-{}", uuid::Uuid::new_v4().simple()));
-                std::fs::write(&tmp, &bytes)
-                    .and_then(|()| std::fs::rename(&tmp, root.join(name)))
-                    .inspect_err(|_| {
-                        let _ = std::fs::remove_file(&tmp);
-                    })
-                    .with_context(|| format!("cannot write {}", root.join(name).display()))
+                std::fs::create_dir_all(root)
+                    .with_context(|| format!("cannot create {}", root.display()))?;
+                Ok(datasets::write_atomically(&root.join(name), &bytes)?)
             }
             Inner::Objects { store, root } => store
                 .put(&obj(root, name), bytes.into())
@@ -494,6 +489,16 @@ fn warn_without_credentials(cloud: &str, variables: &[&str]) {
     }
 }
 
+/// A run's completion marker, relative to the store's root.
+fn marker_name(key: &str) -> String {
+    format!("done/{key}.json")
+}
+
+/// Where an attempt at a run keeps its files, relative to the store's root.
+fn attempt_prefix(key: &str, attempt: &str) -> String {
+    format!("runs/{key}/{attempt}")
+}
+
 /// `root/rel` as an object path.
 fn obj(root: &str, rel: &str) -> ObjPath {
     if root.is_empty() {
@@ -515,12 +520,12 @@ async fn upload(
     dir: &Path,
     summary: Value,
 ) -> anyhow::Result<Published> {
-    let marker_path = obj(root, &format!("done/{key}.json"));
+    let marker_path = obj(root, &marker_name(key));
     if store.head(&marker_path).await.is_ok() {
         return Ok(Published::AlreadyThere);
     }
     let attempt = uuid::Uuid::new_v4().simple().to_string();
-    let run_prefix = format!("runs/{key}/{attempt}");
+    let run_prefix = attempt_prefix(key, &attempt);
     let files = files_of(dir)?;
     let entries: Vec<FileEntry> = futures_util::stream::iter(files)
         .map(|(rel, path)| {

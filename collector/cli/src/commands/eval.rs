@@ -290,7 +290,6 @@ pub(crate) fn board(args: BoardArgs) -> anyhow::Result<ExitCode> {
     })?;
     let missing = serde_json::json!({"total": total, "missing": gathered.missing});
     let path = args.out.join("missing.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&missing)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    datasets::write_atomically(&path, &serde_json::to_vec_pretty(&missing)?)?;
     Ok(ExitCode::SUCCESS)
 }
