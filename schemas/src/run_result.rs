@@ -94,6 +94,12 @@ pub enum AgentSandbox {
     /// Beside `collector`, as its user (`--no-sandbox`): it could have read the answers, so its
     /// scores are not comparable with sandboxed runs'.
     None,
+    /// Not a process of ours: a client of a front end (`collector serve openenv`) that reaches
+    /// the system only through the session's tools, whose answers are all it sees.
+    Remote,
+    /// In a harness's environment (a Harbor task's container or namespaces) as an unprivileged
+    /// user, beside a `collector` run by root whose files it cannot read.
+    Harness,
 }
 
 /// Why a session ended.

@@ -85,6 +85,8 @@ pub enum Command {
     Recover(commands::inject::RecoverArgs),
     /// Serve a dataset through the Kubernetes, Prometheus, Jaeger and Loki APIs, read-only.
     Replay(commands::replay::Args),
+    /// Serve the problems to other harnesses: `serve openenv`, an OpenEnv environment server.
+    Serve(commands::serve::Args),
     /// Run a problem in the embedded simulator and write its dataset and ground truth.
     Snapshot(snapshot::Args),
     /// Run many problems and seeds in parallel into a directory or object storage, sharded and
@@ -116,6 +118,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Problems(args) => problems::run(args),
         Command::Recover(args) => commands::inject::recover(args),
         Command::Replay(args) => commands::replay::run(args),
+        Command::Serve(args) => commands::serve::run(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Sweep(args) => sweep::run(args),
     }

@@ -85,6 +85,47 @@ impl RunningAgent for Agent {
     }
 }
 
+/// An agent that is not a process of ours: the client of a front end (an OpenEnv connection, a
+/// harness's trial) acting through the session's endpoints. It never ends on its own; the front
+/// end ends the session (its interrupt, or the last submission) when the client is done. What it
+/// does is recorded by the front end in `handover.stdout`, which is created empty here.
+#[derive(Debug, Clone, Copy)]
+pub struct RemoteLauncher {
+    /// Where the client runs, as the record says it.
+    pub sandbox: AgentSandbox,
+}
+
+impl Launcher for RemoteLauncher {
+    fn launch(&self, handover: &crate::Handover) -> anyhow::Result<Box<dyn RunningAgent>> {
+        for stream in [&handover.stdout, &handover.stderr] {
+            std::fs::File::create(stream)
+                .with_context(|| format!("creating {}", stream.display()))?;
+        }
+        Ok(Box::new(RemoteAgent))
+    }
+
+    fn sandbox(&self) -> AgentSandbox {
+        self.sandbox
+    }
+}
+
+struct RemoteAgent;
+
+impl RunningAgent for RemoteAgent {
+    fn wait(&mut self) -> BoxFuture<'_, anyhow::Result<Exit>> {
+        Box::pin(std::future::pending())
+    }
+
+    fn end(self: Box<Self>, _grace: Duration) -> BoxFuture<'static, anyhow::Result<Exit>> {
+        Box::pin(async {
+            Ok(Exit {
+                success: true,
+                description: "the client's session ended".into(),
+            })
+        })
+    }
+}
+
 /// How to start the agent's process.
 #[derive(Debug, Clone)]
 pub struct Launch {

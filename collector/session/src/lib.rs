@@ -41,11 +41,11 @@ use schemas::run_result::{
 };
 use tokio::sync::mpsc;
 
-pub use agent::{CommandLauncher, Exit, Launcher, RunningAgent};
+pub use agent::{CommandLauncher, Exit, Launcher, RemoteLauncher, RunningAgent};
 pub use diagnosis::Judging;
 pub use env::Target;
 use env::{Ended, Env};
-pub use record::{RUN_FILE, summary};
+pub use record::{RUN_FILE, Reward, reward, summary};
 use stages::Progress;
 pub use stages::Stage;
 use submit::{Submission, SubmitState};
@@ -352,12 +352,17 @@ impl Session {
         launcher: &dyn Launcher,
         interrupt: impl Future<Output = ()>,
     ) -> anyhow::Result<RunResult> {
-        let followed = async {
-            self.launch(launcher)?;
-            self.wait(interrupt).await
+        if let Err(e) = self.launch(launcher) {
+            self.abort().await;
+            return Err(e);
         }
-        .await;
-        match followed {
+        self.follow(interrupt).await
+    }
+
+    /// Once launched: waits for the agent and finishes the session; the environment is stopped
+    /// whatever happens.
+    pub async fn follow(mut self, interrupt: impl Future<Output = ()>) -> anyhow::Result<RunResult> {
+        match self.wait(interrupt).await {
             Ok(_) => self.finish().await,
             Err(e) => {
                 self.abort().await;

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use apis::audit::{Api, AuditEvent};
-use schemas::run_result::{AgentUsage, ApiRequests, RunResult};
+use schemas::run_result::{AgentUsage, ApiRequests, RunMode, RunResult};
 use serde_json::{Value, json};
 
 /// The file that marks a finished run.
@@ -246,6 +246,36 @@ pub fn summary(run: &RunResult, dir: &Path) -> String {
         s.push_str("\nwarning: the agent ran without its sandbox (--no-sandbox)");
     }
     s
+}
+
+/// A run's reward, as an RL environment or a harness reports it: each stage scores 1 when it
+/// passed and 0 otherwise (a diagnosis the judge could not decide scores 0), and the reward is
+/// their mean, so an agent must diagnose *and* mitigate a live problem to earn 1.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Reward {
+    pub reward: f64,
+    pub diagnosis: f64,
+    /// Absent for a replay, which has no mitigation stage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mitigation: Option<f64>,
+}
+
+pub fn reward(run: &RunResult) -> Reward {
+    let score = |pass: bool| if pass { 1.0 } else { 0.0 };
+    let diagnosis = score(run.diagnosis.as_ref().and_then(|d| d.pass) == Some(true));
+    let mitigation = match run.mode {
+        RunMode::Live => Some(score(run.mitigation.as_ref().is_some_and(|m| m.success))),
+        RunMode::Replay | RunMode::Static => None,
+    };
+    let reward = match mitigation {
+        Some(m) => (diagnosis + m) / 2.0,
+        None => diagnosis,
+    };
+    Reward {
+        reward,
+        diagnosis,
+        mitigation,
+    }
 }
 
 #[cfg(test)]

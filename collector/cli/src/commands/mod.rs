@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod problems;
 pub mod replay;
 pub mod sandbox;
+pub mod serve;
 pub mod shard;
 pub mod snapshot;
 pub mod sweep;
