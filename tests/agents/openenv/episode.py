@@ -41,7 +41,7 @@ def main() -> int:
     obs = first.observation
     names = [t["name"] for t in obs["tools"]]
     looks = [
-        {"tool": "exec_kubectl_cmd_safely", "args": {"command": "kubectl get pods -A"}},
+        {"tool": "exec_kubectl_cmd_safely", "args": {"cmd": "kubectl get pods -A"}},
         {"tool": "get_alerts", "args": {}},
         {"tool": "get_metrics", "args": {"query": "up"}},
     ]
