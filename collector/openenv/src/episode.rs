@@ -117,6 +117,7 @@ impl Episode {
             isolation: Isolation::None,
             // The client's last submission ends the episode at once: it has nothing to read.
             after_last_stage: Duration::ZERO,
+            listen: session::any_port(),
         };
         let factory = |e: anyhow::Error| {
             Refusal::new(Code::FactoryError, format!("starting the episode: {e:#}"))
@@ -383,9 +384,7 @@ async fn start_and_follow(
         }
     };
     // Launched before the client is answered: its first submission must find the stage open.
-    let launcher = RemoteLauncher {
-        sandbox: AgentSandbox::Remote,
-    };
+    let launcher = RemoteLauncher::new(AgentSandbox::Remote);
     if let Err(e) = session.launch(&launcher) {
         session.abort().await;
         let _ = ready.send(Err(e));

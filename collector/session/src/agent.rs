@@ -86,13 +86,43 @@ impl RunningAgent for Agent {
 }
 
 /// An agent that is not a process of ours: the client of a front end (an OpenEnv connection, a
-/// harness's trial) acting through the session's endpoints. It never ends on its own; the front
-/// end ends the session (its interrupt, or the last submission) when the client is done. What it
-/// does is recorded by the front end in `handover.stdout`, which is created empty here.
-#[derive(Debug, Clone, Copy)]
+/// harness's trial) acting through the session's endpoints. It ends when the front end says so
+/// ([`RemoteEnd`]), or with the session (its interrupt, or the last submission). What it does is
+/// recorded by the front end in `handover.stdout`, which is created empty here.
+#[derive(Debug, Clone)]
 pub struct RemoteLauncher {
-    /// Where the client runs, as the record says it.
-    pub sandbox: AgentSandbox,
+    sandbox: AgentSandbox,
+    ended: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+/// Tells a remote agent's session that the agent is done (a harness's agent phase is over).
+#[derive(Debug)]
+pub struct RemoteEnd(tokio::sync::watch::Sender<bool>);
+
+impl RemoteEnd {
+    pub fn end(&self) {
+        let _ = self.0.send(true);
+    }
+}
+
+impl RemoteLauncher {
+    /// A client that ends only with the session; `sandbox` is where it runs, as the record says.
+    pub fn new(sandbox: AgentSandbox) -> RemoteLauncher {
+        RemoteLauncher {
+            sandbox,
+            ended: None,
+        }
+    }
+
+    /// A client whose end the returned handle tells.
+    pub fn with_end(sandbox: AgentSandbox) -> (RemoteLauncher, RemoteEnd) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let launcher = RemoteLauncher {
+            sandbox,
+            ended: Some(rx),
+        };
+        (launcher, RemoteEnd(tx))
+    }
 }
 
 impl Launcher for RemoteLauncher {
@@ -101,7 +131,9 @@ impl Launcher for RemoteLauncher {
             std::fs::File::create(stream)
                 .with_context(|| format!("creating {}", stream.display()))?;
         }
-        Ok(Box::new(RemoteAgent))
+        Ok(Box::new(RemoteAgent {
+            ended: self.ended.clone(),
+        }))
     }
 
     fn sandbox(&self) -> AgentSandbox {
@@ -109,20 +141,37 @@ impl Launcher for RemoteLauncher {
     }
 }
 
-struct RemoteAgent;
+struct RemoteAgent {
+    ended: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+fn remote_exit() -> Exit {
+    Exit {
+        success: true,
+        description: "the client's session ended".into(),
+    }
+}
 
 impl RunningAgent for RemoteAgent {
     fn wait(&mut self) -> BoxFuture<'_, anyhow::Result<Exit>> {
-        Box::pin(std::future::pending())
+        Box::pin(async move {
+            let Some(ended) = self.ended.as_mut() else {
+                return std::future::pending().await;
+            };
+            loop {
+                if *ended.borrow_and_update() {
+                    return Ok(remote_exit());
+                }
+                // A dropped handle never ends the agent: the session's own end does.
+                if ended.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+        })
     }
 
     fn end(self: Box<Self>, _grace: Duration) -> BoxFuture<'static, anyhow::Result<Exit>> {
-        Box::pin(async {
-            Ok(Exit {
-                success: true,
-                description: "the client's session ended".into(),
-            })
-        })
+        Box::pin(async { Ok(remote_exit()) })
     }
 }
 

@@ -4,6 +4,7 @@
 //! only). Either way: four API endpoints, an application, an audit of every request,
 //! and a ground truth that reaches the run directory only once the agent has ended.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
@@ -82,7 +83,12 @@ pub struct Ended {
 
 impl Env {
     /// Starts the environment; a live one keeps its dataset in `out`.
-    pub async fn start(catalog: &Catalog, target: &Target, out: &Path) -> anyhow::Result<Env> {
+    pub async fn start(
+        catalog: &Catalog,
+        target: &Target,
+        out: &Path,
+        listen: SocketAddr,
+    ) -> anyhow::Result<Env> {
         match target {
             Target::Live {
                 problem,
@@ -96,7 +102,7 @@ impl Env {
                     speed: *speed,
                     since_onset: *since_onset,
                     no_noise: *no_noise,
-                    listen: "127.0.0.1:0".parse()?,
+                    listen,
                     out: Some(out.to_path_buf()),
                     record: true,
                     bare: false,
@@ -106,7 +112,7 @@ impl Env {
                     LiveEnv::start(catalog, problem, &opts).await?,
                 )))
             }
-            Target::Replay { dataset } => start_replay(dataset).await,
+            Target::Replay { dataset } => start_replay(dataset, listen).await,
             Target::Kube { problem, cluster } => Ok(Env::Kube(Box::new(
                 OnCluster::start(catalog, problem, cluster).await?,
             ))),
@@ -237,7 +243,7 @@ pub async fn grade(fork: ProblemRun) -> anyhow::Result<Verdict> {
 }
 
 /// Serves a dataset shifted so that its end is now, every request audited.
-async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
+async fn start_replay(dataset: &Path, listen: SocketAddr) -> anyhow::Result<Env> {
     let dir = dataset.parent().unwrap_or(Path::new("."));
     let truth_file = dir.join(super::GROUND_TRUTH_FILE);
     let truth = replayed_truth(dir, &truth_file).with_context(|| {
@@ -249,7 +255,7 @@ async fn start_replay(dataset: &Path) -> anyhow::Result<Env> {
     let (tx, audit) = mpsc::channel();
     let opts = ReplayOptions {
         dataset: dataset.to_path_buf(),
-        listen: "127.0.0.1:0".parse()?,
+        listen,
         at: None,
         time_shift: true,
         limits: Default::default(),

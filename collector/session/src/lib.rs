@@ -25,6 +25,7 @@ pub mod submit;
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,7 +42,7 @@ use schemas::run_result::{
 };
 use tokio::sync::mpsc;
 
-pub use agent::{CommandLauncher, Exit, Launcher, RemoteLauncher, RunningAgent};
+pub use agent::{CommandLauncher, Exit, Launcher, RemoteEnd, RemoteLauncher, RunningAgent};
 pub use diagnosis::Judging;
 pub use env::Target;
 use env::{Ended, Env};
@@ -91,6 +92,36 @@ pub struct SessionOptions {
     /// How long an agent that has submitted every stage may go on before it is ended (SREGym
     /// gives 60 s: [`AFTER_LAST_STAGE`]); one that exits sooner ends the session sooner.
     pub after_last_stage: Duration,
+    /// Where the session listens: free loopback ports when the port is 0, else consecutive ports
+    /// from it ([`PORTS`]), for a front end whose agent is told fixed URLs (a Harbor task).
+    pub listen: SocketAddr,
+}
+
+/// The ports of a session listening from a fixed base, by offset: the environment's Kubernetes
+/// API, Prometheus, Jaeger, Loki, and the Kubernetes API over TLS (as `collector env up` lays
+/// them out), then the submission API, the MCP server and the LLM proxy.
+pub const PORTS: [(&str, u16); 8] = [
+    ("kubernetes", 0),
+    ("prometheus", 1),
+    ("jaeger", 2),
+    ("loki", 3),
+    ("kubernetes_https", 4),
+    ("submit", 5),
+    ("mcp", 6),
+    ("llm", 7),
+];
+
+/// Free loopback ports.
+pub fn any_port() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+/// The offset of a named port in [`PORTS`].
+fn port_offset(name: &str) -> u16 {
+    PORTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(0, |(_, offset)| *offset)
 }
 
 /// How long SREGym lets an agent run after its last stage.
@@ -218,8 +249,8 @@ impl Session {
             .prefix("agent-")
             .tempdir()
             .context("creating the agent's working directory")?;
-        let env = Env::start(catalog, &opts.target, &dir).await?;
-        let mut servers = Servers::default();
+        let env = Env::start(catalog, &opts.target, &dir, opts.listen).await?;
+        let mut servers = Servers::on(opts.listen);
         let progress = Arc::new(Mutex::new(Progress::new(env.mitigates())));
         let (tx, submissions) = mpsc::channel(4);
         let app = env.app();
@@ -229,7 +260,7 @@ impl Session {
             submissions: tx,
         });
         let handed = async {
-            let (listener, submit_url) = Servers::bind().await?;
+            let (listener, submit_url) = servers.bind("submit").await?;
             servers.serve_on(listener, submit::router(submit_state, &submit_url)?);
             let dirs = (dir.as_path(), workdir.path());
             hand_over(&env, &opts, &app, &submit_url, dirs, &mut servers).await
@@ -576,27 +607,37 @@ struct End {
 /// The session's own servers (submission API, MCP, LLM proxy): they stop when this is dropped,
 /// also when the session ends early on an error.
 #[derive(Default)]
-struct Servers(Vec<tokio::task::JoinHandle<std::io::Result<()>>>);
+struct Servers {
+    tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+    /// The session's base address; free ports when `None` or port 0.
+    base: Option<SocketAddr>,
+}
 
 impl Servers {
-    /// Serves a router on a free loopback port; its base URL.
-    async fn serve(&mut self, router: axum::Router) -> anyhow::Result<String> {
-        let (listener, url) = Self::bind().await?;
+    fn on(base: SocketAddr) -> Servers {
+        Servers {
+            tasks: Vec::new(),
+            base: Some(base),
+        }
+    }
+
+    /// Serves a router on its loopback port (see [`PORTS`]); its base URL.
+    async fn serve(&mut self, name: &str, router: axum::Router) -> anyhow::Result<String> {
+        let (listener, url) = self.bind(name).await?;
         self.serve_on(listener, router);
         Ok(url)
     }
 
-    /// A free loopback port and its base URL, for a router that must know its own URL.
-    async fn bind() -> anyhow::Result<(tokio::net::TcpListener, String)> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .context("cannot listen on 127.0.0.1")?;
+    /// The named server's port and its base URL, for a router that must know its own URL.
+    async fn bind(&self, name: &str) -> anyhow::Result<(tokio::net::TcpListener, String)> {
+        let base = self.base.unwrap_or_else(any_port);
+        let listener = apis::replay::bind(base, port_offset(name)).await?;
         let url = format!("http://{}", listener.local_addr()?);
         Ok((listener, url))
     }
 
     fn serve_on(&mut self, listener: tokio::net::TcpListener, router: axum::Router) {
-        self.0.push(tokio::spawn(
+        self.tasks.push(tokio::spawn(
             async move { axum::serve(listener, router).await },
         ));
     }
@@ -604,7 +645,7 @@ impl Servers {
 
 impl Drop for Servers {
     fn drop(&mut self) {
-        for s in &self.0 {
+        for s in &self.tasks {
             s.abort();
         }
     }
@@ -642,22 +683,21 @@ async fn hand_over(
             mcp_calls.clone(),
             count_request,
         ));
-    let mcp_base = servers.serve(mcp_router).await?;
+    let mcp_base = servers.serve("mcp", mcp_router).await?;
     let mcp_url = format!("{mcp_base}/mcp");
-    let values: BTreeMap<&str, String> = [
-        ("app_name", app.app_name.clone()),
-        ("namespace", app.namespace.clone()),
-        ("description", app.descriptions.clone()),
-        ("kubeconfig", kubeconfig.display().to_string()),
-        ("kubernetes_url", endpoints.kubernetes.clone()),
-        ("prometheus_url", endpoints.prometheus.clone()),
-        ("jaeger_url", endpoints.jaeger.clone()),
-        ("loki_url", endpoints.loki.clone()),
-        ("submit_url", submit_url.to_string()),
-        ("mcp_url", mcp_url.clone()),
-    ]
-    .into_iter()
-    .collect();
+    let kubeconfig_path = kubeconfig.display().to_string();
+    let values = prompt::values(
+        app,
+        &prompt::Pointers {
+            kubeconfig: &kubeconfig_path,
+            kubernetes: &endpoints.kubernetes,
+            prometheus: &endpoints.prometheus,
+            jaeger: &endpoints.jaeger,
+            loki: &endpoints.loki,
+            submit: submit_url,
+            mcp: &mcp_url,
+        },
+    );
     let template = opts
         .agent
         .prompt
@@ -685,7 +725,7 @@ async fn hand_over(
             api_key: None,
         };
         let base = servers
-            .serve(apis::llm_proxy::router(upstream, llm_usage.clone()))
+            .serve("llm", apis::llm_proxy::router(upstream, llm_usage.clone()))
             .await?;
         // The names OpenAI's and Anthropic's SDKs (and the agents built on them) read.
         agent_env.push(("OPENAI_BASE_URL".into(), format!("{base}/v1")));

@@ -81,6 +81,36 @@ pub const PLACEHOLDERS: [&str; 10] = [
     "mcp_url",
 ];
 
+/// Where a task points its agent: the kubeconfig's path and the session's URLs.
+#[derive(Debug, Clone, Copy)]
+pub struct Pointers<'a> {
+    pub kubeconfig: &'a str,
+    pub kubernetes: &'a str,
+    pub prometheus: &'a str,
+    pub jaeger: &'a str,
+    pub loki: &'a str,
+    pub submit: &'a str,
+    pub mcp: &'a str,
+}
+
+/// The value of each of [`PLACEHOLDERS`] for an app and what the task points at.
+pub fn values(app: &crate::submit::AppInfo, at: &Pointers<'_>) -> BTreeMap<&'static str, String> {
+    [
+        ("app_name", app.app_name.clone()),
+        ("namespace", app.namespace.clone()),
+        ("description", app.descriptions.clone()),
+        ("kubeconfig", at.kubeconfig.to_string()),
+        ("kubernetes_url", at.kubernetes.to_string()),
+        ("prometheus_url", at.prometheus.to_string()),
+        ("jaeger_url", at.jaeger.to_string()),
+        ("loki_url", at.loki.to_string()),
+        ("submit_url", at.submit.to_string()),
+        ("mcp_url", at.mcp.to_string()),
+    ]
+    .into_iter()
+    .collect()
+}
+
 /// Replaces every `{name}` with its value. `{{` and `}}` stand for literal braces; any other
 /// `{...}` is an error that names it, so a typo in a user's template never reaches the agent.
 /// A `{` not followed by a name character (JSON in the text) is kept as it is.

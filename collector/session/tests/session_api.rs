@@ -198,6 +198,7 @@ fn geo_session(out: &std::path::Path) -> (Catalog, SessionOptions, String) {
         },
         time_limit: Duration::from_secs(600),
         after_last_stage: Duration::from_secs(2),
+        listen: session::any_port(),
         out: out.to_path_buf(),
         trial: "t1".into(),
         echo: false,

@@ -160,6 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         llm_upstream: args.llm_upstream.clone(),
         isolation: args.sandbox.isolation()?,
         after_last_stage: Duration::from_millis(args.after_last_stage.as_millis()),
+        listen: session::any_port(),
     };
     eprintln!("judging diagnoses with: {}", opts.judging.describe());
     let runtime = tokio::runtime::Runtime::new()?;

@@ -224,6 +224,7 @@ async fn run_cell(
         after_last_stage: agent.after_last_stage.map_or(crate::AFTER_LAST_STAGE, |d| {
             Duration::from_millis(d.as_millis())
         }),
+        listen: crate::any_port(),
     };
     if let Some(parent) = session.out.parent() {
         std::fs::create_dir_all(parent)
