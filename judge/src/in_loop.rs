@@ -148,6 +148,41 @@ pub fn load_truth(path: &Path, problem_id: &str) -> anyhow::Result<LoadedTruth> 
     )
 }
 
+/// Judges a finished session's diagnosis again, as `judge run` reads the run (the text copied
+/// from its task left out, its own ground truth): how a verifier given a judge model re-judges a
+/// run made with deterministic judging. `None` when the run has no submitted diagnosis.
+pub async fn rejudge(run_dir: &Path, cfg: &InLoop) -> anyhow::Result<Option<DiagnosisRecord>> {
+    use anyhow::Context;
+    let path = run_dir.join("run.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let run: schemas::run_result::RunResult = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a faultline run result", path.display()))?;
+    let submitted = run.diagnosis.as_ref().is_some_and(|d| d.submitted);
+    let (Some(output), true) = (&run.output, submitted) else {
+        return Ok(None);
+    };
+    let output = crate::layout::without_task(output.clone(), &path, &run);
+    let rel = run
+        .ground_truth
+        .as_deref()
+        .with_context(|| format!("{}: no ground truth beside the run", path.display()))?;
+    if let Err(why) = schemas::paths::check_plain_name(rel) {
+        bail!("{}: ground_truth: `{rel}` {why}", path.display());
+    }
+    let truth = truth::load(&run_dir.join(rel))?
+        .into_values()
+        .next()
+        .with_context(|| format!("{}: an empty ground truth", run_dir.display()))?;
+    let truth = LoadedTruth {
+        problem_id: run.problem_id.clone(),
+        ..Arc::unwrap_or_clone(truth)
+    };
+    let mut record = judge_diagnosis(&output, &truth, cfg).await;
+    record.submitted = true;
+    Ok(Some(record))
+}
+
 /// Judges `output` against `truth` (see the module doc for what the record holds). Runs on the
 /// caller's Tokio runtime (the runner spawns its tasks there).
 pub async fn judge_diagnosis(

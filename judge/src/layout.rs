@@ -239,7 +239,7 @@ fn scan_itbench(
 /// A session's output as the session judged it: without the text copied from the agent's task
 /// (`crate::copied`), the task read from the run's trajectory (its first step). A run without a
 /// readable trajectory is judged as it is.
-fn without_task(mut output: AgentOutput, path: &Path, run: &RunResult) -> AgentOutput {
+pub(crate) fn without_task(mut output: AgentOutput, path: &Path, run: &RunResult) -> AgentOutput {
     let task = run
         .files
         .get("trajectory")

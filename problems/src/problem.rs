@@ -139,6 +139,19 @@ impl ProblemSpec {
         out
     }
 
+    /// The diagnosis the reference solution submits: the incident's description and its root
+    /// causes by kind and name (what a correct diagnosis says; evaluator-side, like the truth).
+    pub fn reference_diagnosis(&self, namespace: &str) -> String {
+        let truth = self.ground_truth(namespace, DateTime::<Utc>::UNIX_EPOCH);
+        let culprits: Vec<String> = truth
+            .components
+            .iter()
+            .filter(|c| c.root_cause)
+            .map(|c| format!("{} {}", c.kind, c.name.clone().unwrap_or_default()))
+            .collect();
+        format!("{} Root cause: {}.", truth.description, culprits.join(", "))
+    }
+
     /// The ground truth of a run whose window starts at `run_start`, in namespace `namespace`.
     pub fn ground_truth(&self, namespace: &str, run_start: DateTime<Utc>) -> GroundTruth {
         let gt = &self.ground_truth;

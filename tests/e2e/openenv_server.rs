@@ -99,17 +99,7 @@ fn reference(problem: &str, fix: PathBuf) -> (PathBuf, String) {
     let commands = spec.reference_fix.as_ref().expect("a reference fix");
     std::fs::write(&fix, commands.commands.join("\n")).expect("writing the fix");
     let namespace = &catalog.app(&spec.application).expect("its app").namespace;
-    let truth = spec.ground_truth(namespace, chrono::Utc::now());
-    let culprits: Vec<String> = truth
-        .components
-        .iter()
-        .filter(|c| c.root_cause)
-        .map(|c| format!("{} {}", c.kind, c.name.clone().unwrap_or_default()))
-        .collect();
-    (
-        fix,
-        format!("{} Root cause: {}.", truth.description, culprits.join(", ")),
-    )
+    (fix, spec.reference_diagnosis(namespace))
 }
 
 /// What the run record on disk says the reward is: the mean of the stages' passes.

@@ -71,6 +71,8 @@ pub enum Command {
     Env(env_cmd::Args),
     /// Evaluate agents × problems × runs × noise in parallel, resumable, and write the board.
     Eval(Box<eval_cmd::Args>),
+    /// The problems as Harbor tasks: export them; inside a task, start, grade and solve it.
+    Harbor(commands::harbor::Args),
     /// Fault real processes through eBPF, scoped to a cgroup: failing syscalls, packet loss; what
     /// this kernel allows; which catalog problems this host can run.
     Inject(commands::inject::Args),
@@ -112,6 +114,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Deploy(args) => commands::deploy::run(args),
         Command::Env(args) => env_cmd::run(args),
         Command::Eval(args) => eval_cmd::run(*args),
+        Command::Harbor(args) => commands::harbor::run(args),
         Command::Inject(args) => commands::inject::run(args),
         Command::Live(args) => live_cmd::run(*args),
         Command::Mcp(args) => commands::mcp::run(args),

@@ -8,6 +8,7 @@ pub mod dataset;
 pub mod deploy;
 pub mod env;
 pub mod eval;
+pub mod harbor;
 pub mod inject;
 pub mod inject_kube;
 pub mod job;
