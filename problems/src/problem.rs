@@ -147,7 +147,19 @@ impl ProblemSpec {
             .components
             .iter()
             .filter(|c| c.root_cause)
-            .map(|c| format!("{} {}", c.kind, c.name.clone().unwrap_or_default()))
+            .map(|c| {
+                // A component known by a filter (the nodes `kind-worker.*`) is named by the
+                // fault's target, as an SRE names what they found.
+                let target = || {
+                    truth
+                        .faults
+                        .iter()
+                        .find(|f| f.target.component.as_deref() == Some(c.id.as_str()))
+                        .map(|f| f.target.name.clone())
+                };
+                let name = c.name.clone().or_else(target).unwrap_or_default();
+                format!("{} {name}", c.kind)
+            })
             .collect();
         format!("{} Root cause: {}.", truth.description, culprits.join(", "))
     }

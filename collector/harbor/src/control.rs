@@ -77,9 +77,14 @@ pub fn up(episode_file: &Path) -> anyhow::Result<()> {
 /// only root reads. Its command line names nothing (the episode is in the root-only file).
 fn spawn_daemon(episode_file: &Path, log: &Path) -> anyhow::Result<u32> {
     let log = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    // Its temporary files (the recording the analysis tools read, which holds the objects' whole
+    // history, the fault's change included) go where only root reads, not in the shared /tmp.
+    let tmp = Path::new(episode::RUN_DIR).join("tmp");
+    crate::daemon::private_dir(&tmp)?;
     let child = std::process::Command::new(std::env::current_exe()?)
         .args(["harbor", "daemon", "--episode"])
         .arg(episode_file)
+        .env("TMPDIR", &tmp)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)

@@ -152,8 +152,8 @@ fn options(episode: &Episode, problem: &ProblemSpec, out: PathBuf) -> SessionOpt
     }
 }
 
-/// A directory only root can enter.
-fn private_dir(dir: &Path) -> anyhow::Result<()> {
+/// A directory only root can enter (its parents made as needed).
+pub(crate) fn private_dir(dir: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))

@@ -394,8 +394,14 @@ fn recording() -> anyhow::Result<datasets::Recording> {
         std::process::id(),
         uuid::Uuid::new_v4().simple()
     ));
-    datasets::Recording::create(&dir)
-        .with_context(|| format!("cannot start a recording in {}", dir.display()))
+    let recording = datasets::Recording::create(&dir)
+        .with_context(|| format!("cannot start a recording in {}", dir.display()))?;
+    // The recording holds every object's history, the fault's change included: no other user of
+    // the machine (an agent run as one) may read it.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("making {} private", dir.display()))?;
+    Ok(recording)
 }
 
 /// Writes the manifest and, beside the dataset, the ground truth of what ran.
