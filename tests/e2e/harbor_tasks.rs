@@ -34,7 +34,13 @@ fn agents_dir() -> PathBuf {
 /// The tasks of `problems` (seed 1), exported into `dir`; the index's (name, problem) pairs.
 fn export(dir: &Path, problems: &[&str]) -> Vec<(String, String)> {
     let out = Command::new(e2e::binary("collector"))
-        .args(["harbor", "export", "--json", "--image", "faultline-harbor:test"])
+        .args([
+            "harbor",
+            "export",
+            "--json",
+            "--image",
+            "faultline-harbor:test",
+        ])
         .args(["--problems", &problems.join(",")])
         .arg("--out")
         .arg(dir)
@@ -58,9 +64,14 @@ fn export(dir: &Path, problems: &[&str]) -> Vec<(String, String)> {
 /// Runs `harbor run` on `path` with `agent`; each trial's task name and verifier rewards (Null
 /// for a trial that errored).
 fn run(path: &Path, jobs: &Path, job: &str, agent: &str, extra: &[&str]) -> Vec<(String, Value)> {
-    let bind = format!("binds={}:/usr/local/bin/collector", e2e::binary("collector").display());
+    let bind = format!(
+        "binds={}:/usr/local/bin/collector",
+        e2e::binary("collector").display()
+    );
     let out = harbor()
-        .args(["run", "--yes", "--quiet", "--env", PROVIDER, "--ek", &bind, "-a", agent])
+        .args([
+            "run", "--yes", "--quiet", "--env", PROVIDER, "--ek", &bind, "-a", agent,
+        ])
         .arg("--path")
         .arg(path)
         .arg("--jobs-dir")
@@ -69,7 +80,11 @@ fn run(path: &Path, jobs: &Path, job: &str, agent: &str, extra: &[&str]) -> Vec<
         .args(extra)
         .output()
         .expect("harbor runs");
-    assert!(out.status.success(), "harbor run {job}: {}", e2e::text(&out));
+    assert!(
+        out.status.success(),
+        "harbor run {job}: {}",
+        e2e::text(&out)
+    );
     let mut trials = Vec::new();
     for entry in std::fs::read_dir(jobs.join(job)).expect("the job's directory") {
         let dir = entry.expect("an entry").path();
@@ -121,7 +136,11 @@ fn ten_exported_tasks_lint_clean_and_the_oracle_scores_one_and_nop_zero_four_at_
     let oracle = run(&tasks, &jobs, "oracle", "oracle", &["-n", "4"]);
     assert_eq!(oracle.len(), 10, "{oracle:?}");
     for (task, rewards) in &oracle {
-        let problem = &exported.iter().find(|(n, _)| n == task).expect("exported").1;
+        let problem = &exported
+            .iter()
+            .find(|(n, _)| n == task)
+            .expect("exported")
+            .1;
         assert_eq!(rewards["reward"], 1.0, "{problem} ({task}): {rewards}");
         assert_eq!(rewards["mitigation"], 1.0, "{problem}: {rewards}");
         assert_eq!(rewards["diagnosis"], 1.0, "{problem}: {rewards}");
@@ -184,7 +203,9 @@ fn an_agent_looking_for_the_answers_finds_nothing() {
     let problem = "hotel-geo-target-port";
     let exported = export(&tasks, &[problem]);
     let name = &exported[0].0;
-    let episode_file = tasks.join(name).join("environment/rootfs/etc/faultline/episode.json");
+    let episode_file = tasks
+        .join(name)
+        .join("environment/rootfs/etc/faultline/episode.json");
     let episode = e2e::read_json(&episode_file);
     let grade_token = episode["grade_token"].as_str().expect("a grading token");
     let task_toml = std::fs::read_to_string(tasks.join(name).join("task.toml")).expect("task.toml");
@@ -221,6 +242,29 @@ fn an_agent_looking_for_the_answers_finds_nothing() {
         "targetPort 9999",
         "PAR1",
     ] {
-        assert!(!found.contains(secret), "the agent found {secret:?} in:\n{found}");
+        assert!(
+            !found.contains(secret),
+            "the agent found {secret:?} in:\n{found}"
+        );
     }
+}
+
+/// The namespace provider's own checks (integrations/harbor/tests/run_provider.sh): a tiny task
+/// under the real `harbor run` (oracle, nop, four concurrent trials on one port), and the
+/// provider driven directly: the agent user's confinement, symlinks planted in a trial, binds,
+/// timeouts, clean-up, and `kill -9` of the process that started a trial.
+#[test]
+fn the_namespace_provider_passes_its_own_checks() {
+    assert!(
+        Path::new(HARBOR).exists(),
+        "bash integrations/harbor/install.sh"
+    );
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../integrations/harbor/tests/run_provider.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .output()
+        .expect("bash runs");
+    assert!(out.status.success(), "{}", e2e::text(&out));
 }

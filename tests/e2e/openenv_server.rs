@@ -22,7 +22,9 @@ fn python(venv: &str) -> PathBuf {
 }
 
 fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("agents/openenv").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("agents/openenv")
+        .join(name)
 }
 
 /// A running `collector serve openenv` on a free port.
@@ -150,7 +152,10 @@ fn stock_clients_of_both_openenv_versions_play_episodes_and_get_the_records_rewa
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("a client")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a client"))
+            .collect()
     });
     for ((problem, venv, ..), (id, got)) in episodes.iter().zip(&played) {
         let run = e2e::read_json(&server.out.path().join(id).join("run.json"));
@@ -158,17 +163,28 @@ fn stock_clients_of_both_openenv_versions_play_episodes_and_get_the_records_rewa
         assert_eq!(run["agent_sandbox"], "remote", "{run}");
         assert_eq!(got["done"], true, "{venv} {problem}: {got}");
         assert_eq!(got["reward"].as_f64(), Some(recorded_reward(&run)), "{got}");
-        assert_eq!(got["reward"].as_f64(), Some(1.0), "{venv} {problem}: {got}\n{run}");
+        assert_eq!(
+            got["reward"].as_f64(),
+            Some(1.0),
+            "{venv} {problem}: {got}\n{run}"
+        );
         assert_eq!(got["stage_after_diagnosis"], "mitigation");
         assert_eq!(got["state_end"]["stage"], "done");
-        assert_eq!(got["state_end"]["step_count"], 5, "3 looks and 2 submissions");
+        assert_eq!(
+            got["state_end"]["step_count"], 5,
+            "3 looks and 2 submissions"
+        );
         // Before the episode ended, nothing the client was shown named the problem.
         let shown = format!(
             "{} {} {} {}",
             got["instruction"], got["tools"], got["endpoints"], got["state_mid"]
         );
         assert!(!shown.contains(*problem), "the problem leaked: {shown}");
-        assert!(got["tools"].as_array().is_some_and(|t| t.contains(&"submit".into())));
+        assert!(
+            got["tools"]
+                .as_array()
+                .is_some_and(|t| t.contains(&"submit".into()))
+        );
         // The run keeps what the client did, step by step.
         let steps = std::fs::read_to_string(server.out.path().join(id).join("agent.stdout"))
             .expect("the steps");
@@ -182,7 +198,15 @@ fn a_client_that_does_nothing_scores_zero() {
     let got = client(
         VENVS[0],
         "episode.py",
-        &[&server.url, "--suite", "hotel-*", "--seed", "5", "--steps", "1"],
+        &[
+            &server.url,
+            "--suite",
+            "hotel-*",
+            "--seed",
+            "5",
+            "--steps",
+            "1",
+        ],
     );
     assert_eq!(got["done"], true, "{got}");
     assert_eq!(got["reward"].as_f64(), Some(0.0), "{got}");
@@ -217,9 +241,26 @@ fn openenv_validate_passes_against_the_running_server_with_both_versions() {
 }
 
 #[test]
+fn the_packaged_manifest_and_dockerfile_pass_openenvs_static_validation() {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../integrations/openenv");
+    let out = Command::new(Path::new(VENVS[1]).join("bin/openenv"))
+        .args(["validate", "--level", "static"])
+        .arg(&package)
+        .output()
+        .expect("openenv validate runs");
+    let text = e2e::text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Verdict: PASS"), "{text}");
+}
+
+#[test]
 fn twenty_concurrent_sessions_then_capacity_reached_and_every_slot_freed() {
     let server = Server::start(&["--max-sessions", "20", "--since-onset", "1m"]);
-    let got = client(VENVS[1], "crowd.py", &[&server.url, "20", "hotel-*,social-*"]);
+    let got = client(
+        VENVS[1],
+        "crowd.py",
+        &[&server.url, "20", "hotel-*,social-*"],
+    );
     assert_eq!(got["reset"], 20, "{got}");
     assert_eq!(got["episodes"], 20, "{got}");
     assert_eq!(got["stepped"], 20, "{got}");
@@ -254,7 +295,15 @@ fn a_client_that_disconnects_mid_episode_frees_its_session() {
     let got = client(
         VENVS[1],
         "episode.py",
-        &[&server.url, "--suite", "hotel-*", "--seed", "1", "--steps", "1"],
+        &[
+            &server.url,
+            "--suite",
+            "hotel-*",
+            "--seed",
+            "1",
+            "--steps",
+            "1",
+        ],
     );
     assert_eq!(got["done"], true, "{got}");
     // The abandoned episode left no finished run.

@@ -100,14 +100,15 @@ fn read_pid(file: &Path) -> Option<u32> {
 
 fn alive(pid: u32) -> bool {
     // A zombie (exited, not yet reaped) is not alive.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|s| !s.trim_start().starts_with('Z')))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|s| !s.trim_start().starts_with('Z'))
+    })
 }
 
 fn answers(http: &reqwest::blocking::Client, url: &str) -> bool {
-    http.get(url)
-        .send()
-        .is_ok_and(|r| r.status().is_success())
+    http.get(url).send().is_ok_and(|r| r.status().is_success())
 }
 
 fn tail(log: &Path) -> String {
@@ -212,7 +213,10 @@ pub fn solve(token: &str, base_port: u16) -> anyhow::Result<String> {
         .context("asking the session for the reference solution (is it up?)")?;
     let status = answer.status();
     let body = answer.text().unwrap_or_default();
-    anyhow::ensure!(status.is_success(), "the reference solution failed ({status}): {body}");
+    anyhow::ensure!(
+        status.is_success(),
+        "the reference solution failed ({status}): {body}"
+    );
     Ok(body)
 }
 

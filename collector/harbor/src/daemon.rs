@@ -56,7 +56,12 @@ pub fn run(catalog: &Catalog, episode_file: &Path) -> anyhow::Result<()> {
 async fn serve(catalog: &Catalog, episode: Episode) -> anyhow::Result<()> {
     let problem = catalog
         .problem(&episode.problem)
-        .with_context(|| format!("no problem `{}` in this collector's catalog", episode.problem))?
+        .with_context(|| {
+            format!(
+                "no problem `{}` in this collector's catalog",
+                episode.problem
+            )
+        })?
         .clone();
     let namespace = catalog
         .app(&problem.application)
@@ -213,7 +218,10 @@ async fn grade(State(c): State<Arc<Control>>, headers: HeaderMap) -> Response {
         Ok(Ok((run, dir))) => {
             axum::Json(json!({ "run": run, "dir": dir.display().to_string() })).into_response()
         }
-        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, format!("grading failed: {e}\n"))
+        Ok(Err(e)) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("grading failed: {e}\n"),
+        )
             .into_response(),
         Err(_) => (StatusCode::CONFLICT, "the episode was graded already\n").into_response(),
     }
@@ -275,7 +283,11 @@ async fn reference_solution(c: &Control) -> anyhow::Result<String> {
 }
 
 /// Waits until the session's stage is `stage` (a diagnosis is judged before it opens).
-async fn wait_for_stage(http: &reqwest::Client, submit_url: &str, stage: &str) -> anyhow::Result<()> {
+async fn wait_for_stage(
+    http: &reqwest::Client,
+    submit_url: &str,
+    stage: &str,
+) -> anyhow::Result<()> {
     loop {
         let status: serde_json::Value = http
             .get(format!("{submit_url}/status"))

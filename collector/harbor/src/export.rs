@@ -29,6 +29,7 @@ pub struct Export<'a> {
     pub since_onset_secs: u64,
     pub noise: bool,
     pub network: String,
+    pub mcp: bool,
 }
 
 /// One exported task.
@@ -128,6 +129,7 @@ fn write_task(
         agent_timeout_secs: e.agent_timeout_secs,
         verifier_timeout_secs: e.verifier_timeout_secs,
         network: &e.network,
+        mcp: e.mcp,
     })?;
     let staging = e.out.join(format!(".unfinished-{name}"));
     if staging.exists() {
@@ -137,8 +139,7 @@ fn write_task(
         write_file(&staging.join(&f.path), &f.text, f.mode)?;
     }
     let to = e.out.join(name);
-    std::fs::rename(&staging, &to)
-        .with_context(|| format!("moving {} into place", to.display()))
+    std::fs::rename(&staging, &to).with_context(|| format!("moving {} into place", to.display()))
 }
 
 fn write_file(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {

@@ -28,6 +28,9 @@ pub struct Task<'a> {
     pub verifier_timeout_secs: u64,
     /// Harbor's `network_mode` for the agent: `public` (its model's API) or `no-network`.
     pub network: &'a str,
+    /// Whether the task offers the session's MCP server (Harbor runs only agents that declare
+    /// MCP support on a task that offers one).
+    pub mcp: bool,
 }
 
 /// A file of a task: its path in the task's folder, its text and its mode.
@@ -96,7 +99,7 @@ fn task_toml(task: &Task<'_>) -> anyhow::Result<String> {
         .into_iter()
         .map(|k| (k.to_string(), Value::String(format!("${{{k}:-}}"))))
         .collect();
-    let doc = json!({
+    let mut doc = json!({
         "schema_version": "1.4",
         "task": {
             "name": format!("faultline/{}", task.name),
@@ -136,16 +139,18 @@ fn task_toml(task: &Task<'_>) -> anyhow::Result<String> {
                 "start_interval_sec": 1.0,
                 "retries": 3,
             },
-            "mcp_servers": [{
-                "name": "faultline",
-                "transport": "streamable-http",
-                "url": format!("{}/mcp", task.episode.url("mcp")),
-            }],
         },
         "solution": {
             "env": { "FAULTLINE_SOLUTION_TOKEN": task.solution_token },
         },
     });
+    if task.mcp {
+        doc["environment"]["mcp_servers"] = json!([{
+            "name": "faultline",
+            "transport": "streamable-http",
+            "url": format!("{}/mcp", task.episode.url("mcp")),
+        }]);
+    }
     let mut text = String::from(
         "# A faultline problem as a Harbor task (`collector harbor export`). The environment runs a live\n\
          # simulated cluster of the application; the verifier grades the diagnosis and the mitigation.\n",
@@ -252,6 +257,7 @@ mod tests {
             agent_timeout_secs: 1200,
             verifier_timeout_secs: 600,
             network: "public",
+            mcp: true,
         }
     }
 
@@ -276,13 +282,26 @@ mod tests {
         let files = render(&task(&e, &app)).unwrap();
         let toml_text = &files.iter().find(|f| f.path == "task.toml").unwrap().text;
         let doc: toml::Table = toml::from_str(toml_text).unwrap();
-        assert_eq!(doc["task"]["name"].as_str(), Some("faultline/fl-0123456789ab"));
+        assert_eq!(
+            doc["task"]["name"].as_str(),
+            Some("faultline/fl-0123456789ab")
+        );
         assert_eq!(doc["agent"]["user"].as_str(), Some("agent"));
-        assert_eq!(doc["environment"]["healthcheck"]["command"].as_str(), Some(UP));
+        assert_eq!(
+            doc["environment"]["healthcheck"]["command"].as_str(),
+            Some(UP)
+        );
         assert_eq!(
             doc["environment"]["mcp_servers"][0]["url"].as_str(),
             Some("http://127.0.0.1:7076/mcp")
         );
+        let (e2, app2) = (episode(), app());
+        let without = Task {
+            mcp: false,
+            ..task(&e2, &app2)
+        };
+        let plain: toml::Table = toml::from_str(&task_toml(&without).unwrap()).unwrap();
+        assert!(plain["environment"].get("mcp_servers").is_none());
         assert_eq!(
             doc["solution"]["env"]["FAULTLINE_SOLUTION_TOKEN"].as_str(),
             Some("s")

@@ -90,7 +90,10 @@ impl Episode {
         if out.exists() {
             return Err(Refusal::new(
                 Code::ValidationError,
-                format!("episode `{id}` exists already (its run is {})", out.display()),
+                format!(
+                    "episode `{id}` exists already (its run is {})",
+                    out.display()
+                ),
             ));
         }
         let opts = SessionOptions {
@@ -123,8 +126,7 @@ impl Episode {
             Refusal::new(Code::FactoryError, format!("starting the episode: {e:#}"))
         };
         let (interrupt, interrupted) = oneshot::channel::<()>();
-        let (task, ready) =
-            follow(settings.catalog.clone(), opts, interrupted).map_err(factory)?;
+        let (task, ready) = follow(settings.catalog.clone(), opts, interrupted).map_err(factory)?;
         let handover = match ready.await {
             Ok(started) => started.map_err(factory)?,
             Err(_) => return Err(factory(anyhow::anyhow!("the session's thread ended"))),
@@ -196,10 +198,18 @@ impl Episode {
             .iter()
             .any(|t| t["name"].as_str() == Some(action.tool.as_str()))
         {
-            let names: Vec<&str> = self.listed.iter().filter_map(|t| t["name"].as_str()).collect();
+            let names: Vec<&str> = self
+                .listed
+                .iter()
+                .filter_map(|t| t["name"].as_str())
+                .collect();
             return Err(Refusal::new(
                 Code::ValidationError,
-                format!("no tool `{}` (the tools: {})", action.tool, names.join(", ")),
+                format!(
+                    "no tool `{}` (the tools: {})",
+                    action.tool,
+                    names.join(", ")
+                ),
             ));
         }
         self.steps += 1;
@@ -279,15 +289,19 @@ impl Episode {
     /// The episode's end: the session finished and graded, the reward from its record.
     async fn done(&mut self, last: Option<(String, bool)>) -> Result<Stepped, Refusal> {
         if self.outcome.is_none() {
-            let task = self.session.take().ok_or_else(|| {
-                Refusal::new(Code::SessionError, "the episode was closed")
-            })?;
+            let task = self
+                .session
+                .take()
+                .ok_or_else(|| Refusal::new(Code::SessionError, "the episode was closed"))?;
             let run = task
                 .result
                 .await
                 .map_err(|_| Refusal::new(Code::ExecutionError, "the session's thread ended"))?
                 .map_err(|e| {
-                    Refusal::new(Code::ExecutionError, format!("finishing the episode: {e:#}"))
+                    Refusal::new(
+                        Code::ExecutionError,
+                        format!("finishing the episode: {e:#}"),
+                    )
                 })?;
             let record = serde_json::to_value(&run).unwrap_or(Value::Null);
             self.outcome = Some((session::reward(&run), record));
@@ -530,6 +544,11 @@ mod tests {
             suite: Some("social-*".into()),
             ..ResetArgs::default()
         };
-        assert!(choose(&s, &none).unwrap_err().message.contains("no problem"));
+        assert!(
+            choose(&s, &none)
+                .unwrap_err()
+                .message
+                .contains("no problem")
+        );
     }
 }

@@ -159,9 +159,7 @@ pub fn parse(text: &str) -> Result<Request, Refusal> {
         "mcp" => Ok(Request::Mcp(data)),
         other => Err(Refusal::new(
             Code::UnknownType,
-            format!(
-                "unknown message type `{other}` (expected reset, step, state, close or mcp)"
-            ),
+            format!("unknown message type `{other}` (expected reset, step, state, close or mcp)"),
         )),
     }
 }
@@ -366,8 +364,8 @@ mod tests {
         assert_eq!(v["data"]["observation"]["output"], "ok");
         assert_eq!(v["data"]["done"], false);
         assert!(v["data"]["reward"].is_null());
-        let e: Value = serde_json::from_str(&error(&Refusal::new(Code::CapacityReached, "full")))
-            .unwrap();
+        let e: Value =
+            serde_json::from_str(&error(&Refusal::new(Code::CapacityReached, "full"))).unwrap();
         assert_eq!(e["data"]["code"], "CAPACITY_REACHED");
     }
 

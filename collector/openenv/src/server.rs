@@ -83,10 +83,12 @@ impl App {
                 if let Some(previous) = slot.episode.take() {
                     previous.close().await;
                 }
-                Episode::start(&self.settings, args).await.map(|(episode, obs)| {
-                    slot.episode = Some(episode);
-                    protocol::observation(&obs, None, false, None)
-                })
+                Episode::start(&self.settings, args)
+                    .await
+                    .map(|(episode, obs)| {
+                        slot.episode = Some(episode);
+                        protocol::observation(&obs, None, false, None)
+                    })
             }
             Request::Step(action) => match slot.episode.as_mut() {
                 Some(episode) => episode.step(action).await.map(|s| stepped(&s)),
@@ -161,7 +163,9 @@ async fn tools_rpc(slot: &mut Slot, call: &Value) -> Value {
         other => protocol::rpc_error(
             &call.id,
             protocol::METHOD_NOT_FOUND,
-            &format!("no method `{other}` (tools/list, tools/call, openenv/session/create, openenv/session/close)"),
+            &format!(
+                "no method `{other}` (tools/list, tools/call, openenv/session/create, openenv/session/close)"
+            ),
         ),
     }
 }
@@ -224,7 +228,9 @@ async fn connection(app: Arc<App>, attach: Option<String>, mut socket: WebSocket
         Err(refusal) => {
             // Answered to the first message, which the client waits on, and then closed.
             if let Some(Ok(_)) = socket.recv().await {
-                let _ = socket.send(Message::Text(protocol::error(&refusal).into())).await;
+                let _ = socket
+                    .send(Message::Text(protocol::error(&refusal).into()))
+                    .await;
             }
             return;
         }
@@ -240,7 +246,11 @@ async fn connection(app: Arc<App>, attach: Option<String>, mut socket: WebSocket
             Ok(Request::Close) => break,
             Ok(r) => r,
             Err(refusal) => {
-                if socket.send(Message::Text(protocol::error(&refusal).into())).await.is_err() {
+                if socket
+                    .send(Message::Text(protocol::error(&refusal).into()))
+                    .await
+                    .is_err()
+                {
                     break;
                 }
                 continue;

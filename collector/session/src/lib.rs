@@ -392,7 +392,10 @@ impl Session {
 
     /// Once launched: waits for the agent and finishes the session; the environment is stopped
     /// whatever happens.
-    pub async fn follow(mut self, interrupt: impl Future<Output = ()>) -> anyhow::Result<RunResult> {
+    pub async fn follow(
+        mut self,
+        interrupt: impl Future<Output = ()>,
+    ) -> anyhow::Result<RunResult> {
         match self.wait(interrupt).await {
             Ok(_) => self.finish().await,
             Err(e) => {

@@ -71,6 +71,10 @@ pub struct ExportArgs {
     /// The agent's network: `public` (it can reach its model's API) or `no-network`.
     #[arg(long, default_value = "public", value_parser = ["public", "no-network"])]
     pub network: String,
+    /// Don't offer the session's MCP server in task.toml: Harbor refuses agents that do not
+    /// declare MCP support on a task that offers one (the oracle and nop run either way).
+    #[arg(long)]
+    pub no_mcp: bool,
     /// Print the index as JSON.
     #[arg(long)]
     pub json: bool,
@@ -80,7 +84,9 @@ pub struct ExportArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  collector harbor image --out image/ && docker build -t faultline-harbor:0.1.0 image/")]
+#[command(
+    after_help = "Example:\n  collector harbor image --out image/ && docker build -t faultline-harbor:0.1.0 image/"
+)]
 pub struct ImageArgs {
     /// The build context to write (Dockerfile and this collector binary).
     #[arg(long)]
@@ -99,7 +105,9 @@ pub struct EpisodeArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example (a task's tests/test.sh):\n  collector harbor grade --logs /logs/verifier\n\nExit codes: 0 graded (reward.json written); 1 grading failed (nothing written: Harbor reports an error, not a 0).")]
+#[command(
+    after_help = "Example (a task's tests/test.sh):\n  collector harbor grade --logs /logs/verifier\n\nExit codes: 0 graded (reward.json written); 1 grading failed (nothing written: Harbor reports an error, not a 0)."
+)]
 pub struct GradeArgs {
     /// The episode file (root's alone).
     #[arg(long, default_value = harbor::episode::EPISODE_FILE)]
@@ -110,10 +118,17 @@ pub struct GradeArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example (a task's solution/solve.sh, given FAULTLINE_SOLUTION_TOKEN by Harbor):\n  collector harbor solve")]
+#[command(
+    after_help = "Example (a task's solution/solve.sh, given FAULTLINE_SOLUTION_TOKEN by Harbor):\n  collector harbor solve"
+)]
 pub struct SolveArgs {
     /// The token of the task's [solution].env.
-    #[arg(long, env = "FAULTLINE_SOLUTION_TOKEN", hide_env_values = true, default_value = "")]
+    #[arg(
+        long,
+        env = "FAULTLINE_SOLUTION_TOKEN",
+        hide_env_values = true,
+        default_value = ""
+    )]
     pub token: String,
     /// The session's first port.
     #[arg(long, default_value_t = harbor::episode::BASE_PORT)]
@@ -125,7 +140,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         What::Export(a) => export(a),
         What::Image(a) => {
             harbor::export::image_context(&a.out)?;
-            println!("docker build -t faultline-harbor:{} {}", env!("CARGO_PKG_VERSION"), a.out.display());
+            println!(
+                "docker build -t faultline-harbor:{} {}",
+                env!("CARGO_PKG_VERSION"),
+                a.out.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         What::Up(a) => {
@@ -173,6 +192,7 @@ fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
         since_onset_secs: a.since_onset.to_std().as_secs(),
         noise: !a.no_noise,
         network: a.network.clone(),
+        mcp: !a.no_mcp,
     };
     let index = harbor::export::export(&exp, &mut |n| bar.inc(n))
         .with_context(|| format!("exporting into {}", a.out.display()))?;
