@@ -57,17 +57,28 @@ fn harbor() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let tasks = tmp.path().join("tasks");
     let out = Command::new(e2e::binary("collector"))
-        .args(["harbor", "export", "--seeds", "5", "--image", "bench", "--out"])
+        .args([
+            "harbor", "export", "--seeds", "5", "--image", "bench", "--out",
+        ])
         .arg(&tasks)
         .args(["--problems", "hotel-geo-target-port"])
         .output()
         .expect("collector runs");
     assert!(out.status.success(), "{}", e2e::text(&out));
-    let bind = format!("binds={}:/usr/local/bin/collector", e2e::binary("collector").display());
+    let bind = format!(
+        "binds={}:/usr/local/bin/collector",
+        e2e::binary("collector").display()
+    );
     let jobs = tmp.path().join("jobs");
     let run = Command::new("/opt/harbor-venv/bin/harbor")
-        .args(["run", "--yes", "--quiet", "-a", "oracle", "-n", "1", "--ek", &bind])
-        .args(["--env", "faultline_harbor.namespace:NamespaceEnvironment", "--path"])
+        .args([
+            "run", "--yes", "--quiet", "-a", "oracle", "-n", "1", "--ek", &bind,
+        ])
+        .args([
+            "--env",
+            "faultline_harbor.namespace:NamespaceEnvironment",
+            "--path",
+        ])
         .arg(&tasks)
         .arg("--jobs-dir")
         .arg(&jobs)
@@ -90,18 +101,29 @@ fn harbor() {
         };
         // Harbor runs the healthcheck between the environment's start and the agent's setup.
         type At = chrono::DateTime<chrono::FixedOffset>;
-        let secs = |a: At, b: At| {
-            (b - a).num_microseconds().unwrap_or_default() as f64 / 1e6
-        };
+        let secs = |a: At, b: At| (b - a).num_microseconds().unwrap_or_default() as f64 / 1e6;
         ready.push(secs(
             at("environment_setup", "started_at"),
             at("agent_setup", "started_at"),
         ));
-        trial.push(secs(at("environment_setup", "started_at"), at("verifier", "finished_at")));
+        trial.push(secs(
+            at("environment_setup", "started_at"),
+            at("verifier", "finished_at"),
+        ));
     }
     let n = ready.len();
-    row("harbor: start to agent's step (s)", median(ready), PEER_SETUP_SECS, n);
-    row("harbor: whole oracle trial (s)", median(trial), 6.0 * 60.0 + 43.0, n);
+    row(
+        "harbor: start to agent's step (s)",
+        median(ready),
+        PEER_SETUP_SECS,
+        n,
+    );
+    row(
+        "harbor: whole oracle trial (s)",
+        median(trial),
+        6.0 * 60.0 + 43.0,
+        n,
+    );
 }
 
 fn openenv() {
@@ -116,7 +138,10 @@ fn openenv() {
     let mut line = String::new();
     let url = loop {
         line.clear();
-        assert!(stderr.read_line(&mut line).expect("stderr") > 0, "no server");
+        assert!(
+            stderr.read_line(&mut line).expect("stderr") > 0,
+            "no server"
+        );
         if let Some(rest) = line.split("serving ws://").nth(1) {
             break format!("http://{}", rest.split('/').next().expect("an address"));
         }
@@ -141,10 +166,21 @@ fn openenv() {
     )
     .expect("JSON");
     assert!(played.iter().all(|e| e["done"] == true), "{played:?}");
-    let resets: Vec<f64> = played.iter().filter_map(|e| e["reset_secs"].as_f64()).collect();
-    let walls: Vec<f64> = played.iter().filter_map(|e| e["episode_secs"].as_f64()).collect();
+    let resets: Vec<f64> = played
+        .iter()
+        .filter_map(|e| e["reset_secs"].as_f64())
+        .collect();
+    let walls: Vec<f64> = played
+        .iter()
+        .filter_map(|e| e["episode_secs"].as_f64())
+        .collect();
     let n = played.len();
-    row("openenv: reset latency (s)", median(resets), PEER_SETUP_SECS, n);
+    row(
+        "openenv: reset latency (s)",
+        median(resets),
+        PEER_SETUP_SECS,
+        n,
+    );
     println!(
         "{:<34} {:>12.2} {:>12} {:>12} {:>10}",
         "openenv: episode wall time (s)",
@@ -181,7 +217,12 @@ fn cpu_secs(pid: u32) -> f64 {
         .arg("CLK_TCK")
         .output()
         .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse::<f64>().ok())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
         .unwrap_or(100.0);
     ticks / hz
 }

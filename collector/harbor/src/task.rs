@@ -238,7 +238,7 @@ mod tests {
         }
     }
 
-    fn app() -> AppInfo {
+    fn app_info() -> AppInfo {
         AppInfo {
             app_name: "hotel-reservation".into(),
             namespace: "hotel-reservation".into(),
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn only_the_root_only_episode_file_names_the_problem() {
-        let (e, app) = (episode(), app());
+        let (e, app) = (episode(), app_info());
         let files = render(&task(&e, &app)).unwrap();
         for f in &files {
             let names = f.text.contains("geo-target-port") || f.path.contains("geo");
@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn task_toml_is_harbors_shape() {
-        let (e, app) = (episode(), app());
+        let (e, app) = (episode(), app_info());
         let files = render(&task(&e, &app)).unwrap();
         let toml_text = &files.iter().find(|f| f.path == "task.toml").unwrap().text;
         let doc: toml::Table = toml::from_str(toml_text).unwrap();
@@ -295,7 +295,7 @@ mod tests {
             doc["environment"]["mcp_servers"][0]["url"].as_str(),
             Some("http://127.0.0.1:7076/mcp")
         );
-        let (e2, app2) = (episode(), app());
+        let (e2, app2) = (episode(), app_info());
         let without = Task {
             mcp: false,
             ..task(&e2, &app2)
@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn the_instruction_points_at_the_fixed_ports() {
-        let (e, app) = (episode(), app());
+        let (e, app) = (episode(), app_info());
         let text = instruction(&task(&e, &app)).unwrap();
         assert!(text.contains("http://127.0.0.1:7071"), "{text}");
         assert!(text.contains("/home/agent/.kube/config"), "{text}");
