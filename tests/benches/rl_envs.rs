@@ -13,9 +13,8 @@
 //! Run: `cargo bench --profile dev -p e2e --bench rl_envs [-- harbor|openenv]` (needs tests/install's
 //! /opt/harbor-venv and /opt/openenv-venv; root, for the namespace provider).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -127,37 +126,18 @@ fn harbor() {
 }
 
 fn openenv() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let mut server = Command::new(e2e::binary("collector"))
-        .args(["serve", "openenv", "--listen", "127.0.0.1:0", "--out"])
-        .arg(tmp.path())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("collector runs");
-    let mut stderr = BufReader::new(server.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).expect("stderr") > 0,
-            "no server"
-        );
-        if let Some(rest) = line.split("serving ws://").nth(1) {
-            break format!("http://{}", rest.split('/').next().expect("an address"));
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let server = e2e::openenv::Server::start(&[]);
+    let url = server.url.clone();
     let episodes = 12;
-    let cpu0 = cpu_secs(server.id());
+    let cpu0 = cpu_secs(server.child.id());
     let out = Command::new("/opt/openenv-venv/bin/python")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("agents/openenv/throughput.py"))
         .args([&url, &episodes.to_string(), "hotel-*,social-*,astro-*"])
         .output()
         .expect("python runs");
     assert!(out.status.success(), "{}", e2e::text(&out));
-    let cpu = cpu_secs(server.id()) - cpu0;
-    let _ = server.kill();
-    let _ = server.wait();
+    let cpu = cpu_secs(server.child.id()) - cpu0;
+    drop(server);
     let played: Vec<Value> = serde_json::from_slice(
         out.stdout
             .split(|b| *b == b'\n')

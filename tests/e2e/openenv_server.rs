@@ -3,10 +3,10 @@
 //! by tests/install, and `openenv validate --url`. The scripted clients are
 //! tests/agents/openenv/{episode,crowd}.py.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
+use e2e::openenv::Server;
 use serde_json::Value;
 
 /// The venvs of both OpenEnv versions (they pin different fastmcp, so each has its own).
@@ -25,56 +25,6 @@ fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("agents/openenv")
         .join(name)
-}
-
-/// A running `collector serve openenv` on a free port.
-struct Server {
-    child: Child,
-    url: String,
-    out: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn start(extra: &[&str]) -> Server {
-        let out = tempfile::tempdir().expect("a temporary directory");
-        let mut child = Command::new(e2e::binary("collector"))
-            .args(["serve", "openenv", "--listen", "127.0.0.1:0", "--out"])
-            .arg(out.path())
-            .args(extra)
-            .env_remove("JUDGE_BASE_URL")
-            .env_remove("JUDGE_MODEL")
-            .env_remove("JUDGE_API_KEY")
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("collector runs");
-        let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            let n = stderr.read_line(&mut line).expect("the server's stderr");
-            assert!(n > 0, "the server ended before serving");
-            if let Some(rest) = line.split("serving ws://").nth(1) {
-                let addr = rest.split('/').next().expect("an address");
-                break format!("http://{addr}");
-            }
-        };
-        // The rest of its log is drained so that it never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Server { child, url, out }
-    }
-
-    fn health(&self) -> Value {
-        e2e::http_get(format!("{}/health", self.url))
-            .json()
-            .expect("health JSON")
-    }
 }
 
 /// Runs a client script; its last stdout line as JSON.

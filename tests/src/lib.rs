@@ -6,6 +6,7 @@ pub mod fixture;
 pub mod live;
 pub mod llm_server;
 pub mod mcp;
+pub mod openenv;
 pub mod s3;
 
 use std::path::{Path, PathBuf};

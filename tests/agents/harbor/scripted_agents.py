@@ -52,10 +52,20 @@ echo "== done"
 """
 
 
-class KubectlFixer(BaseAgent):
-    # The tasks offer the session's MCP server; Harbor runs only agents that can take one.
+class Scripted(BaseAgent):
+    """What both agents share: no setup, and the MCP capability Harbor requires of an agent on a
+    task that offers the session's MCP server."""
+
     capabilities = AgentCapabilities(mcp_servers=True)
 
+    def version(self) -> str:
+        return "1.0.0"
+
+    async def setup(self, environment: BaseEnvironment) -> None:
+        pass
+
+
+class KubectlFixer(Scripted):
     def __init__(self, *args, fixes: str = "", **kwargs):
         super().__init__(*args, **kwargs)
         self.fixes = Path(fixes)
@@ -63,12 +73,6 @@ class KubectlFixer(BaseAgent):
     @staticmethod
     def name() -> str:
         return "faultline-kubectl-fixer"
-
-    def version(self) -> str:
-        return "1.0.0"
-
-    async def setup(self, environment: BaseEnvironment) -> None:
-        pass
 
     async def run(self, instruction: str, environment: BaseEnvironment,
                   context: AgentContext) -> None:
@@ -81,18 +85,10 @@ class KubectlFixer(BaseAgent):
             f"exit {result.return_code}\n{result.stdout}\n{result.stderr}")
 
 
-class Snoop(BaseAgent):
-    capabilities = AgentCapabilities(mcp_servers=True)
-
+class Snoop(Scripted):
     @staticmethod
     def name() -> str:
         return "faultline-snoop"
-
-    def version(self) -> str:
-        return "1.0.0"
-
-    async def setup(self, environment: BaseEnvironment) -> None:
-        pass
 
     async def run(self, instruction: str, environment: BaseEnvironment,
                   context: AgentContext) -> None:
