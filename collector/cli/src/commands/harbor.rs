@@ -11,6 +11,9 @@ use problems::Dur;
 use super::snapshot::load_catalog;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  collector harbor export --problems 'hotel-*' --seeds 2 --image you/faultline-harbor:0.1.0 --out tasks/\n  collector harbor image --out image/ && docker build -t you/faultline-harbor:0.1.0 image/\n  harbor run -p tasks/ -a oracle -e docker -n 4"
+)]
 pub struct Args {
     #[command(subcommand)]
     pub what: What,
@@ -32,7 +35,10 @@ pub enum What {
     /// Inside a task's environment (its reference solution): present the solution token.
     Solve(SolveArgs),
     /// The live system of a task's environment (started by `up`).
-    #[command(hide = true)]
+    #[command(
+        hide = true,
+        after_help = "Example (started by `collector harbor up`):\n  collector harbor daemon"
+    )]
     Daemon(EpisodeArgs),
 }
 

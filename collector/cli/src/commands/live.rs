@@ -165,15 +165,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     eprintln!("judging diagnoses with: {}", opts.judging.describe());
     let runtime = tokio::runtime::Runtime::new()?;
     // Ctrl-C, or the SIGTERM `collector recover` sends a running session: either way the
-    // session ends cleanly (on a cluster, its faults reverted).
-    let interrupt = async {
-        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
-        let Ok(mut term) = term else {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        };
+    // session ends cleanly (on a cluster, its faults reverted). The handlers are installed before
+    // the session starts: a signal that comes while a cluster's faults are being injected is
+    // held until the session can end, rather than killing it with its faults in place.
+    let (mut term, mut int) = runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        anyhow::Ok((
+            signal(SignalKind::terminate()).context("listening for SIGTERM")?,
+            signal(SignalKind::interrupt()).context("listening for SIGINT")?,
+        ))
+    })?;
+    let interrupt = async move {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            _ = int.recv() => {}
             _ = term.recv() => {}
         }
     };

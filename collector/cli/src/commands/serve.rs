@@ -13,6 +13,9 @@ use problems::Dur;
 use super::snapshot::load_catalog;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  collector serve openenv --listen 127.0.0.1:8000 --max-sessions 16 --out episodes/"
+)]
 pub struct Args {
     #[command(subcommand)]
     pub what: What,
