@@ -170,14 +170,7 @@ pub async fn rejudge(run_dir: &Path, cfg: &InLoop) -> anyhow::Result<Option<Diag
     if let Err(why) = schemas::paths::check_plain_name(rel) {
         bail!("{}: ground_truth: `{rel}` {why}", path.display());
     }
-    let truth = truth::load(&run_dir.join(rel))?
-        .into_values()
-        .next()
-        .with_context(|| format!("{}: an empty ground truth", run_dir.display()))?;
-    let truth = LoadedTruth {
-        problem_id: run.problem_id.clone(),
-        ..Arc::unwrap_or_clone(truth)
-    };
+    let truth = load_truth(&run_dir.join(rel), &run.problem_id)?;
     let mut record = judge_diagnosis(&output, &truth, cfg).await;
     record.submitted = true;
     Ok(Some(record))

@@ -139,6 +139,18 @@ impl ProblemSpec {
         out
     }
 
+    /// The reference fix's command lines, or why there are none that go through the Kubernetes
+    /// API (the fix needs a node or a shell, or the problem has none).
+    pub fn fix_commands(&self) -> Result<&[String], String> {
+        match &self.reference_fix {
+            None => Err("the problem has no reference fix".into()),
+            Some(f) => match &f.unreachable {
+                Some(why) => Err(why.clone()),
+                None => Ok(&f.commands),
+            },
+        }
+    }
+
     /// The diagnosis the reference solution submits: the incident's description and its root
     /// causes by kind and name (what a correct diagnosis says; evaluator-side, like the truth).
     pub fn reference_diagnosis(&self, namespace: &str) -> String {

@@ -172,14 +172,9 @@ fn a_scripted_agent_that_fixes_through_kubectl_mitigates() {
     let catalog = problems::Catalog::builtin().expect("the catalog");
     for (name, problem) in &exported {
         let spec = catalog.problem(problem).expect("the problem");
-        let fix = spec.reference_fix.as_ref().expect("a reference fix");
-        std::fs::write(fixes.join(format!("{name}.sh")), fix.commands.join("\n")).expect("fix");
-        let namespace = &catalog.app(&spec.application).expect("its app").namespace;
-        std::fs::write(
-            fixes.join(format!("{name}.txt")),
-            spec.reference_diagnosis(namespace),
-        )
-        .expect("diagnosis");
+        let (commands, diagnosis) = e2e::reference(&catalog, spec);
+        std::fs::write(fixes.join(format!("{name}.sh")), commands).expect("fix");
+        std::fs::write(fixes.join(format!("{name}.txt")), diagnosis).expect("diagnosis");
     }
     let ak = format!("fixes={}", fixes.display());
     let trials = run(

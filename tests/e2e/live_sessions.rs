@@ -53,11 +53,7 @@ fn reference(
     problem: &problems::ProblemSpec,
     dir: &Path,
 ) -> (PathBuf, String) {
-    let commands = problem
-        .reference_fix
-        .as_ref()
-        .map(|f| f.commands.join("\n"))
-        .unwrap_or_default();
+    let (commands, diagnosis) = e2e::reference(catalog, problem);
     // Not named after the problem: sessions of other tests list open files and process lists.
     let file = tempfile::Builder::new()
         .prefix("fix-")
@@ -65,18 +61,6 @@ fn reference(
         .expect("a fix file");
     std::fs::write(file.path(), commands).expect("writing the fix file");
     let (_, fix) = file.keep().expect("keeping the fix file");
-    let namespace = &catalog
-        .app(&problem.application)
-        .expect("the problem's app")
-        .namespace;
-    let truth = problem.ground_truth(namespace, chrono::Utc::now());
-    let culprits: Vec<String> = truth
-        .components
-        .iter()
-        .filter(|c| c.root_cause)
-        .map(|c| format!("{} {}", c.kind, c.name.clone().unwrap_or_default()))
-        .collect();
-    let diagnosis = format!("{} Root cause: {}.", truth.description, culprits.join(", "));
     (fix, diagnosis)
 }
 

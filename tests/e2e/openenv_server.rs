@@ -44,14 +44,14 @@ fn client(venv: &str, script_name: &str, args: &[&str]) -> Value {
     serde_json::from_str(last).unwrap_or_else(|e| panic!("JSON expected, got {last:?}: {e}"))
 }
 
-/// The reference fix (shell lines, kubectl) and a diagnosis naming the root cause.
+/// The reference fix (shell lines, kubectl), written to `fix`, and a diagnosis naming the root
+/// cause.
 fn reference(problem: &str, fix: PathBuf) -> (PathBuf, String) {
     let catalog = problems::Catalog::builtin().expect("the catalog");
     let spec = catalog.problem(problem).expect("the problem");
-    let commands = spec.reference_fix.as_ref().expect("a reference fix");
-    std::fs::write(&fix, commands.commands.join("\n")).expect("writing the fix");
-    let namespace = &catalog.app(&spec.application).expect("its app").namespace;
-    (fix, spec.reference_diagnosis(namespace))
+    let (commands, diagnosis) = e2e::reference(&catalog, spec);
+    std::fs::write(&fix, commands).expect("writing the fix");
+    (fix, diagnosis)
 }
 
 /// What the run record on disk says the reward is: the mean of the stages' passes.

@@ -67,3 +67,18 @@ pub fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// A problem's reference fix (its command lines, one a line; empty when it has none through the
+/// API) and the diagnosis a correct agent gives (`ProblemSpec::reference_diagnosis`).
+pub fn reference(catalog: &problems::Catalog, problem: &problems::ProblemSpec) -> (String, String) {
+    let commands = problem
+        .reference_fix
+        .as_ref()
+        .map(|f| f.commands.join("\n"))
+        .unwrap_or_default();
+    let namespace = &catalog
+        .app(&problem.application)
+        .expect("the problem's app")
+        .namespace;
+    (commands, problem.reference_diagnosis(namespace))
+}

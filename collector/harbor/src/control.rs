@@ -12,8 +12,7 @@ use anyhow::Context;
 use schemas::run_result::RunResult;
 use serde_json::Value;
 
-use crate::daemon::READY_FILE;
-use crate::episode::{self, EPISODE_FILE, Episode, control_url};
+use crate::episode::{self, Episode, control_url};
 
 /// How long `up` waits for the session to answer.
 pub const READY_WITHIN: Duration = Duration::from_secs(110);
@@ -24,7 +23,7 @@ pub const READY_WITHIN: Duration = Duration::from_secs(110);
 pub fn up(episode_file: &Path) -> anyhow::Result<()> {
     let episode = Episode::load(episode_file)?;
     let state = Path::new(episode::STATE_DIR);
-    std::fs::create_dir_all(state).with_context(|| format!("creating {}", state.display()))?;
+    crate::daemon::private_dir(state)?;
     let pid_file = state.join("daemon.pid");
     let http = blocking_client(Duration::from_secs(5))?;
     let ready = format!("{}/ready", control_url(episode.base_port));
@@ -43,7 +42,6 @@ pub fn up(episode_file: &Path) -> anyhow::Result<()> {
         .open(&pid_file)
     {
         Ok(mut file) => {
-            let _ = std::fs::remove_file(state.join(READY_FILE));
             let pid = spawn_daemon(episode_file, &state.join("daemon.log"))?;
             writeln!(file, "{pid}").context("writing the daemon's pid")?;
             Some(pid)
@@ -134,15 +132,13 @@ pub struct Graded {
 /// anywhere leaves none), `logs/run.json` and the run under `logs/run/`.
 pub fn grade(episode_file: &Path, logs: &Path) -> anyhow::Result<Graded> {
     let episode = Episode::load(episode_file)?;
-    let http = blocking_client(Duration::from_secs(1800))?;
-    let answer = http
-        .post(format!("{}/grade", control_url(episode.base_port)))
-        .bearer_auth(&episode.grade_token)
-        .send()
-        .context("asking the session to grade (is it up?)")?;
-    let status = answer.status();
-    let body = answer.text().unwrap_or_default();
-    anyhow::ensure!(status.is_success(), "grading failed ({status}): {body}");
+    let body = post_control(
+        episode.base_port,
+        "grade",
+        &episode.grade_token,
+        Duration::from_secs(1800),
+    )
+    .context("grading")?;
     let graded: Value = serde_json::from_str(&body).context("the grading's answer")?;
     let mut run: RunResult =
         serde_json::from_value(graded["run"].clone()).context("the run record")?;
@@ -205,22 +201,19 @@ pub fn solve(token: &str, base_port: u16) -> anyhow::Result<String> {
         !token.is_empty(),
         "FAULTLINE_SOLUTION_TOKEN is not set: only the reference solution's step is given it"
     );
-    let http = blocking_client(Duration::from_secs(600))?;
-    let answer = http
-        .post(format!("{}/solve", control_url(base_port)))
-        .bearer_auth(token)
-        .send()
-        .context("asking the session for the reference solution (is it up?)")?;
-    let status = answer.status();
-    let body = answer.text().unwrap_or_default();
-    anyhow::ensure!(
-        status.is_success(),
-        "the reference solution failed ({status}): {body}"
-    );
-    Ok(body)
+    post_control(base_port, "solve", token, Duration::from_secs(600))
+        .context("the reference solution")
 }
 
-/// The default episode file.
-pub fn episode_file() -> PathBuf {
-    PathBuf::from(EPISODE_FILE)
+/// A POST to the control API with a bearer token; the answer's text, or why it failed.
+fn post_control(base_port: u16, path: &str, token: &str, wait: Duration) -> anyhow::Result<String> {
+    let answer = blocking_client(wait)?
+        .post(format!("{}/{path}", control_url(base_port)))
+        .bearer_auth(token)
+        .send()
+        .context("the session's control API did not answer (is the session up?)")?;
+    let status = answer.status();
+    let body = answer.text().unwrap_or_default();
+    anyhow::ensure!(status.is_success(), "{status}: {body}");
+    Ok(body)
 }

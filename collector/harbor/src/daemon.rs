@@ -23,13 +23,10 @@ use axum::routing::{get, post};
 use problems::{Catalog, Dur, ProblemSpec};
 use schemas::run_result::{AgentSandbox, RunResult};
 use serde_json::json;
-use session::{AgentSpec, Handover, Isolation, Judging, RemoteLauncher, Session, SessionOptions};
+use session::{Handover, RemoteLauncher, Session, SessionOptions, Stage, Stages};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::episode::{self, AGENT_HOME, AGENT_UID, Episode};
-
-/// The file that says the session is ready (in [`episode::STATE_DIR`]).
-pub const READY_FILE: &str = "ready";
 
 /// What a grading answers: the run record and where the run is, or why it failed.
 type Graded = Result<(RunResult, PathBuf), String>;
@@ -39,6 +36,7 @@ struct Control {
     problem: ProblemSpec,
     namespace: String,
     handover: Handover,
+    stages: Stages,
     grade: mpsc::Sender<oneshot::Sender<Graded>>,
     /// One reference solution at a time.
     solving: tokio::sync::Mutex<()>,
@@ -76,20 +74,18 @@ async fn serve(catalog: &Catalog, episode: Episode) -> anyhow::Result<()> {
         // episode's, which starts now.
         std::fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
     }
-    let mut session = Session::start(catalog, options(&episode, &problem, out)).await?;
+    let (launcher, agent_done) = RemoteLauncher::with_end(AgentSandbox::Harness);
+    let session =
+        Session::start_launched(catalog, options(&episode, &problem, out), &launcher).await?;
     let handover = session.handover().clone();
     install_kubeconfig(&handover.workdir.join("kubeconfig"))?;
-    let (launcher, agent_done) = RemoteLauncher::with_end(AgentSandbox::Harness);
-    if let Err(e) = session.launch(&launcher) {
-        session.abort().await;
-        return Err(e);
-    }
     let (grade, mut graders) = mpsc::channel::<oneshot::Sender<Graded>>(4);
     let control = Arc::new(Control {
         episode: episode.clone(),
         problem,
         namespace,
         handover,
+        stages: session.stages(),
         grade,
         solving: tokio::sync::Mutex::new(()),
     });
@@ -105,7 +101,6 @@ async fn serve(catalog: &Catalog, episode: Episode) -> anyhow::Result<()> {
             })
             .into_future(),
     );
-    mark_ready()?;
     let follow = session.follow(std::future::pending());
     tokio::pin!(follow);
     // Whichever comes first: the verifier asks (the agent's part is over), or the session ends on
@@ -129,31 +124,23 @@ async fn serve(catalog: &Catalog, episode: Episode) -> anyhow::Result<()> {
 }
 
 fn options(episode: &Episode, problem: &ProblemSpec, out: PathBuf) -> SessionOptions {
+    let target = session::Target::Live {
+        problem: Box::new(problem.clone()),
+        seed: episode.seed,
+        no_noise: !episode.noise,
+        speed: 1.0,
+        since_onset: Dur::from_secs(episode.since_onset_secs),
+    };
+    // Judged deterministically: the verifier re-judges with an LLM when it is given one (see
+    // `control::grade`). On the fixed ports the task's files name.
     SessionOptions {
-        agent: AgentSpec {
-            name: "harbor".into(),
-            command: String::new(),
-            env: Vec::new(),
-            prompt: None,
-        },
-        target: session::Target::Live {
-            problem: Box::new(problem.clone()),
-            seed: episode.seed,
-            no_noise: !episode.noise,
-            speed: 1.0,
-            since_onset: Dur::from_secs(episode.since_onset_secs),
-        },
-        time_limit: Duration::from_secs(episode.time_limit_secs),
-        out,
-        trial: "1".into(),
-        echo: false,
-        // The verifier re-judges with an LLM when it is given one (see `grade`).
-        judging: Judging::default(),
-        staging: None,
-        llm_upstream: None,
-        isolation: Isolation::None,
-        after_last_stage: Duration::ZERO,
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], episode.base_port)),
+        ..SessionOptions::remote(
+            "harbor",
+            target,
+            out,
+            Duration::from_secs(episode.time_limit_secs),
+        )
     }
 }
 
@@ -176,13 +163,6 @@ fn install_kubeconfig(from: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("giving {} to the agent", path.display()))?;
     }
     Ok(())
-}
-
-fn mark_ready() -> anyhow::Result<()> {
-    let state = Path::new(episode::STATE_DIR);
-    private_dir(state)?;
-    let ready = state.join(READY_FILE);
-    std::fs::write(&ready, b"ready\n").with_context(|| format!("writing {}", ready.display()))
 }
 
 fn router(control: Arc<Control>) -> Router {
@@ -241,12 +221,7 @@ async fn solve(State(c): State<Arc<Control>>, headers: HeaderMap) -> Response {
 /// The reference solution, through the session's submission API as an agent submits: the
 /// diagnosis, then (once the mitigation stage is open) the reference fix and the mitigation.
 async fn reference_solution(c: &Control) -> anyhow::Result<String> {
-    let fix = c
-        .problem
-        .reference_fix
-        .as_ref()
-        .filter(|f| f.unreachable.is_none())
-        .context("this problem has no reference fix through the Kubernetes API")?;
+    let commands = c.problem.fix_commands().map_err(anyhow::Error::msg)?;
     let http = reqwest::Client::new();
     let submit = |solution: String| {
         let http = http.clone();
@@ -262,43 +237,20 @@ async fn reference_solution(c: &Control) -> anyhow::Result<String> {
         }
     };
     submit(c.problem.reference_diagnosis(&c.namespace)).await?;
-    wait_for_stage(&http, &c.handover.submit_url, "mitigation").await?;
+    let stage = c.stages.settled().await;
+    anyhow::ensure!(
+        stage == Stage::Mitigation,
+        "the session is at stage {}, not mitigation",
+        stage.name()
+    );
+    let kubeconfig = c.handover.workdir.join("kubeconfig");
     let mut log = String::new();
-    for command in &fix.commands {
-        let out = tokio::process::Command::new("sh")
-            .args(["-c", command])
-            .env("KUBECONFIG", c.handover.workdir.join("kubeconfig"))
-            .output()
-            .await
-            .with_context(|| format!("running `{command}`"))?;
-        anyhow::ensure!(
-            out.status.success(),
-            "`{command}` failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        log.push_str(&String::from_utf8_lossy(&out.stdout));
+    for command in commands {
+        let run = live::proof::kubectl(command, &kubeconfig).await?;
+        anyhow::ensure!(run.ok, "`{command}` failed: {}", run.output);
+        log.push_str(&run.output);
+        log.push('\n');
     }
     submit(String::new()).await?;
     Ok(format!("diagnosed, fixed and submitted\n{log}"))
-}
-
-/// Waits until the session's stage is `stage` (a diagnosis is judged before it opens).
-async fn wait_for_stage(
-    http: &reqwest::Client,
-    submit_url: &str,
-    stage: &str,
-) -> anyhow::Result<()> {
-    loop {
-        let status: serde_json::Value = http
-            .get(format!("{submit_url}/status"))
-            .send()
-            .await?
-            .json()
-            .await?;
-        match status["stage"].as_str() {
-            Some(s) if s == stage => return Ok(()),
-            Some("diagnosis") => tokio::time::sleep(Duration::from_millis(25)).await,
-            other => anyhow::bail!("the session is at stage {other:?}, not {stage}"),
-        }
-    }
 }

@@ -12,7 +12,7 @@ use sha2::Digest;
 
 /// The episode file, inside the environment.
 pub const EPISODE_FILE: &str = "/etc/faultline/episode.json";
-/// Where the running session keeps its pid, log and readiness mark (root's).
+/// Where the running session keeps its pid and log (root's).
 pub const STATE_DIR: &str = "/run/faultline";
 /// Where the session's run is written (root's): `run/` once finished.
 pub const RUN_DIR: &str = "/var/lib/faultline";
@@ -52,13 +52,14 @@ impl Episode {
             .with_context(|| format!("{}: not an episode file", path.display()))
     }
 
-    /// The base URL of one of the session's servers (a `session::PORTS` name).
+    /// The port of one of the session's servers (a `session::PORTS` name).
+    pub fn port(&self, name: &str) -> u16 {
+        self.base_port + session::port_offset(name)
+    }
+
+    /// The base URL of one of the session's servers.
     pub fn url(&self, name: &str) -> String {
-        let offset = session::PORTS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(0, |(_, o)| *o);
-        format!("http://127.0.0.1:{}", self.base_port + offset)
+        format!("http://127.0.0.1:{}", self.port(name))
     }
 }
 

@@ -65,14 +65,10 @@ pub fn export(e: &Export<'_>, progress: &mut dyn FnMut(u64)) -> anyhow::Result<I
         skipped: Vec::new(),
     };
     for problem in &e.problems {
-        if let Some(why) = problem
-            .reference_fix
-            .as_ref()
-            .map_or(Some("no reference fix"), |f| f.unreachable.as_deref())
-        {
+        if let Err(why) = problem.fix_commands() {
             index.skipped.push(Skipped {
                 problem: problem.id.clone(),
-                why: why.to_string(),
+                why,
             });
             continue;
         }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use session::prompt::{self, Pointers};
 use session::submit::AppInfo;
 
-use crate::episode::{AGENT_HOME, AGENT_UID, AGENT_USER, EPISODE_FILE, Episode, control_url};
+use crate::episode::{AGENT_HOME, AGENT_UID, AGENT_USER, EPISODE_FILE, Episode};
 
 /// The command that starts the session (once) and waits until it answers: the healthcheck.
 pub const UP: &str = "collector harbor up";
@@ -68,14 +68,7 @@ pub fn render(task: &Task<'_>) -> anyhow::Result<Vec<File>> {
 
 /// The agent's environment: where its tools point (SREGym's names too, so its agents run).
 pub fn agent_env(episode: &Episode) -> Vec<(&'static str, String)> {
-    let port = |name: &str| {
-        episode
-            .url(name)
-            .rsplit(':')
-            .next()
-            .unwrap_or_default()
-            .to_string()
-    };
+    let port = |name: &str| episode.port(name).to_string();
     vec![
         ("KUBECONFIG", format!("{AGENT_HOME}/.kube/config")),
         ("PROMETHEUS_URL", episode.url("prometheus")),
@@ -214,11 +207,6 @@ exec collector harbor grade --logs /logs/verifier\n";
 const SOLVE_SH: &str = "#!/bin/sh\n\
 # The reference solution (Harbor's oracle agent): only this step has FAULTLINE_SOLUTION_TOKEN.\n\
 exec collector harbor solve\n";
-
-/// Where the control API of an episode listens.
-pub fn control(episode: &Episode) -> String {
-    control_url(episode.base_port)
-}
 
 #[cfg(test)]
 mod tests {

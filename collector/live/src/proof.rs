@@ -59,16 +59,12 @@ pub async fn prove(
         left_alone: None,
         secs: 0.0,
     };
-    let commands = match &problem.reference_fix {
-        None => {
-            proof.unreachable = Some("the problem has no reference fix".into());
+    let commands = match problem.fix_commands() {
+        Ok(commands) => commands,
+        Err(why) => {
+            proof.unreachable = Some(why);
             return Ok(proof);
         }
-        Some(f) if f.unreachable.is_some() => {
-            proof.unreachable = f.unreachable.clone();
-            return Ok(proof);
-        }
-        Some(f) => f.commands.clone(),
     };
     let dir = tempfile::tempdir().context("creating a directory for the kubeconfig")?;
     let kubeconfig = dir.path().join("kubeconfig");
@@ -78,7 +74,7 @@ pub async fn prove(
             .with_context(|| format!("writing {}", kubeconfig.display()))?;
         let left_alone = mitigation::grade(&env.fork(), state)?;
         let mut all_ok = true;
-        for c in &commands {
+        for c in commands {
             let run = kubectl(c, &kubeconfig).await?;
             all_ok &= run.ok;
             proof.commands.push(run);
@@ -99,8 +95,9 @@ pub async fn prove(
     Ok(proof)
 }
 
-/// Runs one command line through `sh -c` with the environment's kubeconfig.
-async fn kubectl(command: &str, kubeconfig: &Path) -> anyhow::Result<CommandRun> {
+/// Runs one command line of a reference fix through `sh -c` with the environment's kubeconfig
+/// (a missing kubectl or jq is an error that says how to install them).
+pub async fn kubectl(command: &str, kubeconfig: &Path) -> anyhow::Result<CommandRun> {
     // kubectl talks to this process's servers: run it off the async threads.
     let (cmd, kc) = (command.to_string(), kubeconfig.to_path_buf());
     let out = tokio::task::spawn_blocking(move || {

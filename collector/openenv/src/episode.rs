@@ -21,9 +21,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use schemas::run_result::{AgentSandbox, RunResult};
 use serde_json::{Map, Value, json};
-use session::{
-    AgentSpec, Handover, Isolation, Judging, RemoteLauncher, Session, SessionOptions, Target,
-};
+use session::{Handover, Judging, RemoteLauncher, Session, SessionOptions, Stage, Stages, Target};
 use tokio::sync::oneshot;
 
 use crate::protocol::{Action, Code, Observation, Refusal, ResetArgs, State, Variant};
@@ -46,18 +44,15 @@ pub struct Settings {
 
 /// The name of the tool that submits a stage.
 const SUBMIT: &str = "submit";
-/// How often the submission API is asked whether a judged diagnosis opened the next stage.
-const STAGE_POLL: Duration = Duration::from_millis(25);
 
 /// A running or finished episode.
 pub struct Episode {
     pub id: String,
     steps: u64,
-    stage: String,
+    /// The session's stage, as its submission API sees it.
+    stages: Stages,
     tools: RunningService<RoleClient, ()>,
     listed: Vec<Value>,
-    status_url: String,
-    http: reqwest::Client,
     /// Each step as a JSON line: the run's `agent.stdout`.
     log: std::fs::File,
     session: Option<Following>,
@@ -96,38 +91,23 @@ impl Episode {
                 ),
             ));
         }
+        let target = Target::Live {
+            problem: Box::new(problem),
+            seed,
+            no_noise: args.variant == Some(Variant::Quiet),
+            speed: 1.0,
+            since_onset: settings.since_onset,
+        };
         let opts = SessionOptions {
-            agent: AgentSpec {
-                name: settings.agent.clone(),
-                command: String::new(),
-                env: Vec::new(),
-                prompt: None,
-            },
-            target: Target::Live {
-                problem: Box::new(problem),
-                seed,
-                no_noise: args.variant == Some(Variant::Quiet),
-                speed: 1.0,
-                since_onset: settings.since_onset,
-            },
-            time_limit: settings.time_limit,
-            out,
-            trial: "1".into(),
-            echo: false,
             judging: settings.judging.clone(),
-            staging: None,
-            llm_upstream: None,
-            isolation: Isolation::None,
-            // The client's last submission ends the episode at once: it has nothing to read.
-            after_last_stage: Duration::ZERO,
-            listen: session::any_port(),
+            ..SessionOptions::remote(&settings.agent, target, out, settings.time_limit)
         };
         let factory = |e: anyhow::Error| {
             Refusal::new(Code::FactoryError, format!("starting the episode: {e:#}"))
         };
         let (interrupt, interrupted) = oneshot::channel::<()>();
         let (task, ready) = follow(settings.catalog.clone(), opts, interrupted).map_err(factory)?;
-        let handover = match ready.await {
+        let (handover, stages) = match ready.await {
             Ok(started) => started.map_err(factory)?,
             Err(_) => return Err(factory(anyhow::anyhow!("the session's thread ended"))),
         };
@@ -155,17 +135,15 @@ impl Episode {
                 "kubeconfig": handover.endpoints.kubeconfig(),
             })),
             tools: Some(listed.clone()),
-            stage: "diagnosis".into(),
+            stage: stages.now().name().into(),
             ..Observation::default()
         };
         let episode = Episode {
             id,
             steps: 0,
-            stage: observation.stage.clone(),
+            stages,
             tools,
             listed,
-            status_url: format!("{}/status", handover.submit_url),
-            http: reqwest::Client::new(),
             log,
             session: Some(task),
             interrupt: Some(interrupt),
@@ -183,7 +161,7 @@ impl Episode {
         State {
             episode_id: Some(self.id.clone()),
             step_count: self.steps,
-            stage: self.stage.clone(),
+            stage: self.stage().name().into(),
         }
     }
 
@@ -213,20 +191,22 @@ impl Episode {
             ));
         }
         self.steps += 1;
-        let before = self.stage.clone();
         let (output, error) = self.call(&action).await;
         self.record(&action, &output, error);
-        if action.tool == SUBMIT && !error {
-            self.stage = self.settled_stage(&before).await;
-            if matches!(self.stage.as_str(), "done" | "tearing_down") {
+        let stage = if action.tool == SUBMIT && !error {
+            let stage = self.stages.settled().await;
+            if matches!(stage, Stage::Done | Stage::TearingDown) {
                 return self.done(Some((output, error))).await;
             }
-        }
+            stage
+        } else {
+            self.stage()
+        };
         Ok(Stepped {
             observation: Observation {
                 output: Some(output),
                 error: Some(error),
-                stage: self.stage.clone(),
+                stage: stage.name().into(),
                 ..Observation::default()
             },
             reward: None,
@@ -265,25 +245,13 @@ impl Episode {
         }
     }
 
-    /// The stage once a submission is taken: a diagnosis is judged before the next stage opens
-    /// (as in SREGym's conductor), so the client's next step finds the mitigation stage open.
-    async fn settled_stage(&self, before: &str) -> String {
-        loop {
-            let stage = self.remote_stage().await;
-            let finished = self.session.as_ref().is_none_or(Following::is_finished);
-            match stage {
-                Some(stage) if stage != before || finished => return stage,
-                None => return "done".into(),
-                Some(_) if finished => return "done".into(),
-                Some(_) => tokio::time::sleep(STAGE_POLL).await,
-            }
+    /// The session's stage; `Done` once the episode's outcome is known.
+    fn stage(&self) -> Stage {
+        if self.outcome.is_some() {
+            Stage::Done
+        } else {
+            self.stages.now()
         }
-    }
-
-    async fn remote_stage(&self) -> Option<String> {
-        let answer = self.http.get(&self.status_url).send().await.ok()?;
-        let status: Value = answer.json().await.ok()?;
-        status["stage"].as_str().map(str::to_string)
     }
 
     /// The episode's end: the session finished and graded, the reward from its record.
@@ -305,7 +273,6 @@ impl Episode {
                 })?;
             let record = serde_json::to_value(&run).unwrap_or(Value::Null);
             self.outcome = Some((session::reward(&run), record));
-            self.stage = "done".into();
         }
         let Some((reward, record)) = &self.outcome else {
             unreachable!("the outcome was set above")
@@ -318,7 +285,7 @@ impl Episode {
             observation: Observation {
                 output: Some(output),
                 error: Some(error),
-                stage: "done".into(),
+                stage: Stage::Done.name().into(),
                 result: serde_json::to_value(reward).ok(),
                 ..Observation::default()
             },
@@ -360,13 +327,16 @@ impl Following {
     }
 }
 
+/// What the client is handed, and the session's stage, once its clock runs.
+type Started = anyhow::Result<(Handover, Stages)>;
+
 /// Starts the session and launches its (remote) agent on a thread of its own, answers what the
 /// agent is handed once the clock runs, and follows the session to its end there.
 fn follow(
     catalog: Arc<Catalog>,
     opts: SessionOptions,
     interrupted: oneshot::Receiver<()>,
-) -> anyhow::Result<(Following, oneshot::Receiver<anyhow::Result<Handover>>)> {
+) -> anyhow::Result<(Following, oneshot::Receiver<Started>)> {
     let (ready, started) = oneshot::channel();
     let (done, result) = oneshot::channel();
     let thread = std::thread::Builder::new()
@@ -387,24 +357,19 @@ fn follow(
 async fn start_and_follow(
     catalog: &Catalog,
     opts: SessionOptions,
-    ready: oneshot::Sender<anyhow::Result<Handover>>,
+    ready: oneshot::Sender<Started>,
     interrupted: oneshot::Receiver<()>,
 ) -> anyhow::Result<RunResult> {
-    let mut session = match Session::start(catalog, opts).await {
+    // Launched before the client is answered: its first submission must find the stage open.
+    let launcher = RemoteLauncher::new(AgentSandbox::Remote);
+    let session = match Session::start_launched(catalog, opts, &launcher).await {
         Ok(s) => s,
         Err(e) => {
             let _ = ready.send(Err(e));
             anyhow::bail!("the session did not start");
         }
     };
-    // Launched before the client is answered: its first submission must find the stage open.
-    let launcher = RemoteLauncher::new(AgentSandbox::Remote);
-    if let Err(e) = session.launch(&launcher) {
-        session.abort().await;
-        let _ = ready.send(Err(e));
-        anyhow::bail!("the session did not start");
-    }
-    let _ = ready.send(Ok(session.handover().clone()));
+    let _ = ready.send(Ok((session.handover().clone(), session.stages())));
     session
         .follow(async {
             let _ = interrupted.await;

@@ -75,8 +75,9 @@ impl App {
         true
     }
 
-    /// Answers one request of a slot, as the text the WebSocket sends.
-    async fn answer(&self, slot: &Shared, request: Request) -> String {
+    /// Answers one request of a slot, as the text the WebSocket sends; `None` for `close`, which
+    /// ends the connection.
+    async fn answer(&self, slot: &Shared, request: Request) -> Option<String> {
         let mut slot = slot.lock().await;
         let answered = match request {
             Request::Reset(args) => {
@@ -102,15 +103,13 @@ impl App {
                     stage: "idle".into(),
                 },
             })),
-            Request::Mcp(call) => Ok(protocol::mcp(&tools_rpc(&mut slot, &call).await)),
-            // The connection ends on `close` before asking for an answer.
-            Request::Close => Ok(protocol::state(&protocol::State {
-                episode_id: None,
-                step_count: 0,
-                stage: "closed".into(),
+            Request::Mcp(raw) => Ok(protocol::mcp(&match protocol::rpc_call(&raw) {
+                Ok(call) => tools_rpc(&mut slot, &call).await,
+                Err(error) => error,
             })),
+            Request::Close => return None,
         };
-        answered.unwrap_or_else(|r| protocol::error(&r))
+        Some(answered.unwrap_or_else(|r| protocol::error(&r)))
     }
 }
 
@@ -123,11 +122,7 @@ fn no_episode() -> Refusal {
 }
 
 /// `tools/list` and `tools/call` on a slot's episode, in MCP's result shapes.
-async fn tools_rpc(slot: &mut Slot, call: &Value) -> Value {
-    let call = match protocol::rpc_call(call) {
-        Ok(call) => call,
-        Err(error) => return error,
-    };
+async fn tools_rpc(slot: &mut Slot, call: &protocol::RpcCall) -> Value {
     let Some(episode) = slot.episode.as_mut() else {
         return protocol::rpc_error(&call.id, protocol::INVALID_PARAMS, &no_episode().message);
     };
@@ -242,21 +237,13 @@ async fn connection(app: Arc<App>, attach: Option<String>, mut socket: WebSocket
             Message::Close(_) => break,
             Message::Ping(_) | Message::Pong(_) => continue,
         };
-        let request = match protocol::parse(&text) {
-            Ok(Request::Close) => break,
-            Ok(r) => r,
-            Err(refusal) => {
-                if socket
-                    .send(Message::Text(protocol::error(&refusal).into()))
-                    .await
-                    .is_err()
-                {
-                    break;
-                }
-                continue;
-            }
+        let answer = match protocol::parse(&text) {
+            Ok(request) => match app.answer(&slot, request).await {
+                Some(answer) => answer,
+                None => break,
+            },
+            Err(refusal) => protocol::error(&refusal),
         };
-        let answer = app.answer(&slot, request).await;
         if socket.send(Message::Text(answer.into())).await.is_err() {
             break;
         }
@@ -314,7 +301,7 @@ async fn mcp(
             "`session_id` is required (in the query or the params): create one with openenv/session/create",
         ),
         (_, Some(id)) => match app.find(&id) {
-            Ok(slot) => tools_rpc(&mut *slot.lock().await, &value).await,
+            Ok(slot) => tools_rpc(&mut *slot.lock().await, &call).await,
             Err(r) => protocol::rpc_error(&call.id, protocol::INVALID_PARAMS, &r.message),
         },
     };

@@ -117,11 +117,39 @@ pub fn any_port() -> SocketAddr {
 }
 
 /// The offset of a named port in [`PORTS`].
-fn port_offset(name: &str) -> u16 {
+pub fn port_offset(name: &str) -> u16 {
     PORTS
         .iter()
         .find(|(n, _)| *n == name)
         .map_or(0, |(_, offset)| *offset)
+}
+
+impl SessionOptions {
+    /// A session whose agent is a remote client of a front end (started with a
+    /// [`RemoteLauncher`]): no command line, no sandbox of ours, nothing echoed, judged
+    /// deterministically, and ended as soon as its last stage is in (the client has nothing left
+    /// to read); on free ports.
+    pub fn remote(agent: &str, target: Target, out: PathBuf, time_limit: Duration) -> Self {
+        SessionOptions {
+            agent: AgentSpec {
+                name: agent.to_string(),
+                command: String::new(),
+                env: Vec::new(),
+                prompt: None,
+            },
+            target,
+            time_limit,
+            out,
+            trial: "1".into(),
+            echo: false,
+            judging: Judging::default(),
+            staging: None,
+            llm_upstream: None,
+            isolation: Isolation::None,
+            after_last_stage: Duration::ZERO,
+            listen: any_port(),
+        }
+    }
 }
 
 /// How long SREGym lets an agent run after its last stage.
@@ -218,6 +246,35 @@ pub struct Session {
     log: Log,
 }
 
+/// A session's stage, shared with its submission API: what a front end reads to answer its
+/// client's submissions (see [`Session::stages`]).
+#[derive(Clone)]
+pub struct Stages(Arc<Mutex<Progress>>);
+
+impl Stages {
+    /// How often [`Stages::settled`] looks again.
+    const POLL: Duration = Duration::from_millis(25);
+
+    pub fn now(&self) -> Stage {
+        lock(&self.0).stage()
+    }
+
+    /// The stage once the submission being evaluated is: a diagnosis is judged before the next
+    /// stage opens (as in SREGym's conductor), so the agent's next step finds that stage open.
+    /// At once when nothing is being evaluated.
+    pub async fn settled(&self) -> Stage {
+        loop {
+            {
+                let progress = lock(&self.0);
+                if !progress.evaluating() {
+                    return progress.stage();
+                }
+            }
+            tokio::time::sleep(Self::POLL).await;
+        }
+    }
+}
+
 /// What an agent is handed: its task, its directory, its environment and the session's
 /// endpoints. A [`Launcher`] starts the agent from it.
 #[derive(Debug, Clone)]
@@ -308,6 +365,28 @@ impl Session {
         lock(&self.progress).stage()
     }
 
+    /// The session's stage, readable by a front end while the session is followed elsewhere.
+    pub fn stages(&self) -> Stages {
+        Stages(self.progress.clone())
+    }
+
+    /// Starts the session and launches its agent; a session whose agent cannot be launched is
+    /// stopped again.
+    pub async fn start_launched(
+        catalog: &Catalog,
+        opts: SessionOptions,
+        launcher: &dyn Launcher,
+    ) -> anyhow::Result<Session> {
+        let mut session = Session::start(catalog, opts).await?;
+        match session.launch(launcher) {
+            Ok(()) => Ok(session),
+            Err(e) => {
+                session.abort().await;
+                Err(e)
+            }
+        }
+    }
+
     /// Starts the agent; the session's clock (time to diagnose, time to mitigate, the time
     /// limit) starts with it.
     pub fn launch(&mut self, launcher: &dyn Launcher) -> anyhow::Result<()> {
@@ -383,11 +462,13 @@ impl Session {
         launcher: &dyn Launcher,
         interrupt: impl Future<Output = ()>,
     ) -> anyhow::Result<RunResult> {
-        if let Err(e) = self.launch(launcher) {
-            self.abort().await;
-            return Err(e);
+        match self.launch(launcher) {
+            Ok(()) => self.follow(interrupt).await,
+            Err(e) => {
+                self.abort().await;
+                Err(e)
+            }
         }
-        self.follow(interrupt).await
     }
 
     /// Once launched: waits for the agent and finishes the session; the environment is stopped
@@ -452,6 +533,7 @@ impl Session {
 
     /// Ends the agent and stops the environment without grading or writing a result.
     pub async fn abort(mut self) {
+        lock(&self.progress).tear_down();
         if let Some(agent) = self.agent.take()
             && let Err(e) = agent.end(GRACE).await
         {

@@ -124,6 +124,11 @@ impl Progress {
         }
     }
 
+    /// Whether the open stage's submission is being evaluated (the next stage not yet open).
+    pub fn evaluating(&self) -> bool {
+        self.evaluating && self.stage() != Stage::TearingDown
+    }
+
     /// Every stage has been submitted.
     pub fn finished(&self) -> bool {
         self.next >= self.plan.len()
